@@ -1,0 +1,136 @@
+"""Zarr v3 extensions: ZEP 9 names and the ZEP 10 ``extensions`` extension point.
+
+Our own metadata pass runs on every ``zarr.json`` before zarr-python sees it, because
+zarr-python 3.1 refuses any document that carries an ``extensions`` list, even when every
+entry is ``must_understand: false``. The rules (ZEP 9 "Using must_understand", ZEP 10
+"extensions"):
+
+* an extension is an object ``{"name", "configuration"?, "must_understand"?}`` or a
+  short-hand name string; ``must_understand`` defaults to true;
+* names are raw names matching ``^[a-z0-9-_.]+$`` or URIs;
+* an extension we do not implement with ``must_understand`` true means the node must
+  not be loaded: :class:`UnsupportedExtensionError` names it and the node;
+* ``must_understand: false`` extensions are ignored, or used when we understand them
+  (``array-statistics`` gives contrast limits without reading pixels);
+* unknown *top-level* keys follow the same rule: an object with
+  ``"must_understand": false`` may be ignored, anything else must fail.
+
+:func:`check_document` returns a copy of the document that zarr-python accepts plus the
+parsed extensions, so the rest of the code never walks the raw list again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import MetadataError, UnsupportedExtensionError
+
+__all__ = ["ArrayStatistics", "Extension", "NodeExtensions", "check_document"]
+
+RAW_NAME = re.compile(r"^[a-z0-9-_.]+$")
+_URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://\S+$")
+
+# Extensions we implement (their behaviour is only informative, so understanding them
+# means: we read them and nothing is wrong if we use the data without them).
+_STATISTICS_NAMES = frozenset({"array-statistics", "example.array-statistics"})
+UNDERSTOOD = _STATISTICS_NAMES
+
+_V3_ARRAY_KEYS = frozenset(
+    {
+        "zarr_format",
+        "node_type",
+        "shape",
+        "data_type",
+        "chunk_grid",
+        "chunk_key_encoding",
+        "fill_value",
+        "codecs",
+        "attributes",
+        "dimension_names",
+        "storage_transformers",
+        "extensions",
+    }
+)
+_V3_GROUP_KEYS = frozenset({"zarr_format", "node_type", "attributes", "extensions", "consolidated_metadata"})
+
+
+@dataclass(frozen=True, slots=True)
+class Extension:
+    name: str
+    must_understand: bool = True
+    configuration: Mapping[str, Any] = field(default_factory=dict)
+    understood: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayStatistics:
+    min: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeExtensions:
+    extensions: tuple[Extension, ...] = ()
+    ignored_keys: tuple[str, ...] = ()
+
+    @property
+    def statistics(self) -> ArrayStatistics | None:
+        for e in self.extensions:
+            if e.name in _STATISTICS_NAMES:
+                lo, hi = e.configuration.get("min"), e.configuration.get("max")
+                ok = [isinstance(v, int | float) and not isinstance(v, bool) for v in (lo, hi)]
+                return ArrayStatistics(lo if ok[0] else None, hi if ok[1] else None)
+        return None
+
+
+def _parse_one(raw: Any, node: str) -> Extension:
+    if isinstance(raw, str):
+        name, must, conf = raw, True, {}
+    elif isinstance(raw, Mapping) and isinstance(raw.get("name"), str):
+        name = raw["name"]
+        must = raw.get("must_understand", True)
+        if not isinstance(must, bool):
+            raise MetadataError(f"{node or '/'}: extension {name!r} has a non-boolean must_understand")
+        conf = raw.get("configuration") or {}
+        if not isinstance(conf, Mapping):
+            raise MetadataError(f"{node or '/'}: extension {name!r} configuration is not an object")
+    else:
+        raise MetadataError(f"{node or '/'}: invalid extension entry {raw!r}")
+    if not (RAW_NAME.match(name) or _URI.match(name)):
+        raise MetadataError(f"{node or '/'}: extension name {name!r} is neither a raw name nor a URI (ZEP 9)")
+    return Extension(name, must, dict(conf), name in UNDERSTOOD)
+
+
+def check_document(doc: Mapping[str, Any], node: str) -> tuple[dict[str, Any], NodeExtensions]:
+    """Apply the must-understand rules to one Zarr v3 ``zarr.json`` document.
+
+    Returns the document without what zarr-python would refuse, and the extensions.
+    Raises :class:`UnsupportedExtensionError` for a must-understand extension (or
+    unknown key) we do not implement.
+    """
+    out = dict(doc)
+    exts: list[Extension] = []
+    raw = out.pop("extensions", None)
+    if raw is not None:
+        if not isinstance(raw, list) or not raw:
+            raise MetadataError(f"{node or '/'}: 'extensions' must be a non-empty list (ZEP 10)")
+        for r in raw:
+            e = _parse_one(r, node)
+            if e.must_understand and not e.understood:
+                raise UnsupportedExtensionError(e.name, node)
+            exts.append(e)
+    known = _V3_ARRAY_KEYS if out.get("node_type") == "array" else _V3_GROUP_KEYS
+    ignored = []
+    for key in list(out):
+        if key in known:
+            continue
+        value = out[key]
+        if isinstance(value, Mapping) and value.get("must_understand") is False:
+            ignored.append(key)
+            del out[key]
+        else:
+            raise UnsupportedExtensionError(key, node, what="metadata key")
+    return out, NodeExtensions(tuple(exts), tuple(ignored))

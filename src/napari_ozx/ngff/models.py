@@ -1,0 +1,581 @@
+"""Typed OME-Zarr metadata, versions 0.1 to 0.5 normalised to one model.
+
+Every function here takes the *attributes* of one node (the ``attributes`` of a Zarr v3
+``zarr.json`` or the content of a Zarr v2 ``.zattrs``) and returns frozen dataclasses.
+Version differences are resolved here, once:
+
+* 0.5 keeps everything under ``attributes["ome"]`` with one ``version`` key (RFC-2);
+  0.4 and older put ``multiscales`` / ``omero`` / ``plate`` ... at the top level with a
+  per-section ``version``.
+* 0.1 / 0.2 have no ``axes``: they are implied as the last *ndim* of ``t c z y x``.
+  0.3 has ``axes`` as a list of names. 0.4+ has axis objects with ``type`` and ``unit``.
+* ``coordinateTransformations`` exist from 0.4; multiscale-level transforms are folded
+  into each dataset (dataset transform first, then the multiscale one), so callers
+  see one ``scale`` and one ``translation`` per level.
+
+Nothing here reads files or imports zarr, napari or Qt.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import MetadataError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "Acquisition",
+    "Axis",
+    "Channel",
+    "Dataset",
+    "ImageLabel",
+    "LabelColor",
+    "Multiscale",
+    "NodeMetadata",
+    "Omero",
+    "Plate",
+    "PlateWell",
+    "Well",
+    "WellImage",
+    "Window",
+    "parse_node_attributes",
+]
+
+# Units the OME-Zarr specification allows for space and time axes (UDUNITS-2 names).
+SPACE_UNITS = frozenset(
+    "angstrom attometer centimeter decimeter exameter femtometer foot gigameter "
+    "hectometer inch kilometer megameter meter micrometer mile millimeter nanometer "
+    "parsec petameter picometer terameter yard yoctometer yottameter zeptometer "
+    "zettameter".split()
+)
+TIME_UNITS = frozenset(
+    "attosecond centisecond day decisecond exasecond femtosecond gigasecond hectosecond "
+    "hour kilosecond megasecond microsecond millisecond minute nanosecond petasecond "
+    "picosecond second terasecond yoctosecond yottasecond zeptosecond zettasecond".split()
+)
+_IMPLIED_AXES = ("t", "c", "z", "y", "x")
+_AXIS_TYPE_BY_NAME = {"t": "time", "c": "channel", "z": "space", "y": "space", "x": "space"}
+_HEX_COLOR = re.compile(r"^#?([0-9a-fA-F]{6}|[0-9a-fA-F]{8})$")
+
+
+def _err(node: str, msg: str) -> MetadataError:
+    return MetadataError(f"{node or '/'}: {msg}")
+
+
+# --------------------------------------------------------------------------- axes
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    name: str
+    type: str | None = None  # "space" | "time" | "channel" | custom | None
+    unit: str | None = None
+
+    @property
+    def is_channel(self) -> bool:
+        return self.type == "channel" or (self.type is None and self.name == "c")
+
+
+def _parse_axes(raw: Any, version: str, ndim: int | None, node: str) -> tuple[Axis, ...]:
+    if raw is None:
+        if ndim is None:
+            ndim = 5
+        if ndim > 5:
+            raise _err(node, f"{ndim}-D data without 'axes' cannot be interpreted")
+        names = _IMPLIED_AXES[5 - ndim :]
+        return tuple(Axis(n, _AXIS_TYPE_BY_NAME[n]) for n in names)
+    if not isinstance(raw, list) or not raw:
+        raise _err(node, "'axes' must be a non-empty list")
+    axes = []
+    for a in raw:
+        if isinstance(a, str):  # 0.3
+            axes.append(Axis(a, _AXIS_TYPE_BY_NAME.get(a)))
+        elif isinstance(a, Mapping) and isinstance(a.get("name"), str):
+            unit = a.get("unit")
+            axes.append(
+                Axis(
+                    a["name"],
+                    a.get("type") if isinstance(a.get("type"), str) else None,
+                    unit if isinstance(unit, str) and unit else None,
+                )
+            )
+        else:
+            raise _err(node, f"invalid axis entry {a!r}")
+    names = [a.name for a in axes]
+    if len(set(names)) != len(names):
+        raise _err(node, f"duplicate axis names {names}")
+    return tuple(axes)
+
+
+# --------------------------------------------------------------------- transforms
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """One pyramid level: its array path and its physical scale / translation."""
+
+    path: str
+    scale: tuple[float, ...]
+    translation: tuple[float, ...]
+
+
+def _parse_transforms(raw: Any, ndim: int, node: str) -> tuple[list[float], list[float]]:
+    scale = [1.0] * ndim
+    translation = [0.0] * ndim
+    if raw is None:
+        return scale, translation
+    if not isinstance(raw, list):
+        raise _err(node, "'coordinateTransformations' must be a list")
+    for t in raw:
+        if not isinstance(t, Mapping):
+            raise _err(node, f"invalid coordinate transformation {t!r}")
+        kind = t.get("type")
+        if kind == "identity":
+            continue
+        if kind not in ("scale", "translation"):
+            raise _err(node, f"unsupported coordinate transformation type {kind!r}")
+        values = t.get(kind)
+        if values is None and "path" in t:
+            logger.warning("%s: %s transform stored at a path is ignored", node, kind)
+            continue
+        if not isinstance(values, list) or len(values) != ndim:
+            raise _err(node, f"{kind} {values!r} does not have one value per axis ({ndim})")
+        try:
+            vals = [float(v) for v in values]
+        except (TypeError, ValueError):
+            raise _err(node, f"{kind} {values!r} is not a list of numbers") from None
+        if kind == "scale":
+            if any(v <= 0 or v != v for v in vals):
+                raise _err(node, f"scale {values!r} must be positive")
+            # a later scale also scales the translation accumulated so far
+            translation = [tr * s for tr, s in zip(translation, vals, strict=True)]
+            scale = [a * b for a, b in zip(scale, vals, strict=True)]
+        else:
+            translation = [a + b for a, b in zip(translation, vals, strict=True)]
+    return scale, translation
+
+
+# -------------------------------------------------------------------- multiscales
+
+
+@dataclass(frozen=True, slots=True)
+class Multiscale:
+    version: str
+    axes: tuple[Axis, ...]
+    datasets: tuple[Dataset, ...]
+    name: str | None = None
+    type: str | None = None  # downsampling method, e.g. "gaussian"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.axes)
+
+    @property
+    def channel_axis(self) -> int | None:
+        for i, a in enumerate(self.axes):
+            if a.is_channel:
+                return i
+        return None
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.axes)
+
+
+def _parse_multiscale(
+    raw: Any, version: str, node: str, ndim_hint: int | None = None
+) -> Multiscale:
+    if not isinstance(raw, Mapping):
+        raise _err(node, "a 'multiscales' entry must be an object")
+    datasets_raw = raw.get("datasets")
+    if not isinstance(datasets_raw, list) or not datasets_raw:
+        raise _err(node, "multiscales has no 'datasets'")
+    axes = _parse_axes(raw.get("axes"), version, ndim_hint, node)
+    ndim = len(axes)
+    g_scale, g_translation = _parse_transforms(raw.get("coordinateTransformations"), ndim, node)
+    datasets = []
+    seen = set()
+    for d in datasets_raw:
+        if not isinstance(d, Mapping) or not isinstance(d.get("path"), str) or not d["path"]:
+            raise _err(node, f"invalid dataset {d!r}")
+        path = d["path"].strip("/")
+        if path in seen or ".." in path.split("/"):
+            raise _err(node, f"invalid or duplicate dataset path {d['path']!r}")
+        seen.add(path)
+        s, t = _parse_transforms(d.get("coordinateTransformations"), ndim, f"{node}/{path}")
+        scale = tuple(a * b for a, b in zip(s, g_scale, strict=True))
+        translation = tuple(
+            a * gs + gt for a, gs, gt in zip(t, g_scale, g_translation, strict=True)
+        )
+        datasets.append(Dataset(path, scale, translation))
+    name = raw.get("name")
+    kind = raw.get("type")
+    return Multiscale(
+        version=version,
+        axes=axes,
+        datasets=tuple(datasets),
+        name=name if isinstance(name, str) and name else None,
+        type=kind if isinstance(kind, str) else None,
+    )
+
+
+# ------------------------------------------------------------------------- omero
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    start: float
+    end: float
+    min: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    label: str | None = None
+    color: str | None = None  # "RRGGBB" upper case, no '#'
+    window: Window | None = None
+    active: bool = True
+    inverted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Omero:
+    channels: tuple[Channel, ...]
+    name: str | None = None
+    default_z: int | None = None
+    default_t: int | None = None
+    model: str | None = None  # "color" | "greyscale"
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v) if v == v else None
+
+
+def _parse_omero(raw: Any, node: str) -> Omero | None:
+    if not isinstance(raw, Mapping):
+        return None
+    chans = []
+    for c in raw.get("channels") or []:
+        if not isinstance(c, Mapping):
+            continue
+        color = c.get("color")
+        if isinstance(color, str) and _HEX_COLOR.match(color):
+            color = color.lstrip("#").upper()[:6]
+        else:
+            color = None
+        window = None
+        w = c.get("window")
+        if isinstance(w, Mapping):
+            start, end = _num(w.get("start")), _num(w.get("end"))
+            lo, hi = _num(w.get("min")), _num(w.get("max"))
+            if start is None:
+                start = lo
+            if end is None:
+                end = hi
+            if start is not None and end is not None and end > start:
+                window = Window(start, end, lo, hi)
+        label = c.get("label")
+        chans.append(
+            Channel(
+                label=str(label) if label is not None and str(label) else None,
+                color=color,
+                window=window,
+                active=bool(c.get("active", True)),
+                inverted=bool(c.get("inverted", False)),
+            )
+        )
+    rdefs = raw.get("rdefs") if isinstance(raw.get("rdefs"), Mapping) else {}
+    name = raw.get("name")
+
+    def _int(v: Any) -> int | None:
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    return Omero(
+        channels=tuple(chans),
+        name=name if isinstance(name, str) else None,
+        default_z=_int(rdefs.get("defaultZ")),
+        default_t=_int(rdefs.get("defaultT")),
+        model=rdefs.get("model") if isinstance(rdefs.get("model"), str) else None,
+    )
+
+
+# ------------------------------------------------------------------------ labels
+
+
+@dataclass(frozen=True, slots=True)
+class LabelColor:
+    value: int
+    rgba: tuple[int, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ImageLabel:
+    colors: tuple[LabelColor, ...] = ()
+    properties: tuple[Mapping[str, Any], ...] = ()
+    source_image: str | None = None
+
+
+def _parse_image_label(raw: Any, node: str) -> ImageLabel | None:
+    if not isinstance(raw, Mapping):
+        return None
+    colors = []
+    for c in raw.get("colors") or []:
+        if not isinstance(c, Mapping):
+            continue
+        v, rgba = c.get("label-value"), c.get("rgba")
+        if (
+            isinstance(v, int)
+            and not isinstance(v, bool)
+            and isinstance(rgba, list)
+            and len(rgba) == 4
+            and all(isinstance(x, int) and 0 <= x <= 255 for x in rgba)
+        ):
+            colors.append(LabelColor(v, tuple(rgba)))  # type: ignore[arg-type]
+        else:
+            logger.warning("%s: ignoring invalid label colour %r", node, c)
+    props = tuple(
+        dict(p)
+        for p in raw.get("properties") or []
+        if isinstance(p, Mapping) and isinstance(p.get("label-value"), int)
+    )
+    src = raw.get("source")
+    src_img = src.get("image") if isinstance(src, Mapping) else None
+    return ImageLabel(tuple(colors), props, src_img if isinstance(src_img, str) else None)
+
+
+# ------------------------------------------------------------------------- plate
+
+
+@dataclass(frozen=True, slots=True)
+class Acquisition:
+    id: int
+    name: str | None = None
+    maximum_field_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlateWell:
+    path: str  # "A/1"
+    row: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plate:
+    version: str
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
+    wells: tuple[PlateWell, ...]
+    acquisitions: tuple[Acquisition, ...] = ()
+    field_count: int | None = None
+    name: str | None = None
+
+
+def _names(raw: Any, key: str, node: str) -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        raise _err(node, f"plate has no '{key}' list")
+    out = []
+    for r in raw:
+        n = r.get("name") if isinstance(r, Mapping) else None
+        if not isinstance(n, str) or not n:
+            raise _err(node, f"invalid plate {key} entry {r!r}")
+        out.append(n)
+    return tuple(out)
+
+
+def _parse_plate(raw: Any, version: str, node: str) -> Plate:
+    if not isinstance(raw, Mapping):
+        raise _err(node, "'plate' must be an object")
+    rows = _names(raw.get("rows"), "rows", node)
+    cols = _names(raw.get("columns"), "columns", node)
+    wells = []
+    for w in raw.get("wells") or []:
+        if not isinstance(w, Mapping) or not isinstance(w.get("path"), str):
+            raise _err(node, f"invalid plate well {w!r}")
+        path = w["path"].strip("/")
+        r, c = w.get("rowIndex"), w.get("columnIndex")
+        if not (isinstance(r, int) and isinstance(c, int)):
+            # 0.1-0.3: derive the indices from the "row/column" path
+            parts = path.split("/")
+            if len(parts) != 2 or parts[0] not in rows or parts[1] not in cols:
+                raise _err(node, f"well path {path!r} does not name a row and column")
+            r, c = rows.index(parts[0]), cols.index(parts[1])
+        if not (0 <= r < len(rows) and 0 <= c < len(cols)):
+            raise _err(node, f"well {path!r} lies outside the plate")
+        wells.append(PlateWell(path, r, c))
+    acqs = []
+    for a in raw.get("acquisitions") or []:
+        if isinstance(a, Mapping) and isinstance(a.get("id"), int):
+            mfc = a.get("maximumfieldcount")
+            acqs.append(
+                Acquisition(
+                    a["id"],
+                    a.get("name") if isinstance(a.get("name"), str) else None,
+                    mfc if isinstance(mfc, int) else None,
+                )
+            )
+    fc = raw.get("field_count")
+    name = raw.get("name")
+    return Plate(
+        version=version,
+        rows=rows,
+        columns=cols,
+        wells=tuple(wells),
+        acquisitions=tuple(acqs),
+        field_count=fc if isinstance(fc, int) else None,
+        name=name if isinstance(name, str) else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WellImage:
+    path: str
+    acquisition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Well:
+    version: str
+    images: tuple[WellImage, ...]
+
+
+def _parse_well(raw: Any, version: str, node: str) -> Well:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("images"), list):
+        raise _err(node, "'well' must be an object with an 'images' list")
+    imgs = []
+    for i in raw["images"]:
+        if not isinstance(i, Mapping) or not isinstance(i.get("path"), str):
+            raise _err(node, f"invalid well image {i!r}")
+        acq = i.get("acquisition")
+        imgs.append(WellImage(i["path"].strip("/"), acq if isinstance(acq, int) else None))
+    return Well(version, tuple(imgs))
+
+
+# ---------------------------------------------------------------------- one node
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMetadata:
+    """Everything OME about one group, normalised across versions."""
+
+    version: str | None = None
+    multiscales: tuple[Multiscale, ...] = ()
+    omero: Omero | None = None
+    image_label: ImageLabel | None = None
+    labels: tuple[str, ...] = ()  # the names listed by a ``labels`` group
+    plate: Plate | None = None
+    well: Well | None = None
+    bioformats2raw_layout: int | None = None
+    series: tuple[str, ...] = ()  # bioformats2raw ``OME`` group
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def kind(self) -> str:
+        if self.plate is not None:
+            return "plate"
+        if self.well is not None:
+            return "well"
+        if self.multiscales:
+            return "labels-image" if self.image_label is not None else "image"
+        if self.labels:
+            return "labels-group"
+        if self.bioformats2raw_layout is not None or self.series:
+            return "collection"
+        return "none"
+
+    @property
+    def is_ome(self) -> bool:
+        return self.kind != "none"
+
+
+_OME_KEYS = ("multiscales", "omero", "plate", "well", "labels", "image-label")
+
+
+def ome_section(attrs: Mapping[str, Any], zarr_format: int) -> tuple[Mapping[str, Any], str | None]:
+    """Return the mapping that holds OME keys and the version it declares."""
+    if zarr_format == 3 and isinstance(attrs.get("ome"), Mapping):
+        ome = attrs["ome"]
+        v = ome.get("version")
+        return ome, str(v) if v is not None else None
+    # Zarr v2 (0.1-0.4) or v3 written without the "ome" namespace (pre-release 0.5)
+    version = None
+    for key in ("multiscales", "plate", "well", "image-label"):
+        sec = attrs.get(key)
+        if isinstance(sec, list) and sec and isinstance(sec[0], Mapping):
+            sec = sec[0]
+        if isinstance(sec, Mapping) and sec.get("version") is not None:
+            version = str(sec["version"])
+            break
+    return attrs, version
+
+
+def parse_node_attributes(
+    attrs: Mapping[str, Any],
+    zarr_format: int,
+    node: str = "",
+    ndim_hint: int | None = None,
+) -> NodeMetadata:
+    """Parse the OME metadata of one group's attributes.
+
+    ``ndim_hint`` is the dimensionality of the first dataset, needed only for 0.1/0.2
+    files whose axes are implied.  Raises :class:`MetadataError` when OME metadata is
+    present but invalid; returns an empty ``NodeMetadata`` (``is_ome`` false) when none.
+    """
+    if not isinstance(attrs, Mapping):
+        raise _err(node, "attributes must be a JSON object")
+    ome, version = ome_section(attrs, zarr_format)
+    if zarr_format == 3 and version is not None and version < "0.5":
+        logger.warning("%s: OME-Zarr %s metadata in Zarr v3 (RFC-2 expects 0.5)", node, version)
+    v = version or ("0.5" if zarr_format == 3 else "0.4")
+
+    multiscales: tuple[Multiscale, ...] = ()
+    ms_raw = ome.get("multiscales")
+    if ms_raw is not None:
+        if not isinstance(ms_raw, list) or not ms_raw:
+            raise _err(node, "'multiscales' must be a non-empty list")
+        multiscales = tuple(_parse_multiscale(m, v, node, ndim_hint) for m in ms_raw)
+
+    labels_raw = ome.get("labels")
+    labels = (
+        tuple(x.strip("/") for x in labels_raw if isinstance(x, str) and x)
+        if isinstance(labels_raw, list)
+        else ()
+    )
+    plate = _parse_plate(ome["plate"], v, node) if "plate" in ome else None
+    well = _parse_well(ome["well"], v, node) if "well" in ome else None
+    b2r = attrs.get("bioformats2raw.layout", ome.get("bioformats2raw.layout"))
+    series_raw = ome.get("series", attrs.get("series"))
+    series = (
+        tuple(s for s in series_raw if isinstance(s, str))
+        if isinstance(series_raw, list)
+        else ()
+    )
+    return NodeMetadata(
+        version=version,
+        multiscales=multiscales,
+        omero=_parse_omero(ome.get("omero"), node),
+        image_label=_parse_image_label(ome.get("image-label"), node),
+        labels=labels,
+        plate=plate,
+        well=well,
+        bioformats2raw_layout=b2r if isinstance(b2r, int) else None,
+        series=series,
+        raw=attrs,
+    )
+
+
+def has_ome_keys(attrs: Mapping[str, Any]) -> bool:
+    """Cheap check used by ``get_reader``: does a node look like OME-Zarr at all?"""
+    ome = attrs.get("ome")
+    if isinstance(ome, Mapping):
+        attrs = ome
+    return any(k in attrs for k in _OME_KEYS) or "bioformats2raw.layout" in attrs
+

@@ -1,0 +1,436 @@
+"""Open an OME-Zarr hierarchy (directory or ``.ozx``) lazily.
+
+``open_ome_zarr(source)`` reads metadata only: each node's ``zarr.json`` (or ``.zattrs``
+/ ``.zarray`` for Zarr v2) once, concurrently where there are several, through our own
+metadata pass (:mod:`.extensions`) and typed models (:mod:`.models`). Arrays are built
+from those parsed documents, so zarr-python does not read them again, and every pyramid
+level is exposed as a dask array whose chunks follow the Zarr (inner) chunks. Nothing
+reads pixel data until a chunk is computed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import MetadataError, NotOmeZarrError, OzxError, UnsupportedExtensionError
+from .extensions import NodeExtensions, check_document
+from .models import Multiscale, NodeMetadata, parse_node_attributes
+
+if TYPE_CHECKING:
+    import dask.array as da
+    import zarr
+    from zarr.abc.store import Store
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ArrayNode", "GroupNode", "Image", "OmeZarr", "open_ome_zarr", "open_store"]
+
+ZIP_SUFFIXES = (".ozx", ".zip")
+# below this many bytes a dask chunk costs more in scheduling than in reading
+_MIN_DASK_CHUNK_BYTES = 1 << 20
+
+
+# ----------------------------------------------------------------------- stores
+
+
+def open_store(source: str | os.PathLike[str] | Store) -> Store:
+    """A read-only zarr store for a local directory or ``.ozx``/``.zip`` file."""
+    from zarr.abc.store import Store
+
+    if isinstance(source, Store):
+        return source
+    path = Path(source)
+    if path.is_dir():
+        from zarr.storage import LocalStore
+
+        return LocalStore(path, read_only=True)
+    if path.is_file():
+        from ..ozx.store import OzxStore
+
+        return OzxStore(path)
+    raise FileNotFoundError(f"{path}: no such file or directory")
+
+
+def _sync(coro: Any) -> Any:
+    from zarr.core.sync import sync
+
+    return sync(coro)
+
+
+async def _get_bytes(store: Store, key: str) -> bytes | None:
+    from zarr.core.buffer import default_buffer_prototype
+
+    buf = await store.get(key, prototype=default_buffer_prototype())
+    return None if buf is None else buf.to_bytes()
+
+
+def _loads(data: bytes, key: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise MetadataError(f"{key}: invalid JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise MetadataError(f"{key}: expected a JSON object")
+    return doc
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+# ------------------------------------------------------------------------ nodes
+
+
+@dataclass(frozen=True)
+class ArrayNode:
+    """One Zarr array: its parsed document and a lazily built zarr array."""
+
+    store: Store = field(repr=False)
+    path: str
+    zarr_format: int
+    document: Mapping[str, Any] = field(repr=False)
+    extensions: NodeExtensions = NodeExtensions()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.document["shape"])
+
+    @cached_property
+    def array(self) -> zarr.Array:
+        import zarr
+        from zarr.core.array import AsyncArray
+        from zarr.storage import StorePath
+
+        try:
+            aa = AsyncArray(metadata=dict(self.document), store_path=StorePath(self.store, self.path))
+        except OzxError:
+            raise
+        except Exception as e:  # zarr's refusal of a codec, data type, grid ...
+            raise UnsupportedExtensionError(_describe_unsupported(self.document, e), self.path, "array feature") from e
+        return zarr.Array(aa)
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The shape of the unit zarr decodes: inner chunks when sharded."""
+        a = self.array
+        return tuple(a.chunks)
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        return self.array.shards
+
+    def dask(self, name_token: str) -> da.Array:
+        import dask.array as da
+
+        a = self.array
+        chunks = _dask_chunks(a.shape, a.chunks, a.shards, a.dtype.itemsize)
+        name = "ozx-" + hashlib.sha1(f"{name_token}/{self.path}".encode()).hexdigest()[:16]
+        return da.from_array(
+            a,
+            chunks=chunks,
+            name=name,
+            lock=False,
+            asarray=False,
+            fancy=False,
+            inline_array=True,
+            meta=np.empty((0,) * a.ndim, dtype=a.dtype),
+        )
+
+
+def _describe_unsupported(doc: Mapping[str, Any], err: Exception) -> str:
+    msg = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return f"{doc.get('data_type') or doc.get('dtype')!s}: {msg}"
+
+
+def _dask_chunks(
+    shape: Sequence[int], chunks: Sequence[int], shards: Sequence[int] | None, itemsize: int
+) -> tuple[int, ...]:
+    """Dask chunks = Zarr read chunks, grown along the last (y, x) axes while tiny.
+
+    Growing stays within a shard (or the array) so one dask task never straddles two
+    shards; it stops at ~1 MiB so tiles that napari shows partly still read little.
+    """
+    out = [min(c, s) for c, s in zip(chunks, shape, strict=True)]
+    limit = list(shards) if shards else list(shape)
+    limit = [min(lv, s) for lv, s in zip(limit, shape, strict=True)]
+    nbytes = int(np.prod(out)) * itemsize
+    for ax in (len(out) - 1, len(out) - 2):
+        while ax >= 0 and nbytes < _MIN_DASK_CHUNK_BYTES and out[ax] * 2 <= limit[ax] and limit[ax] % (out[ax] * 2) == 0:
+            out[ax] *= 2
+            nbytes *= 2
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class GroupNode:
+    store: Store = field(repr=False)
+    path: str
+    zarr_format: int
+    attributes: Mapping[str, Any] = field(repr=False)
+    meta: NodeMetadata
+    extensions: NodeExtensions = NodeExtensions()
+
+
+@dataclass
+class Image:
+    """A multiscale image (or label image): metadata plus one lazy array per level."""
+
+    root: OmeZarr = field(repr=False)
+    group: GroupNode
+    multiscale: Multiscale
+    arrays: list[ArrayNode] = field(repr=False)
+
+    @property
+    def path(self) -> str:
+        return self.group.path
+
+    @property
+    def meta(self) -> NodeMetadata:
+        return self.group.meta
+
+    @property
+    def name(self) -> str:
+        if self.meta.image_label is not None or self.path.split("/")[-2:-1] == ["labels"]:
+            return self.path.rsplit("/", 1)[-1]
+        if self.multiscale.name:
+            return self.multiscale.name
+        if self.meta.omero and self.meta.omero.name:
+            return self.meta.omero.name
+        return self.path.rsplit("/", 1)[-1] if self.path else self.root.name
+
+    @cached_property
+    def levels(self) -> list[da.Array]:
+        token = self.root.token
+        return [a.dask(token) for a in self.arrays]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.arrays[0].array.dtype
+
+    @cached_property
+    def labels(self) -> list[Image]:
+        """Label images listed by ``<image>/labels`` (empty when there are none)."""
+        lpath = _join(self.path, "labels")
+        grp = self.root._group_or_none(lpath)
+        if grp is None or not grp.meta.labels:
+            return []
+        out = []
+        for name in grp.meta.labels:
+            try:
+                img = self.root.image(_join(lpath, name))
+            except (OzxError, OSError) as e:
+                logger.warning("%s: label image %r skipped: %s", self.root.source, name, e)
+                continue
+            out.append(img)
+        return out
+
+
+class OmeZarr:
+    """An opened OME-Zarr hierarchy. Use :func:`open_ome_zarr`."""
+
+    def __init__(self, store: Store, source: str, owns_store: bool = True) -> None:
+        self.store = store
+        self.source = source
+        self._owns_store = owns_store
+        self.zarr_format: int | None = None
+        self.root = self.group("")
+
+    # -- identity ------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        base = os.path.basename(self.source.rstrip("/\\")) or self.source
+        for suf in (".ome.zarr", ".zarr", ".ozx", ".zip"):
+            if base.lower().endswith(suf) and len(base) > len(suf):
+                return base[: -len(suf)]
+        return base
+
+    @cached_property
+    def token(self) -> str:
+        """Identifies this version of the data (dask names, caches)."""
+        try:
+            st = os.stat(self.source)
+            return f"{os.path.abspath(self.source)}:{st.st_mtime_ns}:{st.st_size}"
+        except OSError:
+            return f"{self.source}:{id(self)}"
+
+    # -- metadata --------------------------------------------------------------
+    def _read_docs(self, paths: Sequence[str]) -> list[tuple[int, dict[str, Any], dict[str, Any]] | None]:
+        """For each node path: (zarr_format, document, attributes) or None if absent.
+
+        All nodes are read concurrently; Zarr v3 is tried first (0.5 preferred over 0.4,
+        RFC-2), then v2 once the hierarchy is known to be v2.
+        """
+        fmt = self.zarr_format
+
+        async def one(p: str) -> tuple[int, dict[str, Any], dict[str, Any]] | None:
+            if fmt in (None, 3):
+                raw = await _get_bytes(self.store, _join(p, "zarr.json"))
+                if raw is not None:
+                    doc = _loads(raw, _join(p, "zarr.json"))
+                    if doc.get("zarr_format") != 3:
+                        raise MetadataError(f"{_join(p, 'zarr.json')}: zarr_format is not 3")
+                    attrs = doc.get("attributes") or {}
+                    return 3, doc, attrs if isinstance(attrs, dict) else {}
+                if fmt == 3:
+                    return None
+            zattrs, zgroup, zarray = await asyncio.gather(
+                _get_bytes(self.store, _join(p, ".zattrs")),
+                _get_bytes(self.store, _join(p, ".zgroup")),
+                _get_bytes(self.store, _join(p, ".zarray")),
+            )
+            if zgroup is None and zarray is None and zattrs is None:
+                return None
+            attrs = _loads(zattrs, _join(p, ".zattrs")) if zattrs is not None else {}
+            if zarray is not None:
+                doc = _loads(zarray, _join(p, ".zarray"))
+                doc["node_type"] = "array"
+            else:
+                doc = {"zarr_format": 2, "node_type": "group"}
+            return 2, doc, attrs
+
+        async def all_() -> list[Any]:
+            return await asyncio.gather(*(one(p) for p in paths))
+
+        return _sync(all_())
+
+    def group(self, path: str) -> GroupNode:
+        g = self._group_or_none(path)
+        if g is None:
+            raise NotOmeZarrError(f"{self.source}: no Zarr group at {path or '/'!r}")
+        return g
+
+    def _group_or_none(self, path: str) -> GroupNode | None:
+        (res,) = self._read_docs([path])
+        return None if res is None else self._make_group(path, res)
+
+    def _make_group(self, path: str, res: tuple[int, dict[str, Any], dict[str, Any]]) -> GroupNode:
+        fmt, doc, attrs = res
+        if self.zarr_format is None:
+            self.zarr_format = fmt
+        node = f"{self.source}:{path or '/'}"
+        exts = NodeExtensions()
+        if fmt == 3:
+            doc, exts = check_document(doc, path)
+        if doc.get("node_type") != "group":
+            raise NotOmeZarrError(f"{node} is an array, not an OME-Zarr group")
+        meta = parse_node_attributes(attrs, fmt, node=path)
+        return GroupNode(self.store, path, fmt, attrs, meta, exts)
+
+    def arrays(self, paths: Sequence[str]) -> list[ArrayNode]:
+        out = []
+        for p, res in zip(paths, self._read_docs(paths), strict=True):
+            if res is None:
+                raise MetadataError(f"{self.source}: pyramid level {p!r} is missing")
+            fmt, doc, attrs = res
+            exts = NodeExtensions()
+            if fmt == 3:
+                doc, exts = check_document(doc, p)
+            else:
+                doc = {**doc, "attributes": attrs}
+                doc.pop("node_type", None)
+            if doc.get("node_type", "array") != "array":
+                raise MetadataError(f"{self.source}: {p!r} is a group, expected an array")
+            out.append(ArrayNode(self.store, p, fmt, doc, exts))
+        return out
+
+    def image(self, path: str, group: GroupNode | None = None) -> Image:
+        group = group or self.group(path)
+        if not group.meta.multiscales:
+            raise NotOmeZarrError(f"{self.source}: {path or '/'!r} is not a multiscale image")
+        ms = group.meta.multiscales[0]
+        arrays = self.arrays([_join(path, d.path) for d in ms.datasets])
+        if ms.version in ("0.1", "0.2") and arrays and arrays[0].document.get("shape"):
+            # axes are implied by the dimensionality: re-parse with the real ndim
+            ndim = len(arrays[0].shape)
+            if ndim != ms.ndim:
+                meta = parse_node_attributes(group.attributes, group.zarr_format, path, ndim)
+                group = GroupNode(group.store, path, group.zarr_format, group.attributes, meta, group.extensions)
+                ms = meta.multiscales[0]
+        _check_levels(self.source, path, ms, arrays)
+        return Image(self, group, ms, arrays)
+
+    def images(self) -> list[Image]:
+        """The images a viewer shows for this source: the root image, the series of a
+        bioformats2raw collection, or the label images of a ``labels`` group."""
+        meta = self.root.meta
+        kind = meta.kind
+        if kind in ("image", "labels-image"):
+            return [self.image("", self.root)]
+        if kind == "labels-group":
+            return [self.image(name) for name in meta.labels]
+        if kind == "collection":
+            return [self.image(p) for p in self._series_paths()]
+        if kind in ("plate", "well"):
+            raise MetadataError(f"{self.source}: HCS {kind}s are opened by the plate reader")
+        raise NotOmeZarrError(f"{self.source}: no OME-Zarr metadata (not an image, plate or label)")
+
+    def _series_paths(self) -> list[str]:
+        ome = self._group_or_none("OME")
+        if ome is not None and ome.meta.series:
+            return list(ome.meta.series)
+        found = []
+        # bioformats2raw without an OME/ series list: consecutive integer groups
+        for i in range(10_000):
+            if self._group_or_none(str(i)) is None:
+                break
+            found.append(str(i))
+        if not found:
+            raise MetadataError(f"{self.source}: bioformats2raw collection without series")
+        return found
+
+    # -- lifetime ----------------------------------------------------------------
+    def close(self) -> None:
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> OmeZarr:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"OmeZarr({self.source!r}, zarr_format={self.zarr_format}, kind={self.root.meta.kind!r})"
+
+
+def _check_levels(source: str, path: str, ms: Multiscale, arrays: list[ArrayNode]) -> None:
+    """Refuse pyramids whose levels disagree with the axes or with each other."""
+    where = f"{source}:{path or '/'}"
+    prev: tuple[int, ...] | None = None
+    for ds, arr in zip(ms.datasets, arrays, strict=True):
+        shape = arr.shape
+        if len(shape) != ms.ndim:
+            raise MetadataError(f"{where}: level {ds.path!r} has {len(shape)} dimensions, axes name {ms.ndim}")
+        names = arr.document.get("dimension_names")
+        if arr.zarr_format == 3 and names is not None and list(names) != list(ms.axis_names):
+            if any(n is not None for n in names):
+                raise MetadataError(
+                    f"{where}: dimension_names {list(names)} of level {ds.path!r} "
+                    f"do not match the axes {list(ms.axis_names)} (RFC-2)"
+                )
+        if prev is not None and any(s > p for s, p in zip(shape, prev, strict=True)):
+            raise MetadataError(f"{where}: level {ds.path!r} {shape} is larger than the level before {prev}")
+        prev = shape
+
+
+def open_ome_zarr(source: str | os.PathLike[str] | Store) -> OmeZarr:
+    """Open a local OME-Zarr directory or ``.ozx`` file (metadata only)."""
+    store = open_store(source)
+    name = os.fspath(source) if isinstance(source, str | os.PathLike) else repr(source)
+    try:
+        return OmeZarr(store, name, owns_store=not (store is source))
+    except BaseException:
+        if store is not source:
+            store.close()
+        raise
