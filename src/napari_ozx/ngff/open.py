@@ -358,6 +358,8 @@ class OmeZarr:
                 group = GroupNode(group.store, path, group.zarr_format, group.attributes, meta, group.extensions)
                 ms = meta.multiscales[0]
         _check_levels(self.source, path, ms, arrays)
+        for a in arrays:  # fail now, not at first draw, on codecs zarr cannot decode
+            _ = a.array
         return Image(self, group, ms, arrays)
 
     def images(self) -> list[Image]:

@@ -1,0 +1,33 @@
+"""Architecture guards: the core imports neither Qt nor napari; the manifest is valid."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["napari_ozx.ozx", "napari_ozx.ozx.store", "napari_ozx.ngff", "napari_ozx.ngff.open", "napari_ozx._reader"],
+)
+def test_core_loads_no_qt_and_no_napari(module):
+    code = (
+        f"import sys, {module}\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('PyQt5','PyQt6','PySide2','PySide6','qtpy','napari','vispy','superqt'))\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"{module} imported {out.stdout.strip()}"
+
+
+def test_npe2_manifest_validates():
+    from npe2 import PluginManifest
+
+    pm = PluginManifest.from_distribution("napari-ozx")
+    assert pm.name == "napari-ozx"
+    assert any("*.ozx" in r.filename_patterns for r in pm.contributions.readers)
+    out = subprocess.run(["npe2", "validate", "napari-ozx"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -1,0 +1,161 @@
+"""Lazy opening of OME-Zarr directories: versions, pixels, labels, refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import zarr
+
+from napari_ozx.errors import MetadataError, NotOmeZarrError, UnsupportedExtensionError
+from napari_ozx.ngff.open import open_ome_zarr
+
+from .omegen import write_image
+
+RNG = np.random.default_rng(0)
+OMERO = {
+    "channels": [
+        {"label": "DAPI", "color": "0000FF", "window": {"start": 10, "end": 900, "min": 0, "max": 65535}},
+        {"label": "GFP", "color": "00FF00", "window": {"start": 0, "end": 500, "min": 0, "max": 65535}},
+    ]
+}
+
+
+@pytest.fixture
+def data():
+    return RNG.integers(0, 1000, (2, 4, 64, 96), dtype=np.uint16)
+
+
+@pytest.mark.parametrize("version", ["0.4", "0.5"])
+def test_open_pixels_and_metadata(tmp_path, data, version):
+    labels = (data[0] > 500).astype(np.uint32)
+    lv = write_image(tmp_path / "img.zarr", data, version=version, levels=3, scale=[1, 2, 0.5, 0.5],
+                     translation=[0, 1, 2, 3], omero=OMERO, labels={"cells": labels})
+    with open_ome_zarr(tmp_path / "img.zarr") as oz:
+        assert oz.zarr_format == (3 if version == "0.5" else 2)
+        (img,) = oz.images()
+        assert img.multiscale.version == version
+        assert [tuple(x.shape) for x in img.levels] == [x.shape for x in lv]
+        for lazy, truth in zip(img.levels, lv):
+            np.testing.assert_array_equal(np.asarray(lazy), truth)
+        assert img.multiscale.datasets[2].scale == (1, 2, 2, 2)
+        assert img.multiscale.datasets[0].translation == (0, 1, 2, 3)
+        (lab,) = img.labels
+        assert lab.name == "cells"
+        np.testing.assert_array_equal(np.asarray(lab.levels[0]), labels)
+
+
+def test_open_reads_no_chunks(tmp_path, data, monkeypatch):
+    """Opening is metadata only: count every store get and check none is a chunk."""
+    write_image(tmp_path / "img.zarr", data, levels=3, omero=OMERO, labels={"cells": data[0] > 9})
+    from zarr.storage import LocalStore
+
+    keys = []
+    orig = LocalStore.get
+
+    async def spy(self, key, *a, **k):
+        keys.append(key)
+        return await orig(self, key, *a, **k)
+
+    monkeypatch.setattr(LocalStore, "get", spy)
+    with open_ome_zarr(tmp_path / "img.zarr") as oz:
+        (img,) = oz.images()
+        _ = img.levels, img.labels[0].levels
+    assert keys and all(k.endswith(("zarr.json", ".zattrs", ".zgroup", ".zarray")) for k in keys), keys
+
+
+def test_v05_preferred_when_both_versions_present(tmp_path, data):
+    # RFC-2: "If implementations encounter 0.4 and 0.5 metadata side-by-side, 0.5 SHOULD
+    # be treated preferentially."
+    p = tmp_path / "both.zarr"
+    write_image(p, data, version="0.4", scale=[1, 1, 7, 7])
+    write_image(p, data, version="0.5", scale=[1, 1, 3, 3])
+    with open_ome_zarr(p) as oz:
+        assert oz.zarr_format == 3
+        assert oz.images()[0].multiscale.datasets[0].scale == (1, 1, 3, 3)
+
+
+@pytest.mark.parametrize("version", ["0.1", "0.2", "0.3"])
+def test_old_versions(tmp_path, version):
+    d5 = RNG.integers(0, 255, (1, 2, 3, 32, 32), dtype=np.uint8)
+    p = tmp_path / "old.zarr"
+    root = zarr.open_group(p, mode="w", zarr_format=2)
+    root.create_array("0", data=d5, chunks=(1, 1, 1, 16, 16))
+    root.create_array("1", data=d5[..., ::2, ::2], chunks=(1, 1, 1, 16, 16))
+    ms = {"version": version, "datasets": [{"path": "0"}, {"path": "1"}]}
+    if version == "0.3":
+        ms["axes"] = ["t", "c", "z", "y", "x"]
+    root.attrs.update({"multiscales": [ms], "omero": {"channels": [{"label": "a", "color": "FF0000"}, {"label": "b", "color": "00FF00"}]}})
+    with open_ome_zarr(p) as oz:
+        (img,) = oz.images()
+        assert img.multiscale.axis_names == ("t", "c", "z", "y", "x")
+        assert img.multiscale.channel_axis == 1
+        np.testing.assert_array_equal(np.asarray(img.levels[1]), d5[..., ::2, ::2])
+
+
+def test_not_ome(tmp_path):
+    zarr.open_group(tmp_path / "plain.zarr", mode="w").create_array("a", shape=(4,), dtype="u1")
+    with open_ome_zarr(tmp_path / "plain.zarr") as oz, pytest.raises(NotOmeZarrError):
+        oz.images()
+
+
+def test_missing_level_is_clear(tmp_path, data):
+    write_image(tmp_path / "img.zarr", data, levels=2)
+    import shutil
+
+    shutil.rmtree(tmp_path / "img.zarr" / "1")
+    with open_ome_zarr(tmp_path / "img.zarr") as oz, pytest.raises(MetadataError, match="level '1' is missing"):
+        oz.images()
+
+
+def test_dimension_names_must_match_axes(tmp_path, data):
+    # RFC-2: "The dimension_names attribute in the Zarr metadata must match the axes names"
+    write_image(tmp_path / "img.zarr", data, array_extra={"dimension_names": ["c", "z", "x", "y"]})
+    with open_ome_zarr(tmp_path / "img.zarr") as oz, pytest.raises(MetadataError, match="dimension_names"):
+        oz.images()
+
+
+def test_levels_must_not_grow(tmp_path, data):
+    p = tmp_path / "img.zarr"
+    write_image(p, data, levels=2)
+    doc = json.loads((p / "zarr.json").read_text())
+    ds = doc["attributes"]["ome"]["multiscales"][0]["datasets"]
+    ds.reverse()
+    (p / "zarr.json").write_text(json.dumps(doc))
+    with open_ome_zarr(p) as oz, pytest.raises(MetadataError, match="larger than the level before"):
+        oz.images()
+
+
+def test_must_understand_extension_refused_optional_ignored(tmp_path, data):
+    # ZEP 10: must_understand (default true) -> "the node must not be loaded"
+    p = tmp_path / "img.zarr"
+    write_image(p, data, array_extra={"extensions": [{"name": "example.offset", "configuration": {"offset": [0, 0, 1, 1]}}]})
+    with open_ome_zarr(p) as oz, pytest.raises(UnsupportedExtensionError, match="example.offset"):
+        oz.images()
+    q = tmp_path / "ok.zarr"
+    write_image(q, data, array_extra={"extensions": [{"name": "array-statistics", "must_understand": False, "configuration": {"min": 0, "max": 999}}]})
+    with open_ome_zarr(q) as oz:
+        (img,) = oz.images()
+        assert img.arrays[0].extensions.statistics.max == 999
+        np.testing.assert_array_equal(np.asarray(img.levels[0]), data)
+
+
+def test_unknown_codec_is_a_clear_error(tmp_path, data):
+    p = tmp_path / "img.zarr"
+    write_image(p, data, levels=1, sharded=False)
+    doc = json.loads((p / "0" / "zarr.json").read_text())
+    doc["codecs"].append({"name": "made-up-codec"})
+    (p / "0" / "zarr.json").write_text(json.dumps(doc))
+    with open_ome_zarr(p) as oz, pytest.raises(UnsupportedExtensionError, match="'0'"):
+        oz.images()
+
+
+def test_dask_chunks_follow_zarr_chunks(tmp_path):
+    data = RNG.integers(0, 9, (2, 4, 1024, 1024), dtype=np.uint16)
+    write_image(tmp_path / "big.zarr", data, levels=1, chunks=(1, 1, 256, 256))
+    with open_ome_zarr(tmp_path / "big.zarr") as oz:
+        lvl = oz.images()[0].levels[0]
+        # 256x256 uint16 chunks (128 KiB) are grown within the shard to >= 1 MiB tiles
+        assert lvl.chunksize == (1, 1, 512, 1024)
+        assert all(c % 256 == 0 for c in lvl.chunks[-1])
