@@ -1,0 +1,469 @@
+"""Write OME-Zarr 0.5 (``.ozx`` or directory) or 0.4 (directory) with a pyramid.
+
+How it streams:
+
+1. The whole hierarchy's metadata is created first (groups, arrays, ``multiscales``,
+   ``omero``, ``labels``, ``image-label``), so an ``.ozx`` gets every ``zarr.json`` as
+   its first entries (RFC-9) and zarr never rewrites one.
+2. Level 0 is written shard by shard from the source (numpy or dask: only the region of
+   one shard is computed at a time). Each shard is encoded by zarr (sharding + codec)
+   and stored exactly once: work is split on shard boundaries, so no shard is ever
+   written partially and read back.
+3. Level *n* is computed from level *n-1* **as written** (read back through the same
+   store), 2x in y and x, so the source is read once and memory stays at a few shards
+   per worker.
+4. Everything goes to a temporary name beside the target, renamed onto it only when
+   complete: a failed or cancelled save leaves the previous file untouched.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import math
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ..errors import OzxError
+from .models import Axis, Channel, LabelColor
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ImageSpec", "LabelsSpec", "WriteCancelled", "WriteOptions", "write_ome_zarr"]
+
+Progress = Callable[[int, int], None]  # (shards done, shards total)
+
+
+class WriteCancelled(OzxError):
+    """The save was cancelled; nothing was written at the target."""
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How to store the data. The same object drives File > Save, the export panel and
+    the command line. Defaults were measured on 2 cores (see benchmarks/bench_write.py)."""
+
+    format: Literal["auto", "ozx", "directory"] = "auto"
+    version: Literal["0.5", "0.4"] = "0.5"
+    chunk_yx: int = 256  # inner chunk edge in y and x (z, c, t chunks are 1)
+    shard_yx: int = 1024  # shard edge in y and x (0.5 only)
+    shard_z: int = 16  # planes per shard (0.5 only)
+    codec: Literal["zstd", "blosc-lz4", "blosc-zstd", "gzip", "none"] = "zstd"
+    level: int = 3
+    pyramid_levels: int | None = None  # None: halve y/x until both fit in one chunk
+    downsample: Literal["auto", "mean", "nearest", "mode"] = "auto"
+    workers: int | None = None  # threads; None: number of CPUs
+
+    def resolved_format(self, target: str | os.PathLike[str]) -> str:
+        if self.format != "auto":
+            return self.format
+        return "ozx" if str(target).lower().endswith((".ozx", ".zip")) else "directory"
+
+
+@dataclass
+class LabelsSpec:
+    name: str
+    data: Any  # integer array (numpy or dask), same axes as ``axes``
+    axes: Sequence[Axis]
+    scale: Sequence[float] | None = None
+    translation: Sequence[float] | None = None
+    colors: Sequence[LabelColor] = ()
+    properties: Sequence[dict[str, Any]] = ()
+
+
+@dataclass
+class ImageSpec:
+    data: Any  # numpy or dask array
+    axes: Sequence[Axis]
+    scale: Sequence[float] | None = None
+    translation: Sequence[float] | None = None
+    channels: Sequence[Channel] = ()
+    name: str | None = None
+    labels: Sequence[LabelsSpec] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------- layout
+
+
+def _chunk_and_shard(shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptions) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """Inner chunks: ``chunk_yx`` tiles of single planes; shards: ``shard_z`` planes of
+    up to ``shard_yx`` squared (a multiple of the chunk). Other axes: 1."""
+    yx = _yx_axes(axes)
+    chunks, shards = [], []
+    for i, (a, s) in enumerate(zip(axes, shape, strict=True)):
+        s = max(int(s), 1)
+        if i in yx:
+            c = min(opts.chunk_yx, s)
+            sh = min(max(opts.shard_yx // c, 1) * c, math.ceil(s / c) * c)
+        elif a.type == "space" or (a.type is None and a.name == "z"):
+            c, sh = 1, min(opts.shard_z, s)
+        else:
+            c, sh = 1, 1
+        chunks.append(c)
+        shards.append(sh)
+    return tuple(chunks), (tuple(shards) if opts.version == "0.5" else None)
+
+
+def _yx_axes(axes: Sequence[Axis]) -> tuple[int, ...]:
+    """Axes halved per pyramid level: the last two spatial axes."""
+    spatial = [i for i, a in enumerate(axes) if a.type == "space" or (a.type is None and a.name in "zyx")]
+    return tuple(spatial[-2:])
+
+
+def _pyramid_shapes(shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptions) -> list[tuple[int, ...]]:
+    ds = _yx_axes(axes)
+    shapes = [tuple(int(s) for s in shape)]
+    limit = opts.pyramid_levels
+    while True:
+        cur = shapes[-1]
+        if limit is not None and len(shapes) >= limit:
+            break
+        if limit is None and (not ds or all(cur[i] <= opts.chunk_yx for i in ds) or len(shapes) >= 12):
+            break
+        nxt = tuple(math.ceil(s / 2) if i in ds else s for i, s in enumerate(cur))
+        if nxt == cur:
+            break
+        shapes.append(nxt)
+    return shapes
+
+
+def _codecs(opts: WriteOptions, itemsize: int) -> Any:
+    from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
+
+    if opts.codec == "none":
+        return None
+    if opts.codec == "zstd":
+        return ZstdCodec(level=opts.level)
+    if opts.codec == "gzip":
+        return GzipCodec(level=min(max(opts.level, 0), 9))
+    cname = "lz4" if opts.codec == "blosc-lz4" else "zstd"
+    return BloscCodec(cname=cname, clevel=min(max(opts.level, 0), 9), shuffle="bitshuffle" if itemsize == 1 else "shuffle", typesize=itemsize)
+
+
+def _v2_compressor(opts: WriteOptions) -> Any:
+    import numcodecs
+
+    if opts.codec == "none":
+        return None
+    if opts.codec == "zstd":
+        return numcodecs.Zstd(level=opts.level)
+    if opts.codec == "gzip":
+        return numcodecs.GZip(level=min(max(opts.level, 0), 9))
+    return numcodecs.Blosc(cname="lz4" if opts.codec == "blosc-lz4" else "zstd", clevel=min(max(opts.level, 0), 9), shuffle=numcodecs.Blosc.SHUFFLE)
+
+
+# ------------------------------------------------------------------ metadata
+
+
+def _axes_json(axes: Sequence[Axis]) -> list[dict[str, Any]]:
+    out = []
+    for a in axes:
+        d: dict[str, Any] = {"name": a.name}
+        if a.type:
+            d["type"] = a.type
+        if a.unit:
+            d["unit"] = a.unit
+        out.append(d)
+    return out
+
+
+def _multiscale_json(
+    name: str | None, axes: Sequence[Axis], shapes: list[tuple[int, ...]], scale: Sequence[float], translation: Sequence[float], method: str, version: str
+) -> dict[str, Any]:
+    datasets = []
+    for i, shp in enumerate(shapes):
+        factors = [s0 / s for s0, s in zip(shapes[0], shp, strict=True)]
+        sc = [float(s) * f for s, f in zip(scale, factors, strict=True)]
+        if method == "mean":  # the centre of a 2x2 block lies half a pixel further in
+            tr = [float(t) + (f - 1) * s / 2 for t, s, f in zip(translation, scale, factors, strict=True)]
+        else:
+            tr = [float(t) for t in translation]
+        ct: list[dict[str, Any]] = [{"type": "scale", "scale": sc}]
+        if any(tr):
+            ct.append({"type": "translation", "translation": tr})
+        datasets.append({"path": str(i), "coordinateTransformations": ct})
+    ms: dict[str, Any] = {"axes": _axes_json(axes), "datasets": datasets, "type": method}
+    if name:
+        ms["name"] = name
+    if version == "0.4":
+        ms["version"] = "0.4"
+    return ms
+
+
+def _omero_json(channels: Sequence[Channel], dtype: np.dtype, name: str | None) -> dict[str, Any] | None:
+    if not channels:
+        return None
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        lo, hi = float(info.min), float(info.max)
+    else:
+        lo, hi = None, None
+    chans = []
+    for ch in channels:
+        d: dict[str, Any] = {"active": ch.active}
+        if ch.label:
+            d["label"] = ch.label
+        d["color"] = ch.color or "FFFFFF"
+        if ch.window is not None:
+            d["window"] = {
+                "start": ch.window.start,
+                "end": ch.window.end,
+                "min": ch.window.min if ch.window.min is not None else (lo if lo is not None else ch.window.start),
+                "max": ch.window.max if ch.window.max is not None else (hi if hi is not None else ch.window.end),
+            }
+        if ch.inverted:
+            d["inverted"] = True
+        chans.append(d)
+    om: dict[str, Any] = {"channels": chans, "rdefs": {"model": "color"}}
+    if name:
+        om["name"] = name
+    return om
+
+
+def _ome_attrs(section: dict[str, Any], version: str) -> dict[str, Any]:
+    if version == "0.5":
+        return {"ome": {"version": "0.5", **section}}
+    return section
+
+
+# --------------------------------------------------------------- downsample
+
+
+def downsample2(block: np.ndarray, axes: tuple[int, ...], method: str) -> np.ndarray:
+    """Halve *block* along *axes* (ceil for odd sizes: the edge is repeated)."""
+    if method == "nearest":
+        idx = tuple(slice(None, None, 2) if i in axes else slice(None) for i in range(block.ndim))
+        return block[idx]
+    pad = [(0, block.shape[i] % 2 if i in axes else 0) for i in range(block.ndim)]
+    if any(p[1] for p in pad):
+        block = np.pad(block, pad, mode="edge")
+    shape: list[int] = []
+    red: list[int] = []
+    for i, s in enumerate(block.shape):
+        if i in axes:
+            shape += [s // 2, 2]
+            red.append(len(shape) - 1)
+        else:
+            shape.append(s)
+    v = block.reshape(shape)
+    if method == "mean":
+        out = v.mean(axis=tuple(red), dtype=np.float64)
+        if np.issubdtype(block.dtype, np.integer):
+            out = np.rint(out)
+        return out.astype(block.dtype)
+    # mode (labels): the most frequent of each 2x2 block, ties to the first
+    v = np.moveaxis(v, red, list(range(v.ndim - len(red), v.ndim)))
+    v = v.reshape(*v.shape[: v.ndim - len(red)], -1)
+    counts = (v[..., :, None] == v[..., None, :]).sum(-1)
+    return np.take_along_axis(v, counts.argmax(-1)[..., None], -1)[..., 0]
+
+
+# ---------------------------------------------------------------------- write
+
+
+@dataclass
+class _Job:
+    """One multiscale (image or labels) to write into a group."""
+
+    group_path: str
+    data: Any
+    axes: Sequence[Axis]
+    shapes: list[tuple[int, ...]]
+    method: str
+    arrays: list[Any] = field(default_factory=list)
+
+
+def _regions(shape: Sequence[int], step: Sequence[int]) -> list[tuple[slice, ...]]:
+    ranges = [range(0, s, st) for s, st in zip(shape, step, strict=True)]
+    return [tuple(slice(o, min(o + st, s)) for o, st, s in zip(origin, step, shape, strict=True)) for origin in itertools.product(*ranges)]
+
+
+def write_ome_zarr(
+    target: str | os.PathLike[str],
+    image: ImageSpec | None = None,
+    labels: Sequence[LabelsSpec] = (),
+    options: WriteOptions | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> Path:
+    """Write *image* (with its labels) or standalone *labels* to *target*.
+
+    Returns the target path. Raises :class:`WriteCancelled` when *cancel* is set; the
+    previous content of *target* is then untouched.
+    """
+    opts = options or WriteOptions()
+    target = Path(target)
+    fmt = opts.resolved_format(target)
+    if fmt == "ozx" and opts.version != "0.5":
+        raise OzxError("a .ozx holds OME-Zarr 0.5 only (RFC-9 builds on Zarr v3)")
+    if image is None and not labels:
+        raise OzxError("nothing to write")
+    if image is None and len(labels) > 1:
+        raise OzxError("several label layers need an image to belong to (or save them one by one)")
+    if image is not None and labels:
+        image = replace(image, labels=[*image.labels, *labels])
+
+    if fmt == "ozx":
+        from ..ozx.writer import OzxWriteStore
+
+        store: Any = OzxWriteStore(target, comment=json.dumps({"ome": {"version": "0.5"}}, separators=(",", ":")))
+        tmp_dir = None
+    else:
+        from zarr.storage import LocalStore
+
+        tmp_dir = target.parent / f".{target.name}.{uuid.uuid4().hex[:8]}.partial"
+        store = LocalStore(tmp_dir)
+    try:
+        jobs = _create_hierarchy(store, image, labels if image is None else (), opts)
+        _write_data(jobs, opts, progress, cancel)
+    except BaseException:
+        if tmp_dir is None:
+            store.abort()
+        else:
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    if tmp_dir is None:
+        return store.commit()
+    _swap_directory(tmp_dir, target)
+    return target
+
+
+def _swap_directory(tmp_dir: Path, target: Path) -> None:
+    old = None
+    if target.exists():
+        old = target.parent / f".{target.name}.{uuid.uuid4().hex[:8]}.old"
+        os.replace(target, old)
+    try:
+        os.replace(tmp_dir, target)
+    except BaseException:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
+
+
+def _create_hierarchy(store: Any, image: ImageSpec | None, labels: Sequence[LabelsSpec], opts: WriteOptions) -> list[_Job]:
+    import zarr
+
+    zf = 3 if opts.version == "0.5" else 2
+    jobs: list[_Job] = []
+
+    def add_multiscale(path: str, data: Any, axes: Sequence[Axis], scale: Any, translation: Any, name: str | None, method: str, extra: dict[str, Any]) -> None:
+        if len(axes) != data.ndim:
+            raise OzxError(f"{name or path or 'image'}: {data.ndim}-D data but {len(axes)} axes")
+        shapes = _pyramid_shapes(data.shape, axes, opts)
+        scale = list(scale) if scale is not None else [1.0] * data.ndim
+        translation = list(translation) if translation is not None else [0.0] * data.ndim
+        ms = _multiscale_json(name, axes, shapes, scale, translation, method, opts.version)
+        attrs = _ome_attrs({"multiscales": [ms], **extra}, opts.version)
+        grp = zarr.create_group(store=store, path=path, zarr_format=zf, attributes=attrs, overwrite=True)
+        job = _Job(path, data, axes, shapes, method)
+        dtype = np.dtype(data.dtype)
+        for i, shp in enumerate(shapes):
+            chunks, shards = _chunk_and_shard(shp, axes, opts)
+            kw: dict[str, Any] = {"chunks": chunks, "fill_value": 0}
+            if zf == 3:
+                kw.update(shards=shards, compressors=_codecs(opts, dtype.itemsize), dimension_names=[a.name for a in axes])
+            else:
+                kw.update(compressors=_v2_compressor(opts), chunk_key_encoding={"name": "v2", "separator": "/"})
+            job.arrays.append(grp.create_array(str(i), shape=shp, dtype=dtype, **kw))
+        jobs.append(job)
+
+    def labels_extra(lab: LabelsSpec, source: str | None) -> dict[str, Any]:
+        il: dict[str, Any] = {}
+        if opts.version == "0.4":
+            il["version"] = "0.4"
+        if lab.colors:
+            il["colors"] = [{"label-value": c.value, "rgba": list(c.rgba)} for c in lab.colors]
+        if lab.properties:
+            il["properties"] = [dict(p) for p in lab.properties]
+        if source:
+            il["source"] = {"image": source}
+        return {"image-label": il}
+
+    def label_method(lab: LabelsSpec) -> str:
+        return opts.downsample if opts.downsample in ("nearest", "mode") else "nearest"
+
+    if image is not None:
+        method = opts.downsample if opts.downsample in ("mean", "nearest") else "mean"
+        extra: dict[str, Any] = {}
+        om = _omero_json(image.channels, np.dtype(image.data.dtype), image.name)
+        if om:
+            extra["omero"] = om
+        add_multiscale("", image.data, image.axes, image.scale, image.translation, image.name, method, extra)
+        if image.labels:
+            names = [lab.name for lab in image.labels]
+            if len(set(names)) != len(names) or any(not n or "/" in n for n in names):
+                raise OzxError(f"label names must be unique and contain no '/': {names}")
+            zarr.create_group(store=store, path="labels", zarr_format=zf, attributes=_ome_attrs({"labels": names}, opts.version), overwrite=True)
+            for lab in image.labels:
+                add_multiscale(f"labels/{lab.name}", lab.data, lab.axes, lab.scale, lab.translation, lab.name, label_method(lab), labels_extra(lab, "../../"))
+    else:
+        (lab,) = labels
+        add_multiscale("", lab.data, lab.axes, lab.scale, lab.translation, lab.name, label_method(lab), labels_extra(lab, None))
+    return jobs
+
+
+def _write_data(jobs: list[_Job], opts: WriteOptions, progress: Progress | None, cancel: threading.Event | None) -> None:
+    plan = []  # (array, region, source-callable) in dependency order, level by level
+    for job in jobs:
+        ds_axes = _yx_axes(job.axes)
+        for lvl, arr in enumerate(job.arrays):
+            step = arr.shards or arr.chunks
+            plan.append([(job, lvl, arr, r, ds_axes) for r in _regions(arr.shape, step)])
+    total = sum(len(p) for p in plan)
+    done = 0
+    lock = threading.Lock()
+    failed = threading.Event()  # set on the first error so queued shards stop early
+
+    def one(job: _Job, lvl: int, arr: Any, region: tuple[slice, ...], ds_axes: tuple[int, ...]) -> None:
+        nonlocal done
+        if cancel is not None and cancel.is_set():
+            raise WriteCancelled("save cancelled")
+        if failed.is_set():
+            return
+        if lvl == 0:
+            block = np.asarray(_compute(job.data[region]))
+        else:
+            src = job.arrays[lvl - 1]
+            up = tuple(slice(s.start * 2, min(s.stop * 2, src.shape[i])) if i in ds_axes else s for i, s in enumerate(region))
+            block = downsample2(np.asarray(src[up]), ds_axes, job.method)
+        if block.dtype != arr.dtype:
+            block = block.astype(arr.dtype)
+        arr[region] = block
+        with lock:
+            done += 1
+            d = done
+        if progress is not None:
+            progress(d, total)
+
+    workers = opts.workers or os.cpu_count() or 2
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ozx-write") as pool:
+        # one level at a time: level n reads what level n-1 wrote
+        for tasks in plan:
+            futures = [pool.submit(one, *t) for t in tasks]
+            finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            errors = [f.exception() for f in finished if f.exception() is not None]
+            if errors:
+                failed.set()
+                for f in futures:
+                    f.cancel()
+                wait(futures)
+                raise errors[0]
+
+
+def _compute(x: Any) -> Any:
+    if hasattr(x, "compute") and hasattr(x, "dask"):
+        return x.compute(scheduler="synchronous")
+    return x
