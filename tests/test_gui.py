@@ -1,0 +1,71 @@
+"""napari itself (real Qt window + OpenGL canvas under Xvfb): open, look, save, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from napari_ozx._sample_data import sample_path
+
+pytestmark = pytest.mark.gui
+
+
+def test_open_sample_shows_named_coloured_channels_and_labels(make_napari_viewer, tmp_path):
+    viewer = make_napari_viewer(show=True)
+    layers = viewer.open(str(sample_path()), plugin="napari-ozx")
+    assert [lyr.name for lyr in layers] == ["Nuclei", "Membrane", "nuclei"]
+    nuc, mem, lab = layers
+    assert nuc.colormap.name == "cyan" and mem.colormap.name == "magenta"
+    assert nuc.contrast_limits == [40.0, 800.0]
+    assert nuc.multiscale and lab.multiscale
+    assert tuple(nuc.scale) == (1.0, 0.25, 0.25)
+    assert [str(u) for u in nuc.units] == ["micrometer"] * 3
+    assert tuple(viewer.dims.axis_labels) == ("z", "y", "x")
+    # labels keep the colours stored in image-label
+    assert lab.colormap.color_dict[1][3] == pytest.approx(1.0)
+    viewer.dims.set_point(0, 8)
+    shot = viewer.screenshot(str(tmp_path / "sample.png"), canvas_only=True)
+    assert shot.shape[-1] == 4
+    rgb = shot[..., :3].astype(int)
+    # something bright and coloured is on the canvas (not a black or blank frame)
+    assert (rgb.max(axis=-1) > 100).mean() > 0.02
+    assert (rgb[..., 0] - rgb[..., 1]).std() > 5
+
+
+def test_sample_data_menu_contribution(make_napari_viewer):
+    viewer = make_napari_viewer()
+    viewer.open_sample("napari-ozx", "cells")
+    assert [type(lyr).__name__ for lyr in viewer.layers] == ["Image", "Image", "Labels"]
+
+
+def test_save_layers_from_viewer_and_reopen(make_napari_viewer, tmp_path):
+    viewer = make_napari_viewer()
+    viewer.open(str(sample_path()), plugin="napari-ozx")
+    target = tmp_path / "resaved.ozx"
+    written = viewer.layers.save(str(target), plugin="napari-ozx")
+    assert written == [str(target)]
+    again = make_napari_viewer()
+    layers = again.open(str(target), plugin="napari-ozx")
+    assert [lyr.name for lyr in layers] == ["Nuclei", "Membrane", "nuclei"]
+    for a, b in zip(viewer.layers, layers):
+        np.testing.assert_array_equal(np.asarray(a.data[0]), np.asarray(b.data[0]))
+        assert tuple(a.scale) == tuple(b.scale)
+    assert layers[0].contrast_limits == [40.0, 800.0]
+
+
+def test_broken_file_is_one_clear_message(make_napari_viewer, tmp_path):
+    from napari.utils.notifications import notification_manager
+
+    viewer = make_napari_viewer()
+    bad = tmp_path / "broken.ozx"
+    bad.write_bytes(sample_path().read_bytes()[:5000])  # truncated: no end records
+    seen = []
+    notification_manager.notification_ready.connect(seen.append)
+    try:
+        layers = viewer.open(str(bad), plugin="napari-ozx")
+    finally:
+        notification_manager.notification_ready.disconnect(seen.append)
+    assert layers == []
+    errors = [n for n in seen if "napari-ozx" in str(n.message)]
+    assert len(errors) == 1
+    assert str(bad) in errors[0].message
