@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Install napari-ozx (with PyQt6) and open the bundled sample .ozx in napari.
+# Without a display (a server, CI) napari runs on Xvfb and saves a screenshot instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/system-deps.sh
+python3 -m pip install -q --disable-pip-version-check -e ".[all]"
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  exec napari --plugin napari-ozx resources/cells.ozx
+fi
+exec xvfb-run -a -s "-screen 0 1400x900x24" python3 scripts/screenshot.py resources/cells.ozx quickstart.png
