@@ -1,0 +1,814 @@
+"""ZIP central-directory reader (and record builders) for ``.ozx`` archives.
+
+This module knows the ZIP container format (PKWARE APPNOTE 6.3.x) and nothing about
+Zarr or OME. It turns the end of an archive into an in-memory :class:`ZipIndex`:
+
+1. read the tail of the file once (:data:`TAIL_SIZE` bytes: room for the largest
+   possible archive comment, the ZIP64 locator and the ZIP64 end record, and usually the
+   whole central directory of a sharded ``.ozx``);
+2. find the End Of Central Directory record (EOCD) in it, then the ZIP64 locator and
+   ZIP64 EOCD record if present;
+3. parse the central directory from the tail buffer when it lies inside it, otherwise
+   with exactly one more read.
+
+Parsing is O(N) with ``struct.unpack_from`` on a single buffer (no per-entry I/O) and never
+allocates from a count or size field that it has not first bounded by the file size, so
+hostile files raise :class:`~napari_ozx.errors.ZipFormatError` (corrupt) or
+:class:`~napari_ozx.errors.UnsupportedZipFeature` (valid but refused), never anything else.
+
+The local file header of an entry may carry a different name/extra length than its central
+directory record, so where an entry's data starts is only known after reading its 30-byte
+local header: :func:`data_offset` does that (callers cache the result).
+
+Byte sources are :class:`RangeReader` objects: :class:`FileRangeReader` (``os.pread`` on a
+file descriptor: lock-free, thread-safe, one syscall per read) and
+:class:`FileObjRangeReader` (any seekable binary file-like object, e.g. an fsspec file;
+seek+read under a lock).
+
+The ``build_*`` functions produce the fixed records (local header, central header, end
+records) for writers and tests; they always can emit ZIP64 forms.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import struct
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import IO, Any
+
+from napari_ozx.errors import UnsupportedZipFeature, ZipFormatError
+
+__all__ = [
+    "FLAG_DATA_DESCRIPTOR",
+    "FLAG_ENCRYPTED",
+    "FLAG_UTF8",
+    "METHOD_DEFLATED",
+    "METHOD_STORED",
+    "TAIL_SIZE",
+    "FileObjRangeReader",
+    "FileRangeReader",
+    "RangeReader",
+    "ZipEntry",
+    "ZipIndex",
+    "build_central_header",
+    "build_end_records",
+    "build_local_header",
+    "data_offset",
+    "method_name",
+    "open_reader",
+    "read_zip_index",
+]
+
+logger = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------- constants
+
+SIG_LOCAL = b"PK\x03\x04"
+SIG_CENTRAL = b"PK\x01\x02"
+SIG_EOCD = b"PK\x05\x06"
+SIG_ZIP64_EOCD = b"PK\x06\x06"
+SIG_ZIP64_LOCATOR = b"PK\x06\x07"
+SIG_DATA_DESCRIPTOR = b"PK\x07\x08"
+
+#: sig, version needed, flags, method, time, date, crc, csize, usize, name len, extra len
+LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # 30 bytes
+#: sig, made by, needed, flags, method, time, date, crc, csize, usize, name len, extra len,
+#: comment len, disk start, internal attrs, external attrs, local header offset
+CENTRAL_HEADER = struct.Struct("<4sHHHHHHIIIHHHHHII")  # 46 bytes
+#: sig, this disk, cd disk, entries on this disk, entries total, cd size, cd offset, comment len
+EOCD = struct.Struct("<4sHHHHIIH")  # 22 bytes
+#: sig, disk with the zip64 eocd, zip64 eocd offset, total disks
+ZIP64_LOCATOR = struct.Struct("<4sIQI")  # 20 bytes
+#: sig, record size (after this field), made by, needed, this disk, cd disk,
+#: entries on this disk, entries total, cd size, cd offset
+ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")  # 56 bytes
+_EXTRA_HEADER = struct.Struct("<HH")
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+MAX_COMMENT = 0xFFFF
+U16_MAX = 0xFFFF
+U32_MAX = 0xFFFFFFFF
+ZIP64_EXTRA_ID = 0x0001
+
+#: Bytes read from the end of the file in one go. Must hold the EOCD with the longest
+#: possible comment plus the ZIP64 locator and ZIP64 EOCD (65,633 bytes); the rest is room
+#: for the central directory itself (~1,500 entries of an .ozx), so small archives open
+#: with a single read.
+TAIL_SIZE = 128 * 1024
+assert TAIL_SIZE >= EOCD.size + MAX_COMMENT + ZIP64_LOCATOR.size + ZIP64_EOCD.size
+
+METHOD_STORED = 0
+METHOD_DEFLATED = 8
+_METHOD_NAMES = {
+    0: "stored",
+    1: "shrunk",
+    6: "imploded",
+    8: "deflated",
+    9: "deflate64",
+    12: "bzip2",
+    14: "lzma",
+    93: "zstandard",
+    95: "xz",
+    96: "jpeg",
+    97: "wavpack",
+    98: "ppmd",
+    99: "aes-encrypted",
+}
+
+FLAG_ENCRYPTED = 0x0001
+FLAG_DATA_DESCRIPTOR = 0x0008
+FLAG_STRONG_ENCRYPTION = 0x0040
+FLAG_UTF8 = 0x0800
+
+
+def method_name(method: int) -> str:
+    """Human-readable name of a ZIP compression method number."""
+    name = _METHOD_NAMES.get(method)
+    return f"{name} (method {method})" if name else f"method {method}"
+
+
+# --------------------------------------------------------------------------- readers
+
+
+class RangeReader:
+    """Random access to the bytes of one file.
+
+    Subclasses set :attr:`size` (total length, fixed at open) and implement :meth:`read`.
+    ``read(offset, length)`` returns exactly ``length`` bytes or raises
+    :class:`ZipFormatError` when the file ends earlier (a truncated archive); the bound is
+    checked against :attr:`size` *before* any buffer is allocated.
+    """
+
+    size: int
+    name: str | None = None
+
+    def read(self, offset: int, length: int) -> bytes:
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - trivial default
+        """Release the underlying resource (idempotent)."""
+
+    @property
+    def closed(self) -> bool:  # pragma: no cover - overridden
+        return False
+
+    def __enter__(self) -> RangeReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check(self, offset: int, length: int) -> None:
+        if offset < 0 or length < 0:
+            raise ValueError(f"negative offset or length: offset={offset}, length={length}")
+        if offset + length > self.size:
+            raise ZipFormatError(
+                f"unexpected end of file: {length} bytes wanted at offset {offset}, but the "
+                f"file is {self.size} bytes long (truncated or corrupt archive?)"
+            )
+
+    def _short(self, offset: int, length: int, got: int) -> ZipFormatError:
+        return ZipFormatError(
+            f"unexpected end of file: {length} bytes wanted at offset {offset}, got {got} "
+            f"(file shrank or is truncated)"
+        )
+
+
+_HAVE_PREAD = hasattr(os, "pread")
+
+
+class FileRangeReader(RangeReader):
+    """Reads a local file with ``os.pread`` on one descriptor: no lock, no seek, one syscall.
+
+    Safe to share between threads. On platforms without ``pread`` (Windows) it falls back
+    to ``lseek`` + ``read`` under a lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.name = self.path
+        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.path, flags)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ZipFormatError(f"{self.path!r} is not a regular file")
+            self.size = st.st_size
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        self._lock = None if _HAVE_PREAD else threading.Lock()
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def read(self, offset: int, length: int) -> bytes:
+        fd = self._fd
+        if fd < 0:
+            raise ValueError(f"read from closed reader for {self.path!r}")
+        if offset < 0 or length < 0 or offset + length > self.size:
+            self._check(offset, length)
+        if self._lock is None:
+            data = os.pread(fd, length, offset)
+            if len(data) == length:
+                return data
+            # Short read: > 2 GiB requests on Linux, or the file shrank. Continue.
+            parts = [data]
+            got = len(data)
+            while got < length:
+                chunk = os.pread(fd, length - got, offset + got)
+                if not chunk:
+                    raise self._short(offset, length, got)
+                parts.append(chunk)
+                got += len(chunk)
+            return b"".join(parts)
+        with self._lock:  # pragma: no cover - Windows only
+            os.lseek(fd, offset, os.SEEK_SET)
+            parts = []
+            got = 0
+            while got < length:
+                chunk = os.read(fd, length - got)
+                if not chunk:
+                    raise self._short(offset, length, got)
+                parts.append(chunk)
+                got += len(chunk)
+            return b"".join(parts)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", -1)
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:  # pragma: no cover
+                pass
+            self._fd = -1
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"fd={self._fd}"
+        return f"FileRangeReader({self.path!r}, size={self.size}, {state})"
+
+
+class FileObjRangeReader(RangeReader):
+    """Reads any seekable binary file-like object (``io.BytesIO``, ``open(p, 'rb')``, fsspec
+    files...). ``seek`` + ``read`` pairs run under a lock so threads can share it.
+
+    The file object belongs to the caller unless ``close_file=True``.
+    """
+
+    def __init__(self, fobj: IO[bytes] | Any, *, close_file: bool = False) -> None:
+        if not (hasattr(fobj, "seek") and hasattr(fobj, "read")):
+            raise TypeError(f"expected a binary file-like object with seek/read, got {fobj!r}")
+        self.fobj = fobj
+        self.name = _fobj_name(fobj)
+        self._close_file = close_file
+        self._closed = False
+        self._lock = threading.Lock()
+        with self._lock:
+            end = fobj.seek(0, os.SEEK_END)
+            if not isinstance(end, int):  # some file-likes return None from seek
+                end = fobj.tell()
+        self.size = int(end)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def read(self, offset: int, length: int) -> bytes:
+        if self._closed:
+            raise ValueError(f"read from closed reader for {self.fobj!r}")
+        self._check(offset, length)
+        with self._lock:
+            self.fobj.seek(offset)
+            data = self.fobj.read(length)
+            if data is None:
+                data = b""
+            if len(data) != length:
+                parts = [bytes(data)]
+                got = len(data)
+                while got < length:
+                    chunk = self.fobj.read(length - got)
+                    if not chunk:
+                        raise self._short(offset, length, got)
+                    parts.append(bytes(chunk))
+                    got += len(chunk)
+                return b"".join(parts)
+        return data if type(data) is bytes else bytes(data)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._close_file:
+            self.fobj.close()
+
+    def __repr__(self) -> str:
+        return f"FileObjRangeReader({self.fobj!r}, size={self.size})"
+
+
+def _fobj_name(fobj: Any) -> str | None:
+    for attr in ("path", "name"):
+        value = getattr(fobj, attr, None)
+        if isinstance(value, str | os.PathLike):
+            return os.fspath(value)  # type: ignore[arg-type]
+    return None
+
+
+def open_reader(source: Any) -> tuple[RangeReader, bool]:
+    """A reader for a path or a file-like object, and whether the caller owns (must close) it."""
+    if isinstance(source, RangeReader):
+        return source, False
+    if isinstance(source, str | os.PathLike):
+        return FileRangeReader(source), True
+    if hasattr(source, "seek") and hasattr(source, "read"):
+        return FileObjRangeReader(source), True
+    raise TypeError(
+        f"expected a path, a binary file-like object or a RangeReader, got {type(source).__name__}"
+    )
+
+
+# --------------------------------------------------------------------------- data model
+
+
+@dataclass(frozen=True, slots=True)
+class ZipEntry:
+    """One central directory record, with ZIP64 values already substituted."""
+
+    name: str
+    index: int  #: position in the central directory
+    header_offset: int  #: offset of the local file header
+    method: int
+    flags: int
+    crc32: int
+    compressed_size: int
+    uncompressed_size: int
+    zip64_extra: bool  #: the record carries a ZIP64 extended-information extra field
+    extra: bytes  #: raw central-directory extra field
+
+    @property
+    def is_dir(self) -> bool:
+        return self.name.endswith("/")
+
+    @property
+    def is_encrypted(self) -> bool:
+        return bool(self.flags & (FLAG_ENCRYPTED | FLAG_STRONG_ENCRYPTION))
+
+    @property
+    def has_data_descriptor(self) -> bool:
+        return bool(self.flags & FLAG_DATA_DESCRIPTOR)
+
+    @property
+    def utf8(self) -> bool:
+        return bool(self.flags & FLAG_UTF8)
+
+
+@dataclass(frozen=True, slots=True)
+class ZipIndex:
+    """What the end records and the central directory of an archive say."""
+
+    entries: tuple[ZipEntry, ...]  #: central-directory order, duplicates kept
+    #: name -> entry. For duplicated names the LAST record wins, like Python's ``zipfile``
+    #: and zarr's ``ZipStore`` (which append a new record when a key is rewritten, so the
+    #: last one holds the data the writer meant).
+    by_name: Mapping[str, ZipEntry]
+    duplicates: tuple[str, ...]  #: names with more than one record, in first-seen order
+    comment: bytes  #: archive comment from the classic EOCD record
+    zip64: bool  #: ZIP64 end of central directory locator + record present
+    cd_offset: int
+    cd_size: int
+    eocd_offset: int  #: offset of the classic EOCD record
+    zip64_eocd_offset: int | None  #: offset of the ZIP64 EOCD record, if any
+    file_size: int
+    #: disk numbers say the archive is split/spanned. Only ever True when parsed with
+    #: ``allow_multi_part=True``; otherwise that raises :class:`UnsupportedZipFeature`.
+    multi_part: bool = False
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def trailing_bytes(self) -> int:
+        """Bytes after the end of the EOCD comment (0 for a well-formed archive)."""
+        return self.file_size - (self.eocd_offset + EOCD.size + len(self.comment))
+
+    def get(self, name: str) -> ZipEntry | None:
+        return self.by_name.get(name)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _find_eocd(tail: bytes) -> tuple[int, bool]:
+    """Position of the EOCD record in ``tail`` and whether its comment ends the file exactly.
+
+    Scans backwards. A candidate whose comment length reaches exactly to the end of the file
+    wins; failing that, the last structurally possible candidate is used (trailing junk after
+    the archive). Signatures inside the comment itself are skipped by the exactness rule.
+    """
+    n = len(tail)
+    end = n - EOCD.size + len(SIG_EOCD)  # signature must start at <= n - 22
+    lo = max(0, n - EOCD.size - MAX_COMMENT)
+    fallback = -1
+    while end > lo:
+        pos = tail.rfind(SIG_EOCD, lo, end)
+        if pos < 0:
+            break
+        (clen,) = _U16.unpack_from(tail, pos + 20)
+        stop = pos + EOCD.size + clen
+        if stop == n:
+            return pos, True
+        if stop < n and fallback < 0:
+            fallback = pos
+        end = pos + len(SIG_EOCD) - 1
+    if fallback >= 0:
+        return fallback, False
+    raise ZipFormatError(
+        "not a ZIP archive: end of central directory record not found "
+        "(truncated file, or not a .ozx/.zip at all)"
+    )
+
+
+def _multi_part(what: str) -> UnsupportedZipFeature:
+    return UnsupportedZipFeature(
+        f"multi-part (split or spanned) ZIP archives are not supported ({what}); "
+        "RFC-9: OME-Zarr zip files SHALL NOT be split into multiple parts"
+    )
+
+
+def read_zip_index(reader: RangeReader, *, allow_multi_part: bool = False) -> ZipIndex:
+    """Parse the end records and the central directory of the archive behind ``reader``.
+
+    Raises :class:`ZipFormatError` for anything that is not a consistent ZIP archive and
+    :class:`UnsupportedZipFeature` for multi-part archives (unless ``allow_multi_part``, in
+    which case :attr:`ZipIndex.multi_part` is set and parsing continues best-effort, as the
+    validator wants).
+    """
+    size = reader.size
+    if size < EOCD.size:
+        raise ZipFormatError(f"not a ZIP archive: file is only {size} bytes long")
+    tail_len = min(size, TAIL_SIZE)
+    tail_start = size - tail_len
+    tail = reader.read(tail_start, tail_len)
+
+    def window(offset: int, length: int) -> bytes | memoryview:
+        """Bytes at an absolute offset: from the tail buffer if inside it, else one read."""
+        if offset < 0 or offset + length > size:
+            raise ZipFormatError(
+                f"record at offset {offset} (+{length} bytes) lies outside the file "
+                f"({size} bytes)"
+            )
+        if offset >= tail_start:
+            rel = offset - tail_start
+            return memoryview(tail)[rel : rel + length]
+        return reader.read(offset, length)
+
+    pos, _exact = _find_eocd(tail)
+    eocd_offset = tail_start + pos
+    (_, disk_no, cd_disk, n_disk, n_total, cd_size, cd_offset, clen) = EOCD.unpack_from(tail, pos)
+    comment = tail[pos + EOCD.size : pos + EOCD.size + clen]
+    multi_part = False
+
+    zip64 = False
+    zip64_eocd_offset: int | None = None
+    loc_offset = eocd_offset - ZIP64_LOCATOR.size
+    if loc_offset >= 0 and bytes(window(loc_offset, 4)) == SIG_ZIP64_LOCATOR:
+        zip64 = True
+        _, z_disk, z_offset, total_disks = ZIP64_LOCATOR.unpack_from(
+            window(loc_offset, ZIP64_LOCATOR.size)
+        )
+        if z_disk != 0 or total_disks > 1:
+            if not allow_multi_part:
+                raise _multi_part(f"ZIP64 locator: disk {z_disk}, {total_disks} disks")
+            multi_part = True
+        if z_offset + ZIP64_EOCD.size > loc_offset:
+            raise ZipFormatError(
+                f"ZIP64 end of central directory record offset {z_offset} is out of range"
+            )
+        rec = window(z_offset, ZIP64_EOCD.size)
+        (sig, rec_size, _made, _need, disk64, cd_disk64, n_disk64, n_total64, cd_size64,
+         cd_offset64) = ZIP64_EOCD.unpack(rec)  # fmt: skip
+        if sig != SIG_ZIP64_EOCD:
+            raise ZipFormatError(
+                f"ZIP64 end of central directory record not found at offset {z_offset}"
+            )
+        if rec_size < ZIP64_EOCD.size - 12 or z_offset + 12 + rec_size > loc_offset:
+            raise ZipFormatError(f"ZIP64 end of central directory record size {rec_size} is bad")
+        zip64_eocd_offset = z_offset
+        disk_no, cd_disk, n_disk, n_total = disk64, cd_disk64, n_disk64, n_total64
+        cd_size, cd_offset = cd_size64, cd_offset64
+        cd_limit = z_offset
+    else:
+        cd_limit = eocd_offset
+
+    if disk_no != 0 or cd_disk != 0 or n_disk != n_total:
+        if not allow_multi_part:
+            raise _multi_part(
+                f"disk {disk_no}, central directory on disk {cd_disk}, "
+                f"{n_disk} of {n_total} entries on this disk"
+            )
+        multi_part = True
+
+    if cd_offset + cd_size > cd_limit:
+        raise ZipFormatError(
+            f"central directory (offset {cd_offset}, {cd_size} bytes) runs past its end "
+            f"records at offset {cd_limit} (corrupt or truncated archive)"
+        )
+    if n_total * CENTRAL_HEADER.size > cd_size:
+        raise ZipFormatError(
+            f"end record claims {n_total} entries but the central directory is only "
+            f"{cd_size} bytes"
+        )
+
+    if cd_offset >= tail_start:
+        rel = cd_offset - tail_start
+        buf: bytes = tail[rel : rel + cd_size]
+    else:
+        buf = reader.read(cd_offset, cd_size)
+
+    entries, by_name, duplicates, mp = _parse_central_directory(
+        buf, n_total, cd_offset, allow_multi_part
+    )
+    multi_part = multi_part or mp
+    return ZipIndex(
+        entries=entries,
+        by_name=MappingProxyType(by_name),
+        duplicates=duplicates,
+        comment=bytes(comment),
+        zip64=zip64,
+        cd_offset=cd_offset,
+        cd_size=cd_size,
+        eocd_offset=eocd_offset,
+        zip64_eocd_offset=zip64_eocd_offset,
+        file_size=size,
+        multi_part=multi_part,
+    )
+
+
+def _parse_central_directory(
+    buf: bytes, count: int, cd_offset: int, allow_multi_part: bool
+) -> tuple[tuple[ZipEntry, ...], dict[str, ZipEntry], tuple[str, ...], bool]:
+    unpack = CENTRAL_HEADER.unpack_from
+    hsize = CENTRAL_HEADER.size
+    end = len(buf)
+    entries: list[ZipEntry] = []
+    by_name: dict[str, ZipEntry] = {}
+    dups: dict[str, None] = {}
+    multi_part = False
+    pos = 0
+    for i in range(count):
+        if pos + hsize > end:
+            raise ZipFormatError(f"central directory truncated at entry {i} of {count}")
+        (sig, _made, _need, flags, method, _time, _date, crc, csize, usize, nlen, elen, klen,
+         disk, _iattr, _eattr, hoff) = unpack(buf, pos)  # fmt: skip
+        if sig != SIG_CENTRAL:
+            raise ZipFormatError(
+                f"bad central directory header signature at entry {i} "
+                f"(offset {cd_offset + pos})"
+            )
+        name_start = pos + hsize
+        extra_start = name_start + nlen
+        extra_end = extra_start + elen
+        nxt = extra_end + klen
+        if nxt > end:
+            raise ZipFormatError(f"central directory entry {i} runs past the directory's end")
+        raw_name = buf[name_start:extra_start]
+        extra = buf[extra_start:extra_end]
+        has_z64 = False
+        if elen:
+            usize, csize, hoff, disk, has_z64 = _apply_zip64_extra(
+                extra, usize, csize, hoff, disk, i
+            )
+        if raw_name.isascii():
+            name = raw_name.decode("ascii")  # fast path: cp437 and UTF-8 agree on ASCII
+        elif flags & FLAG_UTF8:
+            try:
+                name = raw_name.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ZipFormatError(
+                    f"central directory entry {i}: name is flagged UTF-8 but is not valid UTF-8"
+                ) from None
+        else:
+            name = raw_name.decode("cp437")
+        if disk != 0:
+            if not allow_multi_part:
+                raise _multi_part(f"entry {name!r} starts on disk {disk}")
+            multi_part = True
+        elif hoff + LOCAL_HEADER.size + csize > cd_offset:
+            raise ZipFormatError(
+                f"entry {name!r}: local header offset {hoff} / compressed size {csize} "
+                f"point past the central directory at offset {cd_offset}"
+            )
+        entry = ZipEntry(name, i, hoff, method, flags, crc, csize, usize, has_z64, extra)
+        entries.append(entry)
+        if name in by_name:
+            dups[name] = None
+        by_name[name] = entry
+        pos = nxt
+    return tuple(entries), by_name, tuple(dups), multi_part
+
+
+def _apply_zip64_extra(
+    extra: bytes, usize: int, csize: int, hoff: int, disk: int, index: int
+) -> tuple[int, int, int, int, bool]:
+    """Substitute the ZIP64 extended-information values for saturated 32/16-bit fields.
+
+    Only fields whose classic value is saturated are present, in the fixed order
+    uncompressed size, compressed size, local header offset, disk number.
+    """
+    p = 0
+    n = len(extra)
+    found = False
+    while p + 4 <= n:
+        hid, hlen = _EXTRA_HEADER.unpack_from(extra, p)
+        p += 4
+        if p + hlen > n:
+            raise ZipFormatError(f"central directory entry {index}: corrupt extra field")
+        if hid == ZIP64_EXTRA_ID and not found:
+            found = True
+            q = p
+            lim = p + hlen
+            try:
+                if usize == U32_MAX:
+                    if q + 8 > lim:
+                        raise IndexError
+                    (usize,) = _U64.unpack_from(extra, q)
+                    q += 8
+                if csize == U32_MAX:
+                    if q + 8 > lim:
+                        raise IndexError
+                    (csize,) = _U64.unpack_from(extra, q)
+                    q += 8
+                if hoff == U32_MAX:
+                    if q + 8 > lim:
+                        raise IndexError
+                    (hoff,) = _U64.unpack_from(extra, q)
+                    q += 8
+                if disk == U16_MAX:
+                    if q + 4 > lim:
+                        raise IndexError
+                    (disk,) = _U32.unpack_from(extra, q)
+            except IndexError:
+                raise ZipFormatError(
+                    f"central directory entry {index}: ZIP64 extra field is too short for "
+                    "the values it must carry"
+                ) from None
+        p += hlen
+    return usize, csize, hoff, disk, found
+
+
+def data_offset(reader: RangeReader, entry: ZipEntry, *, limit: int | None = None) -> int:
+    """Absolute offset of the first data byte of ``entry`` (reads its local header).
+
+    ``limit`` (normally the central directory offset) bounds where the data may end;
+    defaults to the file size.
+    """
+    head = reader.read(entry.header_offset, LOCAL_HEADER.size)
+    (sig, _need, _flags, method, _t, _d, _crc, _cs, _us, nlen, elen) = LOCAL_HEADER.unpack(head)
+    if sig != SIG_LOCAL:
+        raise ZipFormatError(
+            f"entry {entry.name!r}: no local file header at offset {entry.header_offset}"
+        )
+    if method != entry.method:
+        raise ZipFormatError(
+            f"entry {entry.name!r}: local header says {method_name(method)}, central "
+            f"directory says {method_name(entry.method)}"
+        )
+    start = entry.header_offset + LOCAL_HEADER.size + nlen + elen
+    bound = reader.size if limit is None else min(limit, reader.size)
+    if start + entry.compressed_size > bound:
+        raise ZipFormatError(
+            f"entry {entry.name!r}: data ({entry.compressed_size} bytes at offset {start}) "
+            f"runs past offset {bound}"
+        )
+    return start
+
+
+def local_header_name(reader: RangeReader, entry: ZipEntry) -> bytes:
+    """Raw name bytes stored in the local header of ``entry`` (for validation)."""
+    head = reader.read(entry.header_offset, LOCAL_HEADER.size)
+    sig, *_rest, nlen, _elen = LOCAL_HEADER.unpack(head)
+    if sig != SIG_LOCAL:
+        raise ZipFormatError(
+            f"entry {entry.name!r}: no local file header at offset {entry.header_offset}"
+        )
+    return reader.read(entry.header_offset + LOCAL_HEADER.size, nlen)
+
+
+# --------------------------------------------------------------------------- builders
+
+_DOS_EPOCH = (0, (1 << 5) | 1)  # 1980-01-01 00:00:00 as (time, date)
+
+
+def _zip64_extra(*values: int) -> bytes:
+    body = b"".join(_U64.pack(v) for v in values)
+    return _EXTRA_HEADER.pack(ZIP64_EXTRA_ID, len(body)) + body
+
+
+def build_local_header(
+    name: bytes,
+    *,
+    crc32: int,
+    compressed_size: int,
+    uncompressed_size: int,
+    method: int = METHOD_STORED,
+    flags: int = FLAG_UTF8,
+    zip64: bool = True,
+    dos_time: tuple[int, int] = _DOS_EPOCH,
+) -> bytes:
+    """A local file header (+ name + extra). With ``zip64`` both sizes go into a ZIP64
+    extra field and the 32-bit fields are saturated (as APPNOTE 4.5.3 requires)."""
+    if zip64:
+        extra = _zip64_extra(uncompressed_size, compressed_size)
+        csize = usize = U32_MAX
+        version = 45
+    else:
+        if compressed_size >= U32_MAX or uncompressed_size >= U32_MAX:
+            raise ValueError("member too large for a non-ZIP64 local header")
+        extra = b""
+        csize, usize = compressed_size, uncompressed_size
+        version = 20
+    head = LOCAL_HEADER.pack(
+        SIG_LOCAL, version, flags, method, dos_time[0], dos_time[1], crc32, csize, usize,
+        len(name), len(extra),
+    )  # fmt: skip
+    return head + name + extra
+
+
+def build_central_header(
+    name: bytes,
+    *,
+    header_offset: int,
+    crc32: int,
+    compressed_size: int,
+    uncompressed_size: int,
+    method: int = METHOD_STORED,
+    flags: int = FLAG_UTF8,
+    zip64: bool = True,
+    dos_time: tuple[int, int] = _DOS_EPOCH,
+    external_attr: int = 0o100644 << 16,
+) -> bytes:
+    """A central directory header (+ name + extra). With ``zip64`` the sizes and the local
+    header offset always go into a ZIP64 extra field (saturated 32-bit fields)."""
+    if zip64:
+        extra = _zip64_extra(uncompressed_size, compressed_size, header_offset)
+        usize = csize = hoff = U32_MAX
+        version = 45
+    else:
+        if max(compressed_size, uncompressed_size, header_offset) >= U32_MAX:
+            raise ValueError("member too large / too far for a non-ZIP64 central header")
+        extra = b""
+        usize, csize, hoff = uncompressed_size, compressed_size, header_offset
+        version = 20
+    head = CENTRAL_HEADER.pack(
+        SIG_CENTRAL, (3 << 8) | version, version, flags, method, dos_time[0], dos_time[1],
+        crc32, csize, usize, len(name), len(extra), 0, 0, 0, external_attr, hoff,
+    )  # fmt: skip
+    return head + name + extra
+
+
+def build_end_records(
+    *,
+    count: int,
+    cd_offset: int,
+    cd_size: int,
+    comment: bytes = b"",
+    zip64: bool = True,
+) -> bytes:
+    """End records to append right after a central directory that starts at ``cd_offset``:
+    ZIP64 EOCD + ZIP64 locator (if ``zip64``) + classic EOCD with ``comment``."""
+    if len(comment) > MAX_COMMENT:
+        raise ValueError(f"archive comment longer than {MAX_COMMENT} bytes")
+    out = b""
+    if zip64:
+        z_offset = cd_offset + cd_size
+        out += ZIP64_EOCD.pack(
+            SIG_ZIP64_EOCD, ZIP64_EOCD.size - 12, (3 << 8) | 45, 45, 0, 0, count, count,
+            cd_size, cd_offset,
+        )  # fmt: skip
+        out += ZIP64_LOCATOR.pack(SIG_ZIP64_LOCATOR, 0, z_offset, 1)
+        c16 = min(count, U16_MAX)
+        c_size = min(cd_size, U32_MAX)
+        c_off = min(cd_offset, U32_MAX)
+    else:
+        if count >= U16_MAX or cd_size >= U32_MAX or cd_offset >= U32_MAX:
+            raise ValueError("archive needs ZIP64 end records")
+        c16, c_size, c_off = count, cd_size, cd_offset
+    out += EOCD.pack(SIG_EOCD, 0, 0, c16, c16, c_size, c_off, len(comment)) + comment
+    return out

@@ -1,0 +1,714 @@
+"""RFC-9 (zipped OME-Zarr, ``.ozx``) conformance findings.
+
+:func:`validate` reads an archive's end records and central directory (raising
+:class:`~napari_ozx.errors.ZipFormatError` when that is impossible: the CLI maps this to
+exit status 2), then reports every problem it finds as a :class:`Finding`:
+
+* ``error``: a MUST / SHALL NOT of RFC-9 is broken, or the archive is unsafe or corrupt
+  (duplicate or escaping names, encryption, CRC mismatches, overlapping members...);
+* ``warning``: a SHOULD of RFC-9 is not followed (ZIP64 end records, STORED entries,
+  sharding, zarr.json order, archive comment, ``.ozx`` name...), or a harmless oddity;
+* ``info``: a summary.
+
+Each finding quotes the rule it is about (:attr:`Finding.rule`). Member-level findings of
+one code are capped at :data:`MAX_PER_CODE` (a summary finding counts the rest) so a broken
+100k-entry archive yields a readable report.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import posixpath
+import sys
+import zlib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from napari_ozx.errors import ZipFormatError
+from napari_ozx.ozx._zip import (
+    FLAG_UTF8,
+    LOCAL_HEADER,
+    METHOD_DEFLATED,
+    METHOD_STORED,
+    SIG_LOCAL,
+    FileObjRangeReader,
+    FileRangeReader,
+    RangeReader,
+    ZipEntry,
+    ZipIndex,
+    method_name,
+    read_zip_index,
+)
+
+__all__ = ["RULES", "Finding", "Severity", "ValidationReport", "validate"]
+
+logger = logging.getLogger(__name__)
+
+Severity = Literal["error", "warning", "info"]
+
+#: At most this many findings per code; the rest are counted in one summary finding.
+MAX_PER_CODE = 20
+#: Biggest zarr.json we are willing to read.
+MAX_METADATA_BYTES = 64 * 1024 * 1024
+_CHUNK = 8 * 1024 * 1024
+_ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
+
+# --------------------------------------------------------------------------- rules (quoted)
+
+R_ONE_HIERARCHY = "The ZIP file MUST contain exactly one OME-Zarr hierarchy."
+R_ROOT = (
+    "The root of the ZIP archive MUST correspond to the root of the OME-Zarr hierarchy. "
+    "The ZIP file MUST contain the the OME-Zarr's root-level zarr.json."
+)
+R_NESTED = (
+    "OME-Zarr zip files SHALL NOT be embedded in a parent OME-Zarr hierarchy "
+    "(as a sub-hierarchy or otherwise)."
+)
+R_MULTI_PART = "OME-Zarr zip files SHALL NOT be split into multiple parts."
+R_ZIP64 = "The ZIP64 format extension SHOULD be used, irrespective of the ZIP file size."
+R_STORED = (
+    "ZIP-level compression SHOULD be disabled in favor of Zarr-level compression codecs."
+)
+R_SHARDING = (
+    "The sharding codec SHOULD be used to reduce the number of entries within the ZIP archive."
+)
+R_ORDER = (
+    "The root-level zarr.json file SHOULD be the first ZIP file entry and the first entry in "
+    "the central directory header; other zarr.json files SHOULD follow immediately "
+    "afterwards, in breadth-first order."
+)
+R_COMMENT = (
+    "The ZIP archive comment SHOULD contain an UTF-8-encoded JSON string with an ome "
+    "attribute that holds a version key with the OME-Zarr version as string value, "
+    'equivalent to {"ome": { "version": "XX.YY" }}.'
+)
+R_EXTENSION = "The name of OME-Zarr zip files SHOULD end with .ozx."
+H_NAMES = (
+    "ZIP hygiene (APPNOTE 4.4.17): member names are relative paths with forward slashes, "
+    "no drive letter or leading slash; '..' segments let an extractor write outside its "
+    "target directory."
+)
+H_DUPLICATES = (
+    "ZIP hygiene: each member name should occur once; readers disagree on which duplicate "
+    "wins (zipfile, zarr's ZipStore and napari-ozx read the last one)."
+)
+H_ENCRYPTION = "ZIP hygiene: encrypted members cannot be read by OME-Zarr tools."
+H_METHOD = (
+    "ZIP hygiene: only STORED (0) and DEFLATED (8) members are widely readable; RFC-9 "
+    "recommends STORED."
+)
+H_CRC = "ZIP integrity (APPNOTE 4.4.7): the CRC-32 of a member's data must match its record."
+H_OVERLAP = "ZIP integrity: members' local headers and data must not overlap each other."
+H_LOCAL = (
+    "ZIP integrity (APPNOTE 4.3.7): every central directory record points at a local file "
+    "header with the same name and method, and its data lies before the central directory."
+)
+H_DATA_DESCRIPTOR = (
+    "ZIP hygiene: data descriptors (flag bit 3) on STORED members hide the sizes from the "
+    "local header, which breaks streaming readers; RFC-9 writers know sizes up front."
+)
+H_TRAILING = "ZIP hygiene: nothing should follow the end of central directory record."
+H_ZARR = "Zarr v3: zarr.json is a JSON object with zarr_format 3 and node_type group or array."
+H_DIRECTORY = "ZIP: directory entries (names ending in '/') are ignored by Zarr readers."
+
+#: code -> (severity, quoted rule)
+RULES: dict[str, tuple[Severity, str]] = {
+    # RFC-9 MUST / SHALL NOT
+    "multi-part": ("error", R_MULTI_PART),
+    "root-zarr-json-missing": ("error", R_ROOT),
+    "root-zarr-json-invalid": ("error", R_ROOT),
+    "nested-archive": ("error", R_NESTED),
+    "disconnected-node": ("error", R_ONE_HIERARCHY),
+    # RFC-9 SHOULD
+    "zip64-missing": ("warning", R_ZIP64),
+    "compressed-entry": ("warning", R_STORED),
+    "sharding-not-used": ("warning", R_SHARDING),
+    "root-zarr-json-not-first-local": ("warning", R_ORDER),
+    "root-zarr-json-not-first-cd": ("warning", R_ORDER),
+    "zarr-json-order-local": ("warning", R_ORDER),
+    "zarr-json-order-cd": ("warning", R_ORDER),
+    "comment-missing": ("warning", R_COMMENT),
+    "comment-invalid": ("warning", R_COMMENT),
+    "ome-version-mismatch": ("warning", R_COMMENT),
+    "root-not-ome": ("warning", R_ONE_HIERARCHY),
+    "file-extension": ("warning", R_EXTENSION),
+    # hygiene and integrity
+    "duplicate-name": ("error", H_DUPLICATES),
+    "unsafe-name": ("error", H_NAMES),
+    "encrypted-entry": ("error", H_ENCRYPTION),
+    "unsupported-compression": ("error", H_METHOD),
+    "crc-mismatch": ("error", H_CRC),
+    "overlapping-entries": ("error", H_OVERLAP),
+    "bad-local-header": ("error", H_LOCAL),
+    "member-unreadable": ("error", H_LOCAL),
+    "zarr-json-invalid": ("error", H_ZARR),
+    "data-descriptor": ("warning", H_DATA_DESCRIPTOR),
+    "trailing-data": ("warning", H_TRAILING),
+    "directory-entries": ("info", H_DIRECTORY),
+    "summary": ("info", "RFC-9: Zipped OME-Zarr"),
+    "findings-truncated": ("info", "napari-ozx: at most 20 findings per code are listed."),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    severity: Severity
+    code: str
+    message: str
+    member: str | None = None
+    rule: str | None = None  #: the RFC-9 (or ZIP) rule, quoted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "member": self.member,
+            "rule": self.rule,
+        }
+
+    def __str__(self) -> str:
+        where = f" [{self.member}]" if self.member else ""
+        return f"{self.severity.upper()} {self.code}{where}: {self.message}"
+
+
+@dataclass
+class ValidationReport:
+    findings: list[Finding] = field(default_factory=list)
+    source: str | None = None
+    deep: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """No errors (warnings allowed)."""
+        return not any(f.severity == "error" for f in self.findings)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    @property
+    def codes(self) -> set[str]:
+        return {f.code for f in self.findings}
+
+    def by_code(self, code: str) -> list[Finding]:
+        return [f for f in self.findings if f.code == code]
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = Counter(f.severity for f in self.findings)
+        return {
+            "source": self.source,
+            "ok": self.ok,
+            "deep": self.deep,
+            "counts": {s: counts.get(s, 0) for s in ("error", "warning", "info")},
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def __str__(self) -> str:
+        head = f"{self.source or '<archive>'}: {'OK' if self.ok else 'NOT CONFORMANT'}"
+        return "\n".join([head, *(f"  {f}" for f in self.findings)])
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _is_zarr_json(name: str) -> bool:
+    return name == "zarr.json" or name.endswith("/zarr.json")
+
+
+def _node_dir(name: str) -> str:
+    return name[: -len("zarr.json")].rstrip("/")
+
+
+def _depth(name: str) -> int:
+    return name.count("/")
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self._counts: Counter[str] = Counter()
+
+    def add(self, code: str, message: str, member: str | None = None) -> None:
+        self._counts[code] += 1
+        if self._counts[code] > MAX_PER_CODE:
+            return
+        severity, rule = RULES[code]
+        self.findings.append(Finding(severity, code, message, member, rule))
+
+    def finish(self) -> list[Finding]:
+        for code, n in self._counts.items():
+            if n > MAX_PER_CODE:
+                severity, rule = RULES["findings-truncated"]
+                self.findings.append(
+                    Finding(
+                        severity,
+                        "findings-truncated",
+                        f"{n - MAX_PER_CODE} more {code!r} findings not listed ({n} in all)",
+                        None,
+                        rule,
+                    )
+                )
+        order = {"error": 0, "warning": 1, "info": 2}
+        return sorted(self.findings, key=lambda f: order[f.severity])
+
+
+@dataclass
+class _Local:
+    """What the local header of one entry says."""
+
+    data_offset: int
+    end: int  # end of the data: the next member's local header may not start before
+
+
+def _read_local(reader: RangeReader, entry: ZipEntry, cd_offset: int) -> _Local:
+    """Read and check the local header of ``entry`` against its central record."""
+    name_bytes = entry.name.encode("utf-8" if entry.flags & FLAG_UTF8 else "cp437", "replace")
+    want = LOCAL_HEADER.size + len(name_bytes)
+    if entry.header_offset + want > cd_offset:
+        raise ZipFormatError(f"local header at offset {entry.header_offset} runs into the CD")
+    head = reader.read(entry.header_offset, want)
+    (sig, _need, _flags, method, _t, _d, _crc, _cs, _us, nlen, elen) = LOCAL_HEADER.unpack_from(
+        head
+    )
+    if sig != SIG_LOCAL:
+        raise ZipFormatError(f"no local file header at offset {entry.header_offset}")
+    if method != entry.method:
+        raise ZipFormatError(
+            f"local header says {method_name(method)}, central directory says "
+            f"{method_name(entry.method)}"
+        )
+    if nlen != len(name_bytes) or head[LOCAL_HEADER.size :] != name_bytes:
+        local = head[LOCAL_HEADER.size :] if nlen == len(name_bytes) else f"{nlen} bytes"
+        raise ZipFormatError(f"local header name {local!r} differs from the central directory")
+    start = entry.header_offset + LOCAL_HEADER.size + nlen + elen
+    end = start + entry.compressed_size
+    if end > cd_offset:
+        raise ZipFormatError(
+            f"data ({entry.compressed_size} bytes at offset {start}) runs into the central "
+            f"directory at offset {cd_offset}"
+        )
+    # A data descriptor (flag bit 3) may follow the data; its length varies (12-24 bytes)
+    # and the flag can lie, so overlaps are judged on header + name + extra + data only.
+    return _Local(start, end)
+
+
+def _iter_member(reader: RangeReader, entry: ZipEntry, local: _Local) -> Iterable[bytes]:
+    """The uncompressed bytes of a STORED/DEFLATED member in chunks, with a bomb guard."""
+    pos, stop = local.data_offset, local.data_offset + entry.compressed_size
+    if entry.method == METHOD_STORED:
+        while pos < stop:
+            n = min(_CHUNK, stop - pos)
+            yield reader.read(pos, n)
+            pos += n
+        return
+    inflater = zlib.decompressobj(-15)
+    produced = 0
+    limit = entry.uncompressed_size
+    while pos < stop or inflater.unconsumed_tail:
+        if inflater.unconsumed_tail:
+            raw = inflater.unconsumed_tail
+        else:
+            n = min(_CHUNK, stop - pos)
+            raw = reader.read(pos, n)
+            pos += n
+        try:
+            out = inflater.decompress(raw, max(1, min(_CHUNK, limit + 1 - produced)))
+        except zlib.error as exc:
+            raise ZipFormatError(f"not a valid deflate stream ({exc})") from None
+        produced += len(out)
+        if produced > limit:
+            raise ZipFormatError(f"inflates to more than the declared {limit} bytes")
+        yield out
+        if inflater.eof:
+            break
+    if produced != limit or not inflater.eof:
+        raise ZipFormatError(f"inflates to {produced} bytes, central directory says {limit}")
+
+
+def _read_member(reader: RangeReader, entry: ZipEntry, local: _Local) -> bytes:
+    return b"".join(_iter_member(reader, entry, local))
+
+
+def _head_bytes(reader: RangeReader, entry: ZipEntry, local: _Local, n: int = 4) -> bytes:
+    if entry.method == METHOD_STORED:
+        return reader.read(local.data_offset, min(n, entry.compressed_size))
+    raw = reader.read(local.data_offset, min(entry.compressed_size, 4096))
+    try:
+        return zlib.decompressobj(-15).decompress(raw, n)
+    except zlib.error:
+        return b""
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def validate(source: Any, *, deep: bool = False) -> ValidationReport:
+    """Check an ``.ozx`` archive against RFC-9.
+
+    ``source`` is a path, an :class:`~napari_ozx.ozx.store.OzxStore` or a binary file-like
+    object. ``deep=True`` also verifies the CRC-32 of every member (reads the whole file);
+    otherwise only the zarr.json documents are read in full.
+
+    Raises :class:`ZipFormatError` if the archive cannot be parsed at all.
+    """
+    reader, index, label, path, owned = _open(source)
+    try:
+        col = _Collector()
+        _validate(reader, index, path, deep, col)
+        return ValidationReport(findings=col.finish(), source=label, deep=deep)
+    finally:
+        if owned:
+            reader.close()
+
+
+def _open(source: Any) -> tuple[RangeReader, ZipIndex, str | None, str | None, bool]:
+    # An OzxStore can only exist if its module (and zarr) is imported; don't import zarr here.
+    store_mod = sys.modules.get("napari_ozx.ozx.store")
+    if store_mod is not None and isinstance(source, store_mod.OzxStore):
+        return source.reader, source.index, str(source), source.path, False
+    if isinstance(source, str | os.PathLike):
+        path = os.fspath(source)
+        reader: RangeReader = FileRangeReader(path)
+        owned = True
+    elif hasattr(source, "seek") and hasattr(source, "read"):
+        reader = FileObjRangeReader(source)
+        path = reader.name
+        owned = False
+    else:
+        raise TypeError(f"cannot validate a {type(source).__name__}")
+    try:
+        index = read_zip_index(reader, allow_multi_part=True)
+    except BaseException:
+        if owned:
+            reader.close()
+        raise
+    return reader, index, path, path, owned
+
+
+def _validate(
+    reader: RangeReader, index: ZipIndex, path: str | None, deep: bool, col: _Collector
+) -> None:
+    entries = index.entries
+    # ---- container-level
+    if index.multi_part:
+        col.add("multi-part", "the end records' disk numbers say this archive is split/spanned")
+    if not index.zip64:
+        col.add(
+            "zip64-missing",
+            "no ZIP64 end of central directory record/locator (Python's zipfile, for one, "
+            "writes them only for archives that need them)",
+        )
+    if index.trailing_bytes > 0:
+        col.add("trailing-data", f"{index.trailing_bytes} bytes follow the end of the archive")
+    if path is not None and not path.lower().endswith(".ozx"):
+        col.add("file-extension", f"file name {os.path.basename(path)!r} does not end in .ozx")
+
+    # ---- names and entry flags
+    if index.duplicates:
+        name_counts = Counter(e.name for e in entries)
+        for name in index.duplicates:
+            col.add("duplicate-name", f"{name_counts[name]} members are named {name!r}", name)
+    dirs = 0
+    compressed: list[str] = []
+    descriptors: list[str] = []
+    for e in entries:
+        name = e.name
+        parts = name.split("/")
+        if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+            col.add("unsafe-name", f"absolute member name {name!r}", name)
+        elif ".." in parts:
+            col.add("unsafe-name", f"member name {name!r} has a '..' segment", name)
+        if "\\" in name:
+            col.add("unsafe-name", f"member name {name!r} contains a backslash", name)
+        if e.is_dir:
+            dirs += 1
+        if e.is_encrypted:
+            col.add("encrypted-entry", f"member {name!r} is encrypted", name)
+        if e.method not in (METHOD_STORED, METHOD_DEFLATED):
+            col.add(
+                "unsupported-compression",
+                f"member {name!r} uses {method_name(e.method)}",
+                name,
+            )
+        elif e.method != METHOD_STORED and not e.is_dir:
+            compressed.append(name)
+        if e.method == METHOD_STORED and e.has_data_descriptor and not e.is_dir:
+            descriptors.append(name)
+    if compressed:
+        col.add(
+            "compressed-entry",
+            f"{len(compressed)} of {len(entries)} members are compressed by the ZIP layer "
+            f"(first: {compressed[0]!r})",
+            compressed[0],
+        )
+    if descriptors:
+        col.add(
+            "data-descriptor",
+            f"{len(descriptors)} STORED members use data descriptors (first: {descriptors[0]!r})",
+            descriptors[0],
+        )
+    if dirs:
+        col.add("directory-entries", f"{dirs} directory entries (ignored)")
+
+    # ---- local headers: overlaps, nested archives, CRCs
+    locals_: dict[int, _Local] = {}
+    if not index.multi_part:
+        for e in entries:
+            try:
+                locals_[e.index] = _read_local(reader, e, index.cd_offset)
+            except ZipFormatError as exc:
+                col.add("bad-local-header", f"member {e.name!r}: {exc}", e.name)
+        ordered = sorted((e for e in entries if e.index in locals_), key=lambda e: e.header_offset)
+        for prev, cur in zip(ordered, ordered[1:], strict=False):
+            if cur.header_offset < locals_[prev.index].end:
+                col.add(
+                    "overlapping-entries",
+                    f"member {cur.name!r} (offset {cur.header_offset}) starts inside member "
+                    f"{prev.name!r} (ends at {locals_[prev.index].end})",
+                    cur.name,
+                )
+        for e in entries:
+            loc = locals_.get(e.index)
+            if e.is_dir or e.is_encrypted:
+                continue
+            if e.name.lower().endswith(".ozx"):
+                col.add("nested-archive", f"member {e.name!r} is named like an .ozx", e.name)
+                continue
+            if loc is None or e.compressed_size == 0 or e.method not in (0, 8):
+                continue
+            try:
+                head = _head_bytes(reader, e, loc)
+            except ZipFormatError:
+                head = b""
+            if head[:4] in _ZIP_MAGICS:
+                col.add("nested-archive", f"member {e.name!r} is itself a ZIP archive", e.name)
+        if deep:
+            for e in entries:
+                loc = locals_.get(e.index)
+                if loc is None or e.is_dir or e.is_encrypted or e.method not in (0, 8):
+                    continue
+                if _is_zarr_json(e.name):
+                    continue  # checked below with the metadata
+                _check_crc(reader, e, loc, col)
+
+    # ---- metadata: root, hierarchy, order, sharding, comment
+    by_name = index.by_name
+    metadata: dict[str, dict[str, Any]] = {}
+    for name, e in by_name.items():
+        if not _is_zarr_json(name):
+            continue
+        loc = locals_.get(e.index)
+        if loc is None or e.is_encrypted or e.method not in (0, 8):
+            continue
+        if e.uncompressed_size > MAX_METADATA_BYTES:
+            col.add(
+                "zarr-json-invalid",
+                f"{name!r} declares {e.uncompressed_size} bytes; not read",
+                name,
+            )
+            continue
+        try:
+            raw = _read_member(reader, e, loc)
+        except ZipFormatError as exc:
+            col.add("member-unreadable", f"cannot read {name!r}: {exc}", name)
+            continue
+        if zlib.crc32(raw) != e.crc32:
+            col.add("crc-mismatch", f"CRC-32 of {name!r} does not match its record", name)
+        code = "root-zarr-json-invalid" if name == "zarr.json" else "zarr-json-invalid"
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            col.add(code, f"{name!r} is not valid UTF-8 JSON: {exc}", name)
+            continue
+        problem = _zarr_json_problem(doc)
+        if problem:
+            col.add(code, f"{name!r}: {problem}", name)
+            continue
+        metadata[name] = doc
+
+    root = metadata.get("zarr.json")
+    if "zarr.json" not in by_name:
+        nested = sorted((n for n in by_name if _is_zarr_json(n)), key=_depth)
+        hint = (
+            f"; found {nested[0]!r}: zip the contents of the hierarchy's directory, not the "
+            "directory itself"
+            if nested
+            else ""
+        )
+        col.add("root-zarr-json-missing", f"no zarr.json at the archive root{hint}", None)
+
+    _check_hierarchy(metadata, by_name, col)
+    _check_order(entries, locals_, col, have_root="zarr.json" in by_name)
+    for name, doc in metadata.items():
+        if doc.get("node_type") == "array" and not _uses_sharding(doc):
+            col.add("sharding-not-used", f"array {_node_dir(name) or '/'!r} is not sharded", name)
+
+    root_version = None
+    if root is not None:
+        attrs = root.get("attributes")
+        ome = attrs.get("ome") if isinstance(attrs, dict) else None
+        if isinstance(ome, dict):
+            root_version = ome.get("version")
+        else:
+            col.add(
+                "root-not-ome",
+                "root zarr.json has no attributes.ome: a Zarr hierarchy, but not OME-Zarr",
+                "zarr.json",
+            )
+    comment_version = _check_comment(index.comment, col)
+    if (
+        comment_version is not None
+        and root_version is not None
+        and str(comment_version) != str(root_version)
+    ):
+        col.add(
+            "ome-version-mismatch",
+            f"archive comment says OME-Zarr {comment_version!r}, root zarr.json says "
+            f"{root_version!r}",
+            "zarr.json",
+        )
+
+    arrays = sum(1 for d in metadata.values() if d.get("node_type") == "array")
+    groups = sum(1 for d in metadata.values() if d.get("node_type") == "group")
+    col.add(
+        "summary",
+        f"{len(entries)} entries, {groups} groups, {arrays} arrays, "
+        f"ZIP64 end records {'present' if index.zip64 else 'absent'}, "
+        f"OME-Zarr version {root_version or comment_version or 'unknown'}",
+    )
+
+
+def _check_crc(reader: RangeReader, e: ZipEntry, loc: _Local, col: _Collector) -> None:
+    crc = 0
+    try:
+        for chunk in _iter_member(reader, e, loc):
+            crc = zlib.crc32(chunk, crc)
+    except ZipFormatError as exc:
+        col.add("member-unreadable", f"cannot read {e.name!r}: {exc}", e.name)
+        return
+    if crc != e.crc32:
+        col.add("crc-mismatch", f"CRC-32 of {e.name!r} does not match its record", e.name)
+
+
+def _zarr_json_problem(doc: Any) -> str | None:
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    if doc.get("zarr_format") != 3:
+        return f"zarr_format is {doc.get('zarr_format')!r}, expected 3"
+    if doc.get("node_type") not in ("group", "array"):
+        return f"node_type is {doc.get('node_type')!r}, expected 'group' or 'array'"
+    return None
+
+
+def _uses_sharding(doc: dict[str, Any]) -> bool:
+    codecs = doc.get("codecs")
+    if not isinstance(codecs, list):
+        return False
+    return any(isinstance(c, dict) and c.get("name") == "sharding_indexed" for c in codecs)
+
+
+def _check_hierarchy(
+    metadata: dict[str, dict[str, Any]], by_name: Any, col: _Collector
+) -> None:
+    """Every node's parent directories must be group nodes back to the root (Zarr v3 has no
+    implicit groups), otherwise the archive holds more than one hierarchy."""
+    nodes = {_node_dir(n): n for n in by_name if _is_zarr_json(n)}
+    if "" not in nodes:
+        return  # reported as root-zarr-json-missing
+    for d, name in sorted(nodes.items()):
+        if not d:
+            continue
+        parent = d
+        while parent:
+            parent = posixpath.dirname(parent)
+            pname = nodes.get(parent)
+            if pname is None:
+                col.add(
+                    "disconnected-node",
+                    f"node {d!r} has no zarr.json in its parent {parent or '/'!r}: it is not "
+                    "part of the root hierarchy",
+                    name,
+                )
+                break
+            pdoc = metadata.get(pname)
+            if pdoc is not None and pdoc.get("node_type") == "array":
+                col.add(
+                    "disconnected-node",
+                    f"node {d!r} lies inside array {parent or '/'!r}",
+                    name,
+                )
+                break
+
+
+def _check_order(
+    entries: tuple[ZipEntry, ...], locals_: dict[int, _Local], col: _Collector, have_root: bool
+) -> None:
+    cd_seq = list(entries)
+    local_seq = sorted((e for e in entries if e.index in locals_), key=lambda e: e.header_offset)
+    for seq, where, suffix in (
+        (local_seq, "in local file order", "local"),
+        (cd_seq, "in the central directory", "cd"),
+    ):
+        if not seq:
+            continue
+        if have_root and seq[0].name != "zarr.json":
+            col.add(
+                f"root-zarr-json-not-first-{suffix}",
+                f"the first entry {where} is {seq[0].name!r}, not the root zarr.json",
+                "zarr.json",
+            )
+        n_meta = sum(1 for e in seq if _is_zarr_json(e.name))
+        problem = None
+        for pos, e in enumerate(seq):
+            if _is_zarr_json(e.name) and pos >= n_meta:
+                first_other = next(x for x in seq[:pos] if not _is_zarr_json(x.name))
+                problem = (
+                    f"{e.name!r} comes after the non-metadata member {first_other.name!r} "
+                    f"{where}: zarr.json files are not all at the start",
+                    e.name,
+                )
+                break
+        if problem is None:
+            meta = [e for e in seq if _is_zarr_json(e.name)]
+            for a, b in zip(meta, meta[1:], strict=False):
+                if _depth(b.name) < _depth(a.name):
+                    problem = (
+                        f"{b.name!r} (depth {_depth(b.name)}) comes after {a.name!r} "
+                        f"(depth {_depth(a.name)}) {where}: not breadth-first",
+                        b.name,
+                    )
+                    break
+        if problem is not None:
+            col.add(f"zarr-json-order-{suffix}", problem[0], problem[1])
+
+
+def _check_comment(comment: bytes, col: _Collector) -> str | None:
+    if not comment:
+        col.add(
+            "comment-missing", 'the archive has no comment (expected {"ome": {"version": ...}})'
+        )
+        return None
+    try:
+        doc = json.loads(comment.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        col.add("comment-invalid", f"archive comment is not UTF-8 JSON ({exc})")
+        return None
+    ome = doc.get("ome") if isinstance(doc, dict) else None
+    version = ome.get("version") if isinstance(ome, dict) else None
+    if not isinstance(version, str):
+        col.add(
+            "comment-invalid",
+            f"archive comment {comment[:80]!r} has no string ome.version",
+        )
+        return None
+    return version
+
