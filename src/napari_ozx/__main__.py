@@ -1,0 +1,237 @@
+"""Command line: ``napari-ozx info | validate | convert`` (no Qt, no napari import).
+
+Exit codes of ``validate``: 0 no errors, 1 a MUST is violated (or the OME metadata is
+invalid), 2 a file cannot be read at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import OzxError
+
+
+def _out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+# --------------------------------------------------------------------- info
+
+
+def _array_facts(node: Any) -> dict[str, Any]:
+    a = node.array
+    def name(c: Any) -> str:
+        return str(c.to_dict().get("name", type(c).__name__))
+
+    codecs = []
+    for c in a.metadata.codecs if hasattr(a.metadata, "codecs") else ():
+        inner = getattr(c, "codecs", None)
+        codecs.append(name(c) + (f"[{', '.join(name(i) for i in inner)}]" if inner else ""))
+    if not codecs and getattr(a.metadata, "compressor", None) is not None:
+        codecs.append(str(a.metadata.compressor))
+    return {
+        "path": node.path,
+        "shape": list(a.shape),
+        "dtype": str(a.dtype),
+        "chunks": list(a.chunks),
+        "shards": list(a.shards) if a.shards else None,
+        "codecs": codecs,
+    }
+
+
+def info(path: str) -> dict[str, Any]:
+    from .ngff.open import open_ome_zarr
+
+    with open_ome_zarr(path) as oz:
+        out: dict[str, Any] = {"source": path, "zarr_format": oz.zarr_format, "kind": oz.root.meta.kind, "images": []}
+        if oz.root.meta.kind in ("plate", "well"):
+            return out
+        for img in oz.images():
+            ms = img.multiscale
+            entry = {
+                "path": img.path or "/",
+                "name": img.name,
+                "version": ms.version,
+                "axes": [{"name": a.name, "type": a.type, "unit": a.unit} for a in ms.axes],
+                "levels": [
+                    {**_array_facts(a), "scale": list(d.scale), "translation": list(d.translation)}
+                    for a, d in zip(img.arrays, ms.datasets, strict=True)
+                ],
+                "channels": [c.label for c in img.meta.omero.channels] if img.meta.omero else [],
+                "labels": [lab.name for lab in img.labels],
+            }
+            out["images"].append(entry)
+    if Path(path).is_file():
+        from .ozx.store import OzxStore
+
+        with OzxStore(path) as st:
+            out["archive"] = {
+                "entries": len(st.index.entries),
+                "zip64": st.index.zip64,
+                "comment": st.index.comment.decode("utf-8", "replace"),
+                "size": Path(path).stat().st_size,
+            }
+    return out
+
+
+def _print_info(d: dict[str, Any]) -> None:
+    _out(f"{d['source']}: {d['kind']} (Zarr v{d['zarr_format']})")
+    if "archive" in d:
+        a = d["archive"]
+        _out(f"  archive: {a['entries']} entries, {a['size']:,} bytes, ZIP64 {'yes' if a['zip64'] else 'no'}, comment {a['comment']!r}")
+    for img in d["images"]:
+        axes = " ".join(f"{a['name']}[{a['unit']}]" if a["unit"] else a["name"] for a in img["axes"])
+        _out(f"  image {img['path']} {img['name']!r} OME-Zarr {img['version']}  axes: {axes}")
+        if img["channels"]:
+            _out(f"    channels: {', '.join(str(c) for c in img['channels'])}")
+        for lv in img["levels"]:
+            shard = f" shards {tuple(lv['shards'])}" if lv["shards"] else ""
+            _out(
+                f"    {lv['path']}: {tuple(lv['shape'])} {lv['dtype']} chunks {tuple(lv['chunks'])}{shard} "
+                f"{' '.join(lv['codecs'])} scale {tuple(lv['scale'])}"
+            )
+        if img["labels"]:
+            _out(f"    labels: {', '.join(img['labels'])}")
+
+
+# ----------------------------------------------------------------- validate
+
+
+def validate_path(path: str, deep: bool) -> tuple[int, dict[str, Any]]:
+    """(exit code, report dict) for one path: RFC-9 for files, OME metadata for all."""
+    from .ngff.open import open_ome_zarr
+
+    report: dict[str, Any] = {"path": path, "findings": []}
+    code = 0
+    p = Path(path)
+    if not p.exists():
+        report["error"] = "no such file or directory"
+        return 2, report
+    if p.is_file():
+        from .ozx.validate import validate
+
+        try:
+            rep = validate(path, deep=deep)
+        except (OzxError, OSError) as e:
+            report["error"] = str(e)
+            return 2, report
+        report["findings"] = [f.to_dict() for f in rep.findings]
+        code = 0 if rep.ok else 1
+    try:
+        with open_ome_zarr(path) as oz:
+            if oz.root.meta.kind not in ("plate", "well"):
+                for img in oz.images():
+                    _ = img.labels
+    except (OzxError, OSError) as e:
+        report["findings"].append({"severity": "error", "code": "ome-metadata", "message": str(e), "member": None})
+        code = max(code, 1)
+    report["ok"] = code == 0
+    return code, report
+
+
+# ------------------------------------------------------------------ convert
+
+
+def _progress_bar(desc: str) -> Any:
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        return None
+    return tqdm(total=0, desc=desc, unit="shard", file=sys.stderr)
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from .ngff.convert import convert
+    from .ngff.write import WriteOptions
+
+    opts = WriteOptions(
+        format=args.format,
+        version=args.version,
+        chunk_yx=args.chunk,
+        shard_yx=args.shard,
+        shard_z=args.shard_z,
+        codec=args.codec,
+        level=args.level,
+        pyramid_levels=args.levels,
+        workers=args.workers,
+    )
+    bar = _progress_bar(f"{Path(args.src).name} -> {Path(args.dst).name}")
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+    try:
+        out = convert(args.src, args.dst, opts, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    _out(f"wrote {out}")
+    return 0
+
+
+# --------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="napari-ozx", description="OME-Zarr directories and .ozx files")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("info", help="hierarchy, shapes, dtypes, chunks/shards, codecs, versions")
+    p.add_argument("path")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("validate", help="RFC-9 conformance of .ozx files and OME metadata")
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--deep", action="store_true", help="also check the CRC-32 of every entry")
+    p = sub.add_parser("convert", help="directory <-> .ozx, 0.4 -> 0.5, rechunk / reshard / recompress")
+    p.add_argument("src")
+    p.add_argument("dst")
+    p.add_argument("--format", choices=["auto", "ozx", "directory"], default="auto")
+    p.add_argument("--version", choices=["0.5", "0.4"], default="0.5")
+    p.add_argument("--chunk", type=int, default=256, help="inner chunk edge in y/x")
+    p.add_argument("--shard", type=int, default=1024, help="shard edge in y/x")
+    p.add_argument("--shard-z", type=int, default=16, help="planes per shard")
+    p.add_argument("--codec", choices=["zstd", "blosc-lz4", "blosc-zstd", "gzip", "none"], default="zstd")
+    p.add_argument("--level", type=int, default=3)
+    p.add_argument("--levels", type=int, default=None, help="pyramid levels (default: until one chunk)")
+    p.add_argument("--workers", type=int, default=None)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.cmd == "info":
+            d = info(args.path)
+            _out(json.dumps(d, indent=2)) if args.json else _print_info(d)
+            return 0
+        if args.cmd == "validate":
+            worst, reports = 0, []
+            for path in args.paths:
+                code, rep = validate_path(path, args.deep)
+                worst = max(worst, code)
+                reports.append(rep)
+                if not args.json:
+                    status = {0: "OK", 1: "INVALID", 2: "UNREADABLE"}[code]
+                    _out(f"{status} {path}" + (f": {rep['error']}" if "error" in rep else ""))
+                    for f in rep["findings"]:
+                        where = f" [{f['member']}]" if f.get("member") else ""
+                        _out(f"  {f['severity'].upper():7s} {f['code']}{where}: {f['message']}")
+            if args.json:
+                _out(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
+            return worst
+        return _convert(args)
+    except (OzxError, OSError) as e:
+        sys.stderr.write(f"napari-ozx: {e}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Command line: info, validate (exit codes 0/1/2, --json), convert."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+
+from napari_ozx.__main__ import main
+from napari_ozx._sample_data import sample_path
+from napari_ozx.ngff.open import open_ome_zarr
+
+from .omegen import write_image
+
+
+def test_info_reports_shards_codecs_archive(capsys):
+    assert main(["info", str(sample_path()), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["archive"]["zip64"] is True
+    (img,) = d["images"]
+    assert img["channels"] == ["Nuclei", "Membrane"] and img["labels"] == ["nuclei"]
+    assert img["levels"][0]["codecs"] == ["sharding_indexed[bytes, zstd]"]
+    assert img["levels"][0]["shards"] is not None
+
+
+def test_validate_exit_codes(tmp_path, capsys):
+    assert main(["validate", str(sample_path())]) == 0
+    bad = tmp_path / "trunc.ozx"
+    bad.write_bytes(sample_path().read_bytes()[:3000])
+    assert main(["validate", str(bad)]) == 2
+    # a zip without a root zarr.json violates RFC-9 "The ZIP file MUST contain the
+    # OME-Zarr's root-level zarr.json"
+    nozarr = tmp_path / "nozarr.ozx"
+    with zipfile.ZipFile(nozarr, "w") as zf:
+        zf.writestr("image/zarr.json", "{}")
+    capsys.readouterr()
+    assert main(["validate", str(nozarr), "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["ok"] is False and any(f["severity"] == "error" for f in rep["findings"])
+    assert main(["validate", str(sample_path()), str(bad)]) == 2  # the worst wins
+
+
+def test_validate_flags_broken_ome_metadata(tmp_path):
+    d = tmp_path / "img.zarr"
+    write_image(d, np.zeros((2, 4, 32, 32), np.uint16), array_extra={"dimension_names": ["c", "z", "x", "y"]})
+    assert main(["validate", str(d)]) == 1
+
+
+def test_convert_dir_v04_to_ozx_and_back(tmp_path):
+    data = np.random.default_rng(0).integers(0, 999, (2, 3, 80, 96), dtype=np.uint16)
+    write_image(tmp_path / "in.zarr", data, version="0.4", labels={"cells": (data[0] > 500).astype(np.uint8)},
+                omero={"channels": [{"label": "a", "color": "FF0000"}, {"label": "b", "color": "00FF00"}]})
+    out = tmp_path / "out.ozx"
+    assert main(["convert", str(tmp_path / "in.zarr"), str(out), "--chunk", "32", "--shard", "64"]) == 0
+    assert main(["validate", str(out)]) == 0
+    with open_ome_zarr(out) as oz:
+        (img,) = oz.images()
+        assert img.multiscale.version == "0.5"
+        assert img.arrays[0].array.chunks == (1, 1, 32, 32)
+        np.testing.assert_array_equal(np.asarray(img.levels[0]), data)
+        assert [c.label for c in img.meta.omero.channels] == ["a", "b"]
+        np.testing.assert_array_equal(np.asarray(img.labels[0].levels[0]), data[0] > 500)
+    back = tmp_path / "back.ome.zarr"
+    assert main(["convert", str(out), str(back), "--codec", "gzip"]) == 0
+    with open_ome_zarr(back) as oz:
+        np.testing.assert_array_equal(np.asarray(oz.images()[0].levels[0]), data)
+
+
+def test_cli_entry_point_imports_no_qt(tmp_path):
+    code = (
+        "import sys; from napari_ozx.__main__ import main; rc = main(['info', sys.argv[1]]); "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('PyQt6','qtpy','napari')]; "
+        "sys.exit(10 if bad else rc)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(sample_path())], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
