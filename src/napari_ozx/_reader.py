@@ -58,6 +58,10 @@ def get_reader(path: str | Sequence[str]) -> Any:
 
 
 def _claims(path: str) -> bool:
+    from .ozx.remote import is_url
+
+    if is_url(path):  # no network here: the name must say what it is
+        return path.split("?", 1)[0].rstrip("/").lower().endswith((".ozx", ".zip", ".zarr"))
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".ozx":
@@ -118,6 +122,8 @@ def read_layer_data(path: str) -> list[LayerData]:
     from .ngff.open import open_ome_zarr
 
     root = open_ome_zarr(path)
+    if root.root.meta.kind in ("plate", "well"):
+        return plate_layer_data(root)
     out: list[LayerData] = []
     for image in root.images():
         if image.meta.image_label is not None:
@@ -278,3 +284,135 @@ def _features(properties: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
     for k in keys:
         table[k] = [p.get(k) for p in properties]
     return table
+
+
+# ------------------------------------------------------------------ HCS plates
+
+PLATE_KEY = "ozx_plate"  # layer metadata read by the plate navigator (JSON-able)
+WELL_KEY = "ozx_well"
+GRID_FIELDS_MAX = 16  # a well opened on its own shows up to this many fields as a grid
+
+
+def plate_layer_data(root: Any) -> list[LayerData]:
+    """A plate: its lazy overview (an image layer per channel) and the row / column names
+    (a text-only Points layer). A well opened on its own: its fields at full resolution
+    side by side as a grid (only the first when it has more than ``GRID_FIELDS_MAX``),
+    with their labels. Reads metadata only.
+
+    When a napari window is running the plate navigator is docked (:func:`_dock_navigator`);
+    a headless read never imports Qt.
+    """
+    from .ngff.plate import HcsPlate
+
+    plate = HcsPlate(root)
+    if plate.kind == "well":
+        well = plate.wells[0]
+        fields = None if len(well.fields) <= GRID_FIELDS_MAX else [0]
+        out, errors = well_layer_data(plate, well, fields=fields, grid=True)
+        for e in errors:
+            _report(root.source, OzxError(e))
+        if not out:
+            raise OzxError(f"no field of well {well.name!r} can be read")
+    else:
+        out = overview_layer_data(plate.overview())
+    _dock_navigator(plate)
+    return out
+
+
+def plate_info(plate: Any) -> dict[str, Any]:
+    return {"plate_id": plate.id, "source": plate.oz.source, "path": plate.path, "kind": plate.kind, "name": plate.name}
+
+
+def overview_layer_data(ov: Any) -> list[LayerData]:
+    """The overview's image layer data (channel axis split by napari) and the well labels."""
+    plate = ov.plate
+    data, kw, kind = image_layer_data(ov.as_image())
+    info = {**plate_info(plate), "overview": {"field": ov.field_index, "acquisition": ov.acquisition, "level": ov.level}}
+    kw["metadata"] = {**kw["metadata"], PLATE_KEY: info}
+    names = kw["name"]
+    kw["name"] = [f"overview {n}" for n in names] if isinstance(names, list) else f"overview {names}"
+    y, x = ov.yx
+    units = _units(ov.axes)
+    ann = ov.annotations()
+    sy, sx = ov.yx_scale
+    points_kw: dict[str, Any] = {
+        "name": f"{plate.name} wells",
+        "features": {"label": [a[2] for a in ann]},
+        "text": {"string": "{label}", "color": "white", "size": 10, "anchor": "center"},
+        "size": min(sy * ov.pitch[0], sx * ov.pitch[1]) * 0.5,
+        "face_color": "transparent",
+        "border_color": "transparent",
+        "axis_labels": (ov.axes[y].name, ov.axes[x].name),
+        "units": (units[y], units[x]),
+        "metadata": {PLATE_KEY: info},
+    }
+    points = np.array([(a[0], a[1]) for a in ann], dtype=float).reshape(-1, 2)
+    return [(data, kw, kind), (points, points_kw, "points")]
+
+
+def well_layer_data(
+    plate: Any,
+    well: Any,
+    fields: Sequence[int] | None = None,
+    grid: bool = False,
+    acquisition: int | None = None,
+    overview: Any = None,
+) -> tuple[list[LayerData], list[str]]:
+    """Full-resolution layer data (images + labels) of a well's fields, placed on its
+    overview tile (or as a grid), and the messages of the fields that failed."""
+    opened = plate.open_fields(well, fields, acquisition)
+    images = [im for im in opened if not isinstance(im, OzxError)]
+    errors = [f"well {well.name}: {e}" for e in opened if isinstance(e, OzxError)]
+    offsets = plate.placements(well, images, grid=grid, overview=overview)
+    info = plate_info(plate)
+    out: list[LayerData] = []
+    for img, off in zip(images, offsets, strict=True):
+        field = img.path.rsplit("/", 1)[-1]
+        prefix = f"{well.name} f{field}" if well.name else f"f{field}"
+        meta = {PLATE_KEY: info, WELL_KEY: {"well": well.path, "field": img.path}}
+        lds = [image_layer_data(img)]
+        try:
+            for label in img.labels:
+                lds.extend((d, k, t, label) for d, k, t in labels_layer_data(label))  # type: ignore[misc]
+        except OzxError as e:  # a broken label must not hide the field
+            errors.append(f"well {well.name} field {field} labels: {e}")
+        for ld in lds:
+            data, kw, kind = ld[:3]
+            _place(kw, ld[3] if len(ld) > 3 else img, off, prefix, meta)
+            out.append((data, kw, kind))
+    return out, errors
+
+
+def _place(kw: dict[str, Any], image: Any, off: tuple[float, float], prefix: str, meta: dict[str, Any]) -> None:
+    from .ngff.plate import yx_axes
+
+    ms = image.multiscale
+    c = ms.channel_axis
+    y, x = yx_axes(ms.axes)
+    keep = [i for i in range(ms.ndim) if i != c]
+    t = list(kw["translate"])
+    t[keep.index(y)] += off[0]
+    t[keep.index(x)] += off[1]
+    kw["translate"] = tuple(t)
+    names = kw["name"]
+    kw["name"] = [f"{prefix} {n}" for n in names] if isinstance(names, list) else f"{prefix} {names}"
+    kw["metadata"] = {**kw["metadata"], **meta}
+
+
+def _dock_navigator(plate: Any) -> None:
+    """Dock the plate navigator in the running napari window, if there is one.
+
+    Only when napari's Qt front end is already imported (a window exists): a headless
+    ``npe2.read`` never imports Qt from here. The navigator finds the plate's overview
+    layers by their metadata once napari adds them.
+    """
+    import sys
+
+    if "napari._qt" not in sys.modules:
+        return
+    try:
+        from ._qt.plate_navigator import dock_for_plate
+
+        dock_for_plate(plate)
+    except Exception:  # noqa: BLE001 - docking is a convenience; the layers still open
+        logger.warning("napari-ozx: could not dock the plate navigator", exc_info=True)

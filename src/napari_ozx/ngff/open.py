@@ -50,6 +50,10 @@ def open_store(source: str | os.PathLike[str] | Store) -> Store:
 
     if isinstance(source, Store):
         return source
+    from ..ozx.remote import is_url, open_remote_store
+
+    if is_url(source):
+        return open_remote_store(str(source))
     path = Path(source)
     if path.is_dir():
         from zarr.storage import LocalStore
@@ -71,7 +75,14 @@ def _sync(coro: Any) -> Any:
 async def _get_bytes(store: Store, key: str) -> bytes | None:
     from zarr.core.buffer import default_buffer_prototype
 
-    buf = await store.get(key, prototype=default_buffer_prototype())
+    try:
+        buf = await store.get(key, prototype=default_buffer_prototype())
+    except OzxError:
+        raise
+    except FileNotFoundError:
+        return None
+    except Exception as e:  # a remote store's network error: name the key and the reason
+        raise OzxError(f"reading {key} failed: {type(e).__name__}: {e}") from e
     return None if buf is None else buf.to_bytes()
 
 
@@ -328,21 +339,22 @@ class OmeZarr:
         return GroupNode(self.store, path, fmt, attrs, meta, exts)
 
     def arrays(self, paths: Sequence[str]) -> list[ArrayNode]:
-        out = []
-        for p, res in zip(paths, self._read_docs(paths), strict=True):
-            if res is None:
-                raise MetadataError(f"{self.source}: pyramid level {p!r} is missing")
-            fmt, doc, attrs = res
-            exts = NodeExtensions()
-            if fmt == 3:
-                doc, exts = check_document(doc, p)
-            else:
-                doc = {**doc, "attributes": attrs}
-                doc.pop("node_type", None)
-            if doc.get("node_type", "array") != "array":
-                raise MetadataError(f"{self.source}: {p!r} is a group, expected an array")
-            out.append(ArrayNode(self.store, p, fmt, doc, exts))
-        return out
+        return [self._make_array(p, res) for p, res in zip(paths, self._read_docs(paths), strict=True)]
+
+    def _make_array(self, p: str, res: tuple[int, dict[str, Any], dict[str, Any]] | None) -> ArrayNode:
+        """An ArrayNode from one ``_read_docs`` result (batch readers such as plates)."""
+        if res is None:
+            raise MetadataError(f"{self.source}: pyramid level {p!r} is missing")
+        fmt, doc, attrs = res
+        exts = NodeExtensions()
+        if fmt == 3:
+            doc, exts = check_document(doc, p)
+        else:
+            doc = {**doc, "attributes": attrs}
+            doc.pop("node_type", None)
+        if doc.get("node_type", "array") != "array":
+            raise MetadataError(f"{self.source}: {p!r} is a group, expected an array")
+        return ArrayNode(self.store, p, fmt, doc, exts)
 
     def image(self, path: str, group: GroupNode | None = None) -> Image:
         group = group or self.group(path)

@@ -252,6 +252,11 @@ class OzxStore(Store):
             self._fobj: Any = None
             reader: RangeReader = FileRangeReader(self._path)
             self._owns_reader = True
+        elif isinstance(source, RangeReader):  # e.g. a remote FsspecRangeReader
+            self._path = None
+            self._fobj = source
+            reader = source
+            self._owns_reader = True
         elif hasattr(source, "seek") and hasattr(source, "read"):
             self._path = None
             self._fobj = source
@@ -269,6 +274,13 @@ class OzxStore(Store):
                 reader.close()
             raise
         self._setup(reader, _Shared(index))
+        prefetch = getattr(reader, "prefetch_head", None)
+        if prefetch is not None:
+            # RFC-9 puts every zarr.json first: one request brings the whole metadata
+            meta = [e.header_offset for e in index.entries if e.name.endswith("zarr.json")]
+            data = [e.header_offset for e in index.entries if not e.name.endswith("zarr.json")]
+            if meta and (not data or max(meta) < min(data)):
+                prefetch(min(data) if data else index.cd_offset)
         if index.duplicates:
             logger.warning(
                 "%s: %d duplicated member name(s), reading the last record of each (e.g. %r)",

@@ -1,0 +1,89 @@
+"""Remote OME-Zarr over HTTP: .ozx by range requests, directories through zarr's fsspec store."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from napari_ozx._reader import get_reader, read, read_layer_data
+from napari_ozx._sample_data import sample_path
+from napari_ozx.errors import OzxError
+from napari_ozx.ngff.open import open_ome_zarr
+
+from .httpserver import Server
+from .omegen import write_image
+
+pytest.importorskip("aiohttp")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("www")
+    shutil.copy(sample_path(), root / "cells.ozx")
+    data = np.random.default_rng(3).integers(0, 999, (2, 4, 96, 128), dtype=np.uint16)
+    write_image(root / "img.ome.zarr", data, levels=2, labels={"cells": (data[0] > 800).astype(np.uint8)})
+    with Server(root) as srv:
+        yield srv, data
+
+
+def test_get_reader_claims_urls_without_network(served):
+    srv, _ = served
+    srv.reset()
+    assert get_reader(f"{srv.url}/cells.ozx") is not None
+    assert get_reader(f"{srv.url}/img.ome.zarr") is not None
+    assert get_reader(f"{srv.url}/img.ome.zarr/") is not None
+    assert get_reader(f"{srv.url}/picture.tif") is None
+    assert srv.requests == []
+
+
+def test_remote_ozx_reads_metadata_in_few_requests_and_pixels_lazily(served):
+    srv, _ = served
+    local = read_layer_data(str(sample_path()))
+    srv.reset()
+    layers = read_layer_data(f"{srv.url}/cells.ozx")
+    # size lookup, end records + central directory (one tail read), leading zarr.json
+    # entries (one prefetch): metadata of the whole hierarchy in at most 4 requests
+    assert len(srv.requests) <= 4, srv.requests
+    size = sample_path().stat().st_size
+    assert srv.body_bytes < size / 4
+    assert [kw["name"] for _, kw, _ in layers] == [kw["name"] for _, kw, _ in local]
+    srv.reset()
+    plane = np.asarray(layers[0][0][0][:, 8])
+    np.testing.assert_array_equal(plane, np.asarray(local[0][0][0][:, 8]))
+    assert srv.body_bytes < size / 2  # one plane, not the file
+
+
+def test_remote_directory(served):
+    srv, data = served
+    with open_ome_zarr(f"{srv.url}/img.ome.zarr") as oz:
+        (img,) = oz.images()
+        np.testing.assert_array_equal(np.asarray(img.levels[0]), data)
+        assert img.labels[0].name == "cells"
+
+
+def test_missing_remote_file_is_a_clear_error(served):
+    srv, _ = served
+    with pytest.raises(OzxError, match=r"404|not found"):
+        read_layer_data(f"{srv.url}/nope.ozx")
+    assert read(f"{srv.url}/nope.ozx") == [(None,)]
+
+
+def test_server_error_retried_then_reported(served):
+    srv, _ = served
+    srv.fail["/cells.ozx"] = 503
+    srv.fail_times["/cells.ozx"] = 1  # one transient failure: the retry succeeds
+    try:
+        assert read_layer_data(f"{srv.url}/cells.ozx")
+        srv.fail_times["/cells.ozx"] = 100  # persistent: bounded retries, then a message
+        srv.reset()
+        with pytest.raises(OzxError, match="503"):
+            read_layer_data(f"{srv.url}/cells.ozx")
+        from napari_ozx.ozx.remote import RETRIES
+
+        # fsspec's size probe (HEAD, then GET) and our bounded retries: no endless loop
+        assert len(srv.requests) <= 2 + RETRIES
+    finally:
+        srv.fail.clear()
+        srv.fail_times.clear()
