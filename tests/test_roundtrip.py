@@ -496,13 +496,6 @@ def test_odd_shapes_ceil_halving(target, odd_written):
         assert_pixels(im.data, want)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="src bug (ngff/write.py _multiscale_json): level factors are shape ratios "
-    "(70/18 = 3.89) instead of 2**level when ceil halving pads an odd edge, so scale and "
-    "translation of levels >= 2 of odd-sized images misplace every pixel",
-)
 @pytest.mark.parametrize("target", ["ozx", "dir04"])
 def test_odd_shapes_exact_level_transforms(target, odd_written):
     """Pixel i of level n is the (mean of / sample at) level-0 pixels [2**n i, 2**n (i+1)):
@@ -576,13 +569,6 @@ def test_write_layers_read_back(suffix, tmp_path):
             assert labnode.metadata["properties"] == {3: {"area": 200}, 9: {"area": 600}}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="src bug (_writer.py _labels_spec): features are read with DataFrame.itertuples, "
-    "whose namedtuples rename columns that are not identifiers ('class', 'cell type', "
-    "'2nd'), so those properties are silently dropped",
-)
 def test_write_layers_keeps_any_feature_name(tmp_path):
     from napari.layers import Labels
 
@@ -1018,14 +1004,6 @@ def test_large_lazy_source_streams_level0_in_bounded_memory(big_write):
     assert stats["level0"] < 0.4 * nbytes, f"level-0 RSS growth {stats['level0'] / 2**20:.0f} MiB"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="src bug (ngff/write.py _write_data + downsample2): each pyramid task reads the "
-    "whole 2x2-shard block of the level above at once (64 MiB for 16 MiB uint8 shards) and "
-    "averages it through float64 temporaries (mean(dtype=float64) + np.rint copy, 16x the "
-    "output shard): ~600-800 MiB RSS growth for 256 MiB of data with the default options",
-)
 def test_large_lazy_source_pyramid_in_bounded_memory(big_write):
     _, stats = big_write
     nbytes = math.prod(BIG_SHAPE)

@@ -113,7 +113,7 @@ def test_open_ome_zarr_matches_ground_truth(name, built):
         if "c" in fx.axes:
             assert ms.channel_axis == fx.axes.index("c")
 
-        # per-level transforms (legacy: level 0 only -- see the xfail test below)
+        # per-level transforms (legacy: level 0 here; implied scales tested below)
         assert [d.path for d in ms.datasets] == fx.dataset_paths
         checked = range(1) if _is_legacy(fx) else range(len(fx.levels))
         for i in checked:
@@ -171,13 +171,6 @@ def test_side_by_side_never_shows_the_v04_decoy(built):
         assert not np.array_equal(np.asarray(img.levels[0]), fx.notes["decoy_levels"][0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="src bug: for OME-Zarr 0.1-0.3 (no coordinateTransformations) every level gets "
-    "scale 1.0 (models._parse_transforms(None)); the implied per-level scale is the level-0 "
-    "to level-n shape ratio, so Dataset.scale of levels > 0 is wrong",
-)
 @pytest.mark.parametrize("name", LEGACY)
 def test_legacy_levels_get_implied_scale(name, built):
     fx = built[name]

@@ -143,13 +143,11 @@ def _labels_spec(layer: FullLayerData, used: set[str]) -> LabelsSpec:
     props: list[dict[str, Any]] = []
     feats = m.get("features")
     if feats is not None and len(feats) and "index" in feats:
-        cols = [c for c in feats.columns if c != "index"]
-        for row in feats.itertuples(index=False):
-            rec = row._asdict()
+        for rec in feats.to_dict("records"):  # keeps any column name ('class', 'cell type')
             value = int(rec.pop("index"))
             if value == 0:
                 continue
-            props.append({"label-value": value, **{c: _jsonable(rec[c]) for c in cols if c in rec}})
+            props.append({"label-value": value, **{str(c): _jsonable(v) for c, v in rec.items()}})
     name = re.sub(r"[^\w.\-]+", "_", m.get("name") or "labels").strip("_") or "labels"
     base, i = name, 1
     while name in used:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import MetadataError
@@ -185,6 +185,17 @@ class Multiscale:
     @property
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
+
+
+def with_implied_scales(ms: Multiscale, shapes: Sequence[Sequence[int]]) -> Multiscale:
+    """0.1-0.3 have no coordinateTransformations: a level's scale is implied by the ratio
+    of the level-0 shape to its own (translation stays 0)."""
+    s0 = shapes[0]
+    datasets = tuple(
+        replace(d, scale=tuple(a / b if b else 1.0 for a, b in zip(s0, shp, strict=True)))
+        for d, shp in zip(ms.datasets, shapes, strict=True)
+    )
+    return replace(ms, datasets=datasets)
 
 
 def _parse_multiscale(

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import MetadataError, NotOmeZarrError, OzxError, UnsupportedExtensionError
 from .extensions import NodeExtensions, check_document
-from .models import Multiscale, NodeMetadata, parse_node_attributes
+from .models import Multiscale, NodeMetadata, parse_node_attributes, with_implied_scales
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -369,6 +369,8 @@ class OmeZarr:
                 meta = parse_node_attributes(group.attributes, group.zarr_format, path, ndim)
                 group = GroupNode(group.store, path, group.zarr_format, group.attributes, meta, group.extensions)
                 ms = meta.multiscales[0]
+        if ms.version in ("0.1", "0.2", "0.3"):
+            ms = with_implied_scales(ms, [a.shape for a in arrays])
         _check_levels(self.source, path, ms, arrays)
         for a in arrays:  # fail now, not at first draw, on codecs zarr cannot decode
             _ = a.array

@@ -181,8 +181,10 @@ def _multiscale_json(
     name: str | None, axes: Sequence[Axis], shapes: list[tuple[int, ...]], scale: Sequence[float], translation: Sequence[float], method: str, version: str
 ) -> dict[str, Any]:
     datasets = []
-    for i, shp in enumerate(shapes):
-        factors = [s0 / s for s0, s in zip(shapes[0], shp, strict=True)]
+    halved = _yx_axes(axes)
+    for i, _shp in enumerate(shapes):
+        # ceil halving repeats the edge: a level-i pixel is exactly 2**i level-0 pixels
+        factors = [2.0**i if ax in halved else 1.0 for ax in range(len(axes))]
         sc = [float(s) * f for s, f in zip(scale, factors, strict=True)]
         if method == "mean":  # the centre of a 2x2 block lies half a pixel further in
             tr = [float(t) + (f - 1) * s / 2 for t, s, f in zip(translation, scale, factors, strict=True)]
@@ -257,10 +259,13 @@ def downsample2(block: np.ndarray, axes: tuple[int, ...], method: str) -> np.nda
             shape.append(s)
     v = block.reshape(shape)
     if method == "mean":
-        out = v.mean(axis=tuple(red), dtype=np.float64)
+        # float32 is exact for sums of four <=16-bit values; wider types need float64
+        acc = np.float32 if block.dtype.itemsize <= 2 or block.dtype == np.float32 else np.float64
+        out = v.sum(axis=tuple(red), dtype=acc)
+        out *= 0.25
         if np.issubdtype(block.dtype, np.integer):
-            out = np.rint(out)
-        return out.astype(block.dtype)
+            np.rint(out, out=out)
+        return out.astype(block.dtype, copy=False)
     # mode (labels): the most frequent of each 2x2 block, ties to the first
     v = np.moveaxis(v, red, list(range(v.ndim - len(red), v.ndim)))
     v = v.reshape(*v.shape[: v.ndim - len(red)], -1)
@@ -436,9 +441,7 @@ def _write_data(jobs: list[_Job], opts: WriteOptions, progress: Progress | None,
         if lvl == 0:
             block = np.asarray(_compute(job.data[region]))
         else:
-            src = job.arrays[lvl - 1]
-            up = tuple(slice(s.start * 2, min(s.stop * 2, src.shape[i])) if i in ds_axes else s for i, s in enumerate(region))
-            block = downsample2(np.asarray(src[up]), ds_axes, job.method)
+            block = _downsampled_region(job.arrays[lvl - 1], region, ds_axes, job.method, arr.dtype)
         if block.dtype != arr.dtype:
             block = block.astype(arr.dtype)
         arr[region] = block
@@ -461,6 +464,22 @@ def _write_data(jobs: list[_Job], opts: WriteOptions, progress: Progress | None,
                     f.cancel()
                 wait(futures)
                 raise errors[0]
+
+
+def _downsampled_region(src: Any, region: tuple[slice, ...], ds_axes: tuple[int, ...], method: str, dtype: np.dtype) -> np.ndarray:
+    """One output shard of level n from level n-1, one plane (y/x slab) at a time, so
+    memory stays at one output shard plus one input plane instead of 4 shards."""
+    out = np.empty([s.stop - s.start for s in region], dtype=dtype)
+    up = [slice(s.start * 2, min(s.stop * 2, src.shape[i])) if i in ds_axes else s for i, s in enumerate(region)]
+    outer = [i for i in range(len(region)) if i not in ds_axes]
+    for idx in itertools.product(*(range(region[i].stop - region[i].start) for i in outer)):
+        sel = list(up)
+        dst: list[Any] = [slice(None)] * len(region)
+        for i, k in zip(outer, idx, strict=True):
+            sel[i] = slice(region[i].start + k, region[i].start + k + 1)
+            dst[i] = slice(k, k + 1)
+        out[tuple(dst)] = downsample2(np.asarray(src[tuple(sel)]), ds_axes, method)
+    return out
 
 
 def _compute(x: Any) -> Any:
