@@ -369,10 +369,7 @@ def test_get_reader_odd_values(value: Any) -> None:
     [
         "missing",
         "directory",
-        pytest.param("fifo", marks=pytest.mark.xfail(strict=True, reason=(
-            "unclear message: ngff/open.py open_store says 'no such file or directory' for "
-            "an existing FIFO/socket/device named .ozx (it only tests is_dir/is_file); "
-            "FileRangeReader would say 'is not a regular file'"))),
+        "fifo",
     ],
 )
 def test_read_odd_paths(tmp_path: Path, notes: list[str], kind: str) -> None:
@@ -458,15 +455,10 @@ def big_shards(tmp_path_factory: pytest.TempPathFactory) -> BigShards:
     "damage",
     [
         pytest.param("bitflip", marks=pytest.mark.xfail(strict=True, reason=(
-            "wrong pixels: one flipped byte in a 2 MiB STORED shard (ZIP CRC-32 mismatch) is "
-            "returned silently by tile and whole-level reads; ozx/store.py OzxStore._read_bytes "
-            "verifies the CRC only for whole-member reads <= verify_crc_max (1 MiB) and never "
-            "for the ranged reads of sharding"))),
-        pytest.param("swapped_member", marks=pytest.mark.xfail(strict=True, reason=(
-            "wrong pixels: the central record of shard '0/c/1/0/0/0' points at the local "
-            "header of '0/c/0/0/0/0' (same size): channel 1 silently shows channel 0; "
-            "ozx/_zip.py data_offset does not compare the local header's name with the "
-            "central record's (validate.py _read_local does), and no CRC is checked"))),
+            "documented limitation: a ZIP CRC-32 covers a whole member, so the ranged reads "
+            "of sharding cannot check it without reading the whole shard (which would break "
+            "tile latency and remote byte counts); `napari-ozx validate --deep` finds it"))),
+        "swapped_member",
     ],
 )
 def test_damaged_big_shard_never_wrong_pixels(big_shards: BigShards, tmp_path: Path,

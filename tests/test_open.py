@@ -159,3 +159,28 @@ def test_dask_chunks_follow_zarr_chunks(tmp_path):
         # 256x256 uint16 chunks (128 KiB) are grown within the shard to >= 1 MiB tiles
         assert lvl.chunksize == (1, 1, 512, 1024)
         assert all(c % 256 == 0 for c in lvl.chunks[-1])
+
+
+def test_our_zstd_chunks_carry_a_checksum_so_bitflips_are_errors(tmp_path):
+    """A flipped byte inside a stored shard of a file we wrote is a ChunkDecodeError,
+    not silently different pixels (zstd content checksum)."""
+    from napari_ozx.errors import ChunkDecodeError
+    from napari_ozx.ngff.models import Axis
+    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ozx.store import OzxStore
+
+    data = RNG.integers(0, 60000, (4, 256, 256), dtype=np.uint16)
+    axes = [Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
+    path = write_ome_zarr(tmp_path / "a.ozx", ImageSpec(data, axes), options=WriteOptions(pyramid_levels=1))
+    with OzxStore(path) as st:
+        entry = st.index.by_name["0/c/0/0/0"]
+        from napari_ozx.ozx._zip import data_offset
+
+        start = data_offset(st.reader, entry)
+    raw = bytearray(path.read_bytes())
+    raw[start + 200] ^= 0x40  # inside the first inner chunk's zstd frame
+    path.write_bytes(bytes(raw))
+    with open_ome_zarr(path) as oz:
+        lvl = oz.images()[0].levels[0]
+        with pytest.raises(ChunkDecodeError, match="0/c/0/0/0"):
+            np.asarray(lvl[0])

@@ -104,6 +104,9 @@ def read(path: str | Sequence[str]) -> list[Any]:
             layers.extend(read_layer_data(os.fspath(p)))
         except (OzxError, OSError) as e:
             _report(os.fspath(p), e)
+        except Exception as e:  # noqa: BLE001 - a bug of ours must still be one clear message
+            logger.exception("unexpected error reading %s", p)
+            _report(os.fspath(p), RuntimeError(f"unexpected {type(e).__name__}: {e} (please report this)"))
     return layers or _NULL_LAYER
 
 

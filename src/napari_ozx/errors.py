@@ -24,6 +24,10 @@ class ReadOnlyStoreError(OzxError, PermissionError):
     """A write was attempted on a read-only store."""
 
 
+class ChunkDecodeError(OzxError, ValueError):
+    """Stored chunk data failed to decode (corrupt, truncated, checksum mismatch)."""
+
+
 class MetadataError(OzxError, ValueError):
     """OME-Zarr / Zarr metadata is missing, invalid or inconsistent."""
 

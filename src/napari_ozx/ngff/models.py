@@ -556,7 +556,7 @@ def parse_node_attributes(
 
     labels_raw = ome.get("labels")
     labels = (
-        tuple(x.strip("/") for x in labels_raw if isinstance(x, str) and x)
+        tuple(dict.fromkeys(x.strip("/") for x in labels_raw if isinstance(x, str) and x))
         if isinstance(labels_raw, list)
         else ()
     )

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import MetadataError, NotOmeZarrError, OzxError, UnsupportedExtensionError
+from ..errors import ChunkDecodeError, MetadataError, NotOmeZarrError, OzxError, UnsupportedExtensionError
 from .extensions import NodeExtensions, check_document
 from .models import Multiscale, NodeMetadata, parse_node_attributes, with_implied_scales
 
@@ -39,6 +40,8 @@ __all__ = ["ArrayNode", "GroupNode", "Image", "OmeZarr", "open_ome_zarr", "open_
 ZIP_SUFFIXES = (".ozx", ".zip")
 # below this many bytes a dask chunk costs more in scheduling than in reading
 _MIN_DASK_CHUNK_BYTES = 1 << 20
+MAX_METADATA_BYTES = 16 << 20  # no real zarr.json comes near this
+MAX_CHUNKS_PER_AXIS = 1 << 24
 
 
 # ----------------------------------------------------------------------- stores
@@ -63,6 +66,8 @@ def open_store(source: str | os.PathLike[str] | Store) -> Store:
         from ..ozx.store import OzxStore
 
         return OzxStore(path)
+    if path.exists():
+        raise OzxError(f"{path}: not a regular file or directory")
     raise FileNotFoundError(f"{path}: no such file or directory")
 
 
@@ -75,6 +80,7 @@ def _sync(coro: Any) -> Any:
 async def _get_bytes(store: Store, key: str) -> bytes | None:
     from zarr.core.buffer import default_buffer_prototype
 
+    _check_metadata_size(store, key)
     try:
         buf = await store.get(key, prototype=default_buffer_prototype())
     except OzxError:
@@ -86,11 +92,27 @@ async def _get_bytes(store: Store, key: str) -> bytes | None:
     return None if buf is None else buf.to_bytes()
 
 
+def _check_metadata_size(store: Store, key: str) -> None:
+    """Refuse absurd metadata documents before reading them (an .ozx knows sizes upfront)."""
+    index = getattr(store, "index", None)
+    entry = index.by_name.get(key) if index is not None else None
+    if entry is None or entry.uncompressed_size <= MAX_METADATA_BYTES:
+        return
+    if entry.method == 8 and entry.uncompressed_size > 1032 * entry.compressed_size + 1024:
+        return  # a size deflate cannot produce: the store reports that lie precisely
+    raise MetadataError(
+        f"{key} is too large ({entry.uncompressed_size:,} bytes; metadata documents are "
+        f"limited to {MAX_METADATA_BYTES:,} bytes)"
+    )
+
+
 def _loads(data: bytes, key: str) -> dict[str, Any]:
     try:
         doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
         raise MetadataError(f"{key}: invalid JSON ({e})") from None
+    except RecursionError:
+        raise MetadataError(f"{key}: invalid JSON (nested too deeply)") from None
     if not isinstance(doc, dict):
         raise MetadataError(f"{key}: expected a JSON object")
     return doc
@@ -128,7 +150,10 @@ class ArrayNode:
         except OzxError:
             raise
         except Exception as e:  # zarr's refusal of a codec, data type, grid ...
-            raise UnsupportedExtensionError(_describe_unsupported(self.document, e), self.path, "array feature") from e
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if _UNSUPPORTED.search(msg):
+                raise UnsupportedExtensionError(msg, self.path, "array feature") from e
+            raise MetadataError(f"{self.path}: invalid array metadata: {msg}") from e
         return zarr.Array(aa)
 
     @property
@@ -141,14 +166,17 @@ class ArrayNode:
     def shards(self) -> tuple[int, ...] | None:
         return self.array.shards
 
-    def dask(self, name_token: str) -> da.Array:
+    def dask(self, name_token: str, source: str = "") -> da.Array:
         import dask.array as da
 
         a = self.array
         chunks = _dask_chunks(a.shape, a.chunks, a.shards, a.dtype.itemsize)
+        counts = [-(-s // c) if c else 0 for s, c in zip(a.shape, chunks, strict=True)]
+        if any(n > MAX_CHUNKS_PER_AXIS for n in counts):
+            raise MetadataError(f"{self.path}: shape {a.shape} needs {counts} chunks per axis: too many to index")
         name = "ozx-" + hashlib.sha1(f"{name_token}/{self.path}".encode()).hexdigest()[:16]
         return da.from_array(
-            a,
+            _ChunkReader(a, source or name_token),
             chunks=chunks,
             name=name,
             lock=False,
@@ -159,9 +187,31 @@ class ArrayNode:
         )
 
 
-def _describe_unsupported(doc: Mapping[str, Any], err: Exception) -> str:
-    msg = str(err).splitlines()[0] if str(err) else type(err).__name__
-    return f"{doc.get('data_type') or doc.get('dtype')!s}: {msg}"
+# how zarr words "this exists but I cannot handle it" (as opposed to invalid metadata)
+_UNSUPPORTED = re.compile(r"(?i)unknown|not found|no zarr data type|not supported|not registered")
+
+
+def _validate_array_document(doc: Mapping[str, Any], where: str) -> None:
+    """What zarr would misreport or crash on: shape and fill_value, checked first."""
+    shape = doc.get("shape")
+    if not isinstance(shape, list | tuple) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise MetadataError(f"{where}: invalid array shape {shape!r} (expected non-negative integers)")
+    dtype = str(doc.get("data_type") or doc.get("dtype") or "")
+    fv = doc.get("fill_value")
+    if fv is None or not dtype:
+        return
+    kind = dtype.lstrip("<>|=")[:1]
+    ok = True
+    if dtype == "bool" or kind == "b":
+        ok = isinstance(fv, bool | int)
+    elif dtype.startswith(("int", "uint")) or kind in ("i", "u"):
+        ok = isinstance(fv, int) and not isinstance(fv, bool)
+    elif dtype.startswith("float") or kind == "f":
+        ok = (isinstance(fv, int | float) and not isinstance(fv, bool)) or (
+            isinstance(fv, str) and (fv in ("NaN", "Infinity", "-Infinity") or fv.startswith("0x"))
+        )
+    if not ok:
+        raise MetadataError(f"{where}: invalid fill_value {fv!r} for data type {dtype}")
 
 
 def _dask_chunks(
@@ -181,6 +231,41 @@ def _dask_chunks(
             out[ax] *= 2
             nbytes *= 2
     return tuple(out)
+
+
+class _ChunkReader:
+    """The zarr array as dask sees it: the same reads, but a chunk that fails to decode
+    raises :class:`ChunkDecodeError` naming the source, the array and the chunk, instead
+    of zarr's bare ``RuntimeError``/``ValueError`` (never garbage pixels either way)."""
+
+    def __init__(self, array: zarr.Array, source: str) -> None:
+        self.array = array
+        self.source = source
+        self.shape = array.shape
+        self.dtype = array.dtype
+        self.ndim = array.ndim
+
+    def __getitem__(self, sel: Any) -> Any:
+        try:
+            return self.array[sel]
+        except OzxError:
+            raise
+        except Exception as e:  # codec / checksum / short-data failures
+            kind = "shard" if self.array.shards else "chunk"
+            raise ChunkDecodeError(
+                f"{self.source}: {self._key(sel)}: {kind} data could not be decoded ({type(e).__name__}: {e})"
+            ) from e
+
+    def _key(self, sel: Any) -> str:
+        """The stored key (shard or chunk) where the failed selection starts."""
+        a = self.array
+        grid = a.shards or a.chunks
+        starts = [s.start or 0 if isinstance(s, slice) else int(s) for s in (sel if isinstance(sel, tuple) else (sel,))]
+        starts += [0] * (a.ndim - len(starts))
+        coords = tuple(st // g for st, g in zip(starts, grid, strict=True))
+        key = a.metadata.encode_chunk_key(coords)
+        prefix = a.path.strip("/")
+        return f"{prefix}/{key}" if prefix else key
 
 
 @dataclass(frozen=True)
@@ -223,7 +308,7 @@ class Image:
     @cached_property
     def levels(self) -> list[da.Array]:
         token = self.root.token
-        return [a.dask(token) for a in self.arrays]
+        return [a.dask(token, self.root.source) for a in self.arrays]
 
     @property
     def dtype(self) -> np.dtype:
@@ -318,8 +403,23 @@ class OmeZarr:
     def group(self, path: str) -> GroupNode:
         g = self._group_or_none(path)
         if g is None:
-            raise NotOmeZarrError(f"{self.source}: no Zarr group at {path or '/'!r}")
+            raise NotOmeZarrError(f"{self.source}: no Zarr group at {path or '/'!r}{self._why_no_root() if not path else ''}")
         return g
+
+    def _why_no_root(self) -> str:
+        """For an archive without a root zarr.json: what it holds instead (RFC-9)."""
+        index = getattr(self.store, "index", None)
+        if index is None:
+            return ""
+        names = [e.name for e in index.entries]
+        nested = [n for n in names if n.lower().endswith(".ozx")]
+        if nested:
+            return f": the archive holds a nested archive {nested[0]!r} (RFC-9: OME-Zarr zip files SHALL NOT be embedded)"
+        tops = sorted({n.split("/", 1)[0] for n in names if n.endswith("zarr.json") and "/" in n})
+        if len(tops) == 1:
+            return (f": no root zarr.json; the hierarchy is in {tops[0]}/ (RFC-9: the root of the ZIP "
+                    "archive MUST be the OME-Zarr root: zip the folder's contents, not the folder)")
+        return ": no root zarr.json (RFC-9 requires it at the archive root)"
 
     def _group_or_none(self, path: str) -> GroupNode | None:
         (res,) = self._read_docs([path])
@@ -354,6 +454,7 @@ class OmeZarr:
             doc.pop("node_type", None)
         if doc.get("node_type", "array") != "array":
             raise MetadataError(f"{self.source}: {p!r} is a group, expected an array")
+        _validate_array_document(doc, f"{self.source}:{p}")
         return ArrayNode(self.store, p, fmt, doc, exts)
 
     def image(self, path: str, group: GroupNode | None = None) -> Image:
@@ -394,7 +495,10 @@ class OmeZarr:
     def _series_paths(self) -> list[str]:
         ome = self._group_or_none("OME")
         if ome is not None and ome.meta.series:
-            return list(ome.meta.series)
+            series = list(ome.meta.series)
+            if len(set(series)) != len(series):
+                raise MetadataError(f"{self.source}: OME/series lists duplicate series ({len(series)} entries, {len(set(series))} distinct)")
+            return series
         found = []
         # bioformats2raw without an OME/ series list: consecutive integer groups
         for i in range(10_000):

@@ -143,7 +143,9 @@ def _codecs(opts: WriteOptions, itemsize: int) -> Any:
     if opts.codec == "none":
         return None
     if opts.codec == "zstd":
-        return ZstdCodec(level=opts.level)
+        # the frame checksum turns a flipped byte into a decode error, never wrong pixels
+        # (a ZIP CRC covers whole shards and cannot be checked on ranged tile reads)
+        return ZstdCodec(level=opts.level, checksum=True)
     if opts.codec == "gzip":
         return GzipCodec(level=min(max(opts.level, 0), 9))
     cname = "lz4" if opts.codec == "blosc-lz4" else "zstd"

@@ -679,11 +679,26 @@ def data_offset(reader: RangeReader, entry: ZipEntry, *, limit: int | None = Non
     ``limit`` (normally the central directory offset) bounds where the data may end;
     defaults to the file size.
     """
-    head = reader.read(entry.header_offset, LOCAL_HEADER.size)
-    (sig, _need, _flags, method, _t, _d, _crc, _cs, _us, nlen, elen) = LOCAL_HEADER.unpack(head)
+    encoding = "utf-8" if entry.flags & 0x800 else "cp437"
+    try:
+        expected = entry.name.encode(encoding)
+    except UnicodeEncodeError:
+        expected = entry.name.encode("utf-8")
+    # header and name in one read: a central record pointing at another member's local
+    # header (same size, other data) must not serve that member's bytes
+    want = LOCAL_HEADER.size + len(expected)
+    head = reader.read(entry.header_offset, min(want, reader.size - entry.header_offset))
+    if len(head) < LOCAL_HEADER.size:
+        raise ZipFormatError(f"entry {entry.name!r}: local header at {entry.header_offset} is cut off")
+    (sig, _need, _flags, method, _t, _d, _crc, _cs, _us, nlen, elen) = LOCAL_HEADER.unpack_from(head)
     if sig != SIG_LOCAL:
         raise ZipFormatError(
             f"entry {entry.name!r}: no local file header at offset {entry.header_offset}"
+        )
+    if nlen != len(expected) or head[LOCAL_HEADER.size :] != expected:
+        raise ZipFormatError(
+            f"entry {entry.name!r}: the local header at offset {entry.header_offset} names "
+            f"another member (central directory and local headers disagree)"
         )
     if method != entry.method:
         raise ZipFormatError(
