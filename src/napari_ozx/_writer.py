@@ -194,7 +194,11 @@ def write_layers(path: str, layers: list[FullLayerData], options: WriteOptions |
 
     bar = _progress_bar(f"Saving {path}")
     try:
-        out = write_ome_zarr(path, image, lspecs, options or WriteOptions(), progress=progress)
+        if options is None:  # the options remembered by the export panel
+            from .export_options import load_options
+
+            options = load_options(path)
+        out = write_ome_zarr(path, image, lspecs, options, progress=progress)
     finally:
         if bar is not None:
             bar.close()

@@ -1,0 +1,533 @@
+"""Export panel dock widget: choose layers and options, see live estimates, export.
+
+The options are a :class:`~napari_ozx.ngff.write.WriteOptions`, the same object File >
+Save uses: every change is remembered (:func:`napari_ozx.export_options.save_options`),
+so File > Save writes with what the panel shows. Estimates come from
+:func:`napari_ozx.export_options.estimate_export` (the writer's own layout rules). The
+export runs :func:`napari_ozx.export_options.export_layers` in a worker thread, with a
+progress bar fed by the writer's progress callback and a Cancel button that sets the
+writer's cancel event (a cancelled export leaves nothing at the target).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from qtpy.QtCore import QEvent, Qt, Signal
+from qtpy.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..errors import OzxError
+from ..export_options import (
+    CODECS,
+    DOWNSAMPLE,
+    VERSIONS,
+    ExportEstimate,
+    constrain,
+    estimate_export,
+    export_layers,
+    level_range,
+    load_options,
+    plans_from_layer_data,
+    retarget,
+    save_options,
+)
+from ..ngff.write import WriteCancelled, WriteOptions
+from ._workers import ProgressRelay, cleanup_hook, disconnector, run_in_thread
+
+if TYPE_CHECKING:
+    import napari
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ExportWidget"]
+
+_FORMATS = (("ozx", ".ozx (single file)"), ("directory", "Directory (.ome.zarr)"))
+_LAYER_ROLE = Qt.ItemDataRole.UserRole
+
+
+class ExportWidget(QWidget):
+    """Dock widget that writes the chosen image and labels layers as OME-Zarr."""
+
+    #: emitted with "done", "cancelled" or "error" when an export ends
+    export_finished = Signal(str)
+    #: emitted after the estimates were recomputed
+    estimates_updated = Signal()
+
+    def __init__(self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("napari-ozx export")
+        self._viewer = napari_viewer
+        self._cancel: threading.Event | None = None
+        self._worker: Any = None
+        self._updating = False
+        self.estimate: ExportEstimate | None = None
+        self.estimate_error: str | None = None
+        remembered = load_options()
+        self._workers_option = remembered.workers
+
+        # -- layers
+        self.layer_list = QListWidget()
+        self.layer_list.setToolTip("Image layers become the channels of one image; labels go under its labels/")
+        self.layer_list.itemChanged.connect(self._on_changed)
+        layers_box = QGroupBox("Layers")
+        lb = QVBoxLayout(layers_box)
+        lb.addWidget(self.layer_list)
+
+        # -- format
+        self.format_combo = QComboBox()
+        for key, text in _FORMATS:
+            self.format_combo.addItem(text, key)
+        self.version_combo = QComboBox()
+        for v in ("0.5", "0.4"):
+            self.version_combo.addItem(f"OME-Zarr {v}", v)
+        fmt_box = QGroupBox("Format")
+        ff = QFormLayout(fmt_box)
+        ff.addRow("Container", self.format_combo)
+        ff.addRow("Version", self.version_combo)
+
+        # -- layout
+        self.chunk_spin = _spin(16, 8192, 64, " px", "Inner chunk edge in y and x: the unit a viewer reads and decodes")
+        self.shard_spin = _spin(16, 65536, 256, " px", "Shard edge in y and x (a multiple of the chunk): one stored entry")
+        self.shard_z_spin = _spin(1, 4096, 1, " planes", "Planes (z) per shard")
+        self.codec_combo = QComboBox()
+        for c in CODECS:
+            self.codec_combo.addItem(c, c)
+        self.level_spin = _spin(-7, 22, 1, "", "Compression level")
+        codec_row = QHBoxLayout()
+        codec_row.addWidget(self.codec_combo, 1)
+        codec_row.addWidget(QLabel("level"))
+        codec_row.addWidget(self.level_spin)
+        self.levels_spin = _spin(0, 12, 1, "", "Pyramid levels (auto: halve until one chunk holds a plane)")
+        self.levels_spin.setSpecialValueText("auto")
+        self.downsample_combo = QComboBox()
+        for m in DOWNSAMPLE:
+            self.downsample_combo.addItem(m, m)
+        self.downsample_combo.setToolTip("auto: mean for images, nearest for labels")
+        layout_box = QGroupBox("Chunks, shards and compression")
+        lf = QFormLayout(layout_box)
+        lf.addRow("Chunk y/x", self.chunk_spin)
+        lf.addRow("Shard y/x", self.shard_spin)
+        lf.addRow("Shard z", self.shard_z_spin)
+        lf.addRow("Codec", codec_row)
+        lf.addRow("Pyramid levels", self.levels_spin)
+        lf.addRow("Downsampling", self.downsample_combo)
+
+        # -- estimates
+        self.estimate_labels: dict[str, QLabel] = {}
+        self._estimate_form = QFormLayout()
+        for key in ("Chunks per shard", "Shard size", "Entries", "Pyramid levels", "Data"):
+            lab = QLabel("–")
+            lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.estimate_labels[key] = lab
+            self._estimate_form.addRow(key, lab)
+        self.estimate_note = QLabel("")
+        self.estimate_note.setWordWrap(True)
+        est_box = QGroupBox("Estimate")
+        ev = QVBoxLayout(est_box)
+        ev.addLayout(self._estimate_form)
+        ev.addWidget(self.estimate_note)
+
+        # -- target and actions
+        self.target_edit = QLineEdit()
+        self.target_edit.setPlaceholderText("Choose where to write…")
+        self.target_edit.textChanged.connect(self._update_buttons)
+        self.browse_button = QPushButton("Browse…")
+        self.browse_button.clicked.connect(self._browse)
+        target_row = QHBoxLayout()
+        target_row.addWidget(self.target_edit, 1)
+        target_row.addWidget(self.browse_button)
+        self.export_button = QPushButton("Export")
+        self.export_button.clicked.connect(self.start_export)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel_export)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.export_button)
+        buttons.addWidget(self.cancel_button)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("%v / %m shards")
+        self.progress.setTextVisible(True)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(layers_box, 1)
+        layout.addWidget(fmt_box)
+        layout.addWidget(layout_box)
+        layout.addWidget(est_box)
+        layout.addWidget(QLabel("Target"))
+        layout.addLayout(target_row)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        layout.addStretch(0)
+
+        self._option_widgets = [
+            self.format_combo, self.version_combo, self.chunk_spin, self.shard_spin, self.shard_z_spin,
+            self.codec_combo, self.level_spin, self.levels_spin, self.downsample_combo, self.layer_list,
+            self.target_edit, self.browse_button,
+        ]
+        self.set_options(remembered)
+        for w in (self.format_combo, self.version_combo, self.codec_combo, self.downsample_combo):
+            w.currentIndexChanged.connect(self._on_changed)
+        for s in (self.chunk_spin, self.shard_spin, self.shard_z_spin, self.level_spin, self.levels_spin):
+            s.valueChanged.connect(self._on_changed)
+
+        self._relay = ProgressRelay(self)
+        self._relay.progress.connect(self._on_progress)
+
+        # what to undo when the widget goes away (destroyed, closed, or undocked by napari);
+        # the box lets that cancel a running export without a reference to the widget
+        self._cancel_box: list[threading.Event | None] = [None]
+        box = self._cancel_box
+        self._cleanups: list[Any] = [lambda: box[0].set() if box[0] is not None else None]
+        self._shutdown = cleanup_hook(self._cleanups)
+        self.destroyed.connect(self._shutdown)
+        self._docked = False
+        if napari_viewer is not None:
+            ev_layers = napari_viewer.layers.events
+            for name in ("inserted", "removed", "moved", "reordered"):
+                emitter = getattr(ev_layers, name, None)
+                if emitter is not None:
+                    emitter.connect(self._refresh_layers)
+                    self._cleanups.append(disconnector(emitter, self._refresh_layers))
+        self._refresh_layers()
+
+    # ------------------------------------------------------------------ options
+    def options(self) -> WriteOptions:
+        """The options as shown (always a valid combination)."""
+        return constrain(
+            WriteOptions(
+                format=self.format_combo.currentData(),
+                version=self.version_combo.currentData(),
+                chunk_yx=self.chunk_spin.value(),
+                shard_yx=self.shard_spin.value(),
+                shard_z=self.shard_z_spin.value(),
+                codec=self.codec_combo.currentData(),
+                level=self.level_spin.value(),
+                pyramid_levels=self.levels_spin.value() or None,
+                downsample=self.downsample_combo.currentData(),
+                workers=self._workers_option,
+            )
+        )
+
+    def set_options(self, options: WriteOptions) -> None:
+        """Show *options* (made valid first)."""
+        fmt = options.format if options.format != "auto" else "ozx"
+        options = constrain(dataclasses.replace(options, format=fmt))
+        self._updating = True
+        try:
+            _select(self.format_combo, fmt)
+            _select(self.version_combo, options.version)
+            self.chunk_spin.setValue(options.chunk_yx)
+            self.shard_spin.setValue(options.shard_yx)
+            self.shard_z_spin.setValue(options.shard_z)
+            _select(self.codec_combo, options.codec)
+            self._apply_level_range(options.codec)
+            self.level_spin.setValue(options.level)
+            self.levels_spin.setValue(options.pyramid_levels or 0)
+            _select(self.downsample_combo, options.downsample)
+            self._workers_option = options.workers
+            self._sync_enabled()
+        finally:
+            self._updating = False
+        self.update_estimates()
+
+    def _apply_level_range(self, codec: str) -> None:
+        rng = level_range(codec)
+        self.level_spin.setEnabled(rng is not None)
+        if rng is not None:
+            self.level_spin.setRange(*rng)
+
+    def _sync_enabled(self) -> None:
+        """Grey out what the current choice makes invalid or irrelevant."""
+        fmt = self.format_combo.currentData()
+        model = self.version_combo.model()
+        for row in range(self.version_combo.count()):
+            ok = self.version_combo.itemData(row) in VERSIONS[fmt]
+            item = model.item(row) if hasattr(model, "item") else None
+            if item is not None:
+                item.setEnabled(ok)
+                item.setToolTip("" if ok else "An .ozx holds OME-Zarr 0.5 only (RFC-9 builds on Zarr v3)")
+        if self.version_combo.currentData() not in VERSIONS[fmt]:
+            _select(self.version_combo, VERSIONS[fmt][0])
+        sharded = self.version_combo.currentData() == "0.5"
+        self.shard_spin.setEnabled(sharded and not self.busy)
+        self.shard_z_spin.setEnabled(sharded and not self.busy)
+        self.level_spin.setEnabled(level_range(self.codec_combo.currentData()) is not None and not self.busy)
+
+    def _on_changed(self, *_: Any) -> None:
+        if self._updating:
+            return
+        self._updating = True
+        try:
+            self._apply_level_range(self.codec_combo.currentData())
+            self._sync_enabled()
+            fmt = self.format_combo.currentData()
+            t = self.target_edit.text()
+            if t and retarget(t, fmt) != t:
+                self.target_edit.setText(retarget(t, fmt))
+        finally:
+            self._updating = False
+        opts = self.options()
+        try:
+            save_options(opts)
+        except OSError as e:
+            logger.warning("cannot remember the export options: %s", e)
+        self.update_estimates()
+
+    # ------------------------------------------------------------------ layers
+    def _refresh_layers(self, *_: Any) -> None:
+        if self._viewer is None:
+            return
+        try:
+            checked = {id(lyr) for lyr in self.selected_layers()}
+            known = {self.layer_list.item(i).data(_LAYER_ROLE) for i in range(self.layer_list.count())}
+        except RuntimeError:  # widget deleted
+            return
+        self.layer_list.blockSignals(True)
+        try:
+            self.layer_list.clear()
+            for lyr in reversed(list(self._viewer.layers)):  # top layer first, like the layer list
+                kind = type(lyr).__name__
+                if kind not in ("Image", "Labels"):
+                    continue
+                if kind == "Image" and getattr(lyr, "rgb", False):
+                    continue
+                item = QListWidgetItem(f"{lyr.name}  ({kind.lower()}, {_shape_of(lyr)})")
+                item.setData(_LAYER_ROLE, id(lyr))
+                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                new = id(lyr) not in known
+                item.setCheckState(Qt.CheckState.Checked if (new or id(lyr) in checked) else Qt.CheckState.Unchecked)
+                self.layer_list.addItem(item)
+        finally:
+            self.layer_list.blockSignals(False)
+        self.update_estimates()
+
+    def selected_layers(self) -> list[Any]:
+        if self._viewer is None:
+            return []
+        by_id = {id(lyr): lyr for lyr in self._viewer.layers}
+        out = []
+        for i in range(self.layer_list.count()):
+            item = self.layer_list.item(i)
+            if item.checkState() == Qt.CheckState.Checked and item.data(_LAYER_ROLE) in by_id:
+                out.append(by_id[item.data(_LAYER_ROLE)])
+        return list(reversed(out))  # viewer order (bottom first), as File > Save passes them
+
+    def set_layer_checked(self, name: str, checked: bool) -> None:
+        for i in range(self.layer_list.count()):
+            item = self.layer_list.item(i)
+            lyr = self._layer_by_id(item.data(_LAYER_ROLE))
+            if lyr is not None and lyr.name == name:
+                item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+
+    def _layer_by_id(self, key: int) -> Any:
+        if self._viewer is None:
+            return None
+        return next((lyr for lyr in self._viewer.layers if id(lyr) == key), None)
+
+    def _layer_data(self) -> list[Any]:
+        return [lyr.as_layer_data_tuple() for lyr in self.selected_layers()]
+
+    # ------------------------------------------------------------------ estimates
+    def update_estimates(self) -> None:
+        self.estimate, self.estimate_error = None, None
+        try:
+            layers = self._layer_data()
+            if not layers:
+                raise OzxError("choose at least one image or labels layer")
+            plans = plans_from_layer_data(layers)
+            self.estimate = estimate_export(self.options(), plans, self.target_edit.text() or None)
+        except (OzxError, ValueError, TypeError) as e:
+            self.estimate_error = str(e)
+        est = self.estimate
+        if est is None:
+            for lab in self.estimate_labels.values():
+                lab.setText("–")
+            self.estimate_note.setText(self.estimate_error or "")
+        else:
+            first = est.first
+            assert first is not None
+            what = "entries" if est.format == "ozx" else "files"
+            unit = "shard" if first.shard_shape else "chunk (no sharding)"
+            self.estimate_labels["Chunks per shard"].setText(
+                f"{est.chunks_per_shard:,}  ({' × '.join(map(str, first.chunk_shape))} in "
+                f"{' × '.join(map(str, first.stored_shape))})"
+            )
+            self.estimate_labels["Shard size"].setText(f"{first.shard_bytes / 2**20:.2f} MiB per {unit}, uncompressed")
+            self.estimate_labels["Entries"].setText(f"{est.entries:,} {what} ({est.metadata_entries} metadata)")
+            self.estimate_labels["Pyramid levels"].setText(
+                ", ".join(f"{m.plan.name}: {len(m.levels)}" for m in est.multiscales)
+            )
+            from ..inspect import format_bytes
+
+            self.estimate_labels["Data"].setText(f"{format_bytes(est.nbytes)} uncompressed, all levels")
+            self.estimate_note.setText("")
+        self._update_buttons()
+        self.estimates_updated.emit()
+
+    # ------------------------------------------------------------------ export
+    @property
+    def busy(self) -> bool:
+        return self._cancel is not None
+
+    def _update_buttons(self, *_: Any) -> None:
+        self.export_button.setEnabled(not self.busy and self.estimate is not None and bool(self.target_edit.text().strip()))
+        self.cancel_button.setEnabled(self.busy)
+
+    def _browse(self) -> None:
+        fmt = self.format_combo.currentData()
+        start = self.target_edit.text() or os.path.join(os.getcwd(), retarget(self._default_name(), fmt))
+        filt = "OME-Zarr single file (*.ozx)" if fmt == "ozx" else "OME-Zarr directory (*.ome.zarr *.zarr)"
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export OME-Zarr", start, filt, options=QFileDialog.Option.DontConfirmOverwrite
+        )
+        if path:
+            self.target_edit.setText(retarget(path, fmt))
+
+    def _default_name(self) -> str:
+        sel = self.selected_layers()
+        return (sel[0].name if sel else "image") or "image"
+
+    def start_export(self) -> None:
+        """Export the chosen layers to the target in a worker thread."""
+        if self.busy:
+            return
+        target = self.target_edit.text().strip()
+        if not target:
+            self._set_status("Choose a target first.")
+            return
+        opts = self.options()
+        target = retarget(target, opts.format)
+        try:
+            layers = self._layer_data()
+            plans_from_layer_data(layers)  # the same checks as the writer, before any thread
+        except OzxError as e:
+            self._set_status(str(e))
+            return
+        if os.path.exists(target) and self.isVisible():
+            answer = QMessageBox.question(self, "Export OME-Zarr", f"{target} exists. Replace it?")
+            if answer != QMessageBox.StandardButton.Yes:
+                return
+        try:
+            save_options(opts)
+        except OSError as e:
+            logger.warning("cannot remember the export options: %s", e)
+        self._cancel = threading.Event()
+        self._cancel_box[0] = self._cancel
+        self._set_busy(True)
+        self.progress.setRange(0, max(self.estimate.data_entries if self.estimate else 1, 1))
+        self.progress.setValue(0)
+        self._set_status(f"Exporting to {target}…")
+        relay, cancel = self._relay, self._cancel
+
+        def job() -> Any:
+            return export_layers(target, layers, opts, progress=relay, cancel=cancel)
+
+        self._worker = run_in_thread(job, on_result=self._on_export_done, on_error=self._on_export_error)
+
+    def cancel_export(self) -> None:
+        if self._cancel is not None:
+            self._cancel.set()
+            self.cancel_button.setEnabled(False)
+            self._set_status("Cancelling…")
+
+    def _on_progress(self, done: int, total: int) -> None:
+        if total > 0 and self.progress.maximum() != total:
+            self.progress.setRange(0, total)
+        self.progress.setValue(done)
+
+    def _on_export_done(self, path: Any) -> None:
+        self._finish()
+        self.progress.setValue(self.progress.maximum())
+        self._set_status(f"Exported to {path}")
+        self.export_finished.emit("done")
+
+    def _on_export_error(self, err: BaseException) -> None:
+        self._finish()
+        if isinstance(err, WriteCancelled):
+            self.progress.setValue(0)
+            self._set_status("Export cancelled; nothing was written.")
+            self.export_finished.emit("cancelled")
+            return
+        logger.warning("export failed: %s", err)
+        self._set_status(f"Export failed: {err}")
+        self.export_finished.emit("error")
+
+    def _finish(self) -> None:
+        self._cancel = None
+        self._cancel_box[0] = None
+        self._worker = None
+        self._set_busy(False)
+
+    def _set_busy(self, busy: bool) -> None:
+        for w in self._option_widgets:
+            w.setEnabled(not busy)
+        self._sync_enabled()
+        self._update_buttons()
+
+    def _set_status(self, text: str) -> None:
+        self.status.setText(text)
+
+    def shutdown(self) -> None:
+        """Cancel a running export and stop following the viewer (idempotent)."""
+        self._shutdown()
+
+    def event(self, e: QEvent) -> bool:
+        if e.type() == QEvent.Type.ParentChange:
+            if self.parent() is not None:
+                self._docked = True
+            elif self._docked:  # napari undocks a widget it removes: that is our end
+                self.shutdown()
+        return super().event(e)
+
+    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        self.shutdown()
+        super().closeEvent(event)
+
+
+def _spin(lo: int, hi: int, step: int, suffix: str, tip: str) -> QSpinBox:
+    s = QSpinBox()
+    s.setRange(lo, hi)
+    s.setSingleStep(step)
+    if suffix:
+        s.setSuffix(suffix)
+    s.setToolTip(tip)
+    s.setKeyboardTracking(False)
+    return s
+
+
+def _select(combo: QComboBox, value: Any) -> None:
+    i = combo.findData(value)
+    if i >= 0:
+        combo.setCurrentIndex(i)
+
+
+def _shape_of(layer: Any) -> str:
+    data = layer.data[0] if getattr(layer, "multiscale", False) else layer.data
+    shape = getattr(data, "shape", ())
+    return "×".join(str(s) for s in shape)

@@ -1,0 +1,698 @@
+"""Metadata inspector dock widget: hierarchy tree, node details, raw JSON, .ozx findings.
+
+All reading happens in :mod:`napari_ozx.inspect` (no Qt) and runs in worker threads:
+opening a source, loading a node's children when it is expanded, a node's details when
+it is selected and the RFC-9 validation of an ``.ozx``. The widget only renders results.
+It follows napari's active layer (``layer.metadata["ome_zarr"]``) and can open any
+OME-Zarr directory or ``.ozx`` with its *Open* buttons.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from qtpy.QtCore import QEvent, Qt, Signal
+from qtpy.QtGui import QColor, QFontDatabase, QIcon, QPainter, QPixmap, QTextCursor, QTextDocument
+from qtpy.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QStyle,
+    QTabWidget,
+    QTextBrowser,
+    QTextEdit,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..inspect import (
+    ARRAY,
+    FIELD,
+    IMAGE,
+    LABEL_IMAGE,
+    LABELS,
+    LEVEL,
+    PLATE,
+    ROW,
+    WELL,
+    ArchiveFacts,
+    Inspection,
+    NodeDetails,
+    Row,
+    TreeNode,
+    layer_source,
+)
+from ._workers import cleanup_hook, disconnector, run_in_thread
+
+if TYPE_CHECKING:
+    import napari
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["InspectorWidget"]
+
+_NODE_ROLE = Qt.ItemDataRole.UserRole
+_KIND_LABEL = {
+    IMAGE: "image",
+    FIELD: "image",
+    LABEL_IMAGE: "label image",
+    LABELS: "labels",
+    LEVEL: "array",
+    ARRAY: "array",
+    PLATE: "plate",
+    ROW: "row",
+    WELL: "well",
+}
+
+
+# ------------------------------------------------------------------ html rendering
+
+
+def _esc(s: Any) -> str:
+    return html.escape(str(s))
+
+
+def _swatch(color: str | None) -> str:
+    if not color:
+        return ""
+    rgb = color[:7]  # "#RRGGBB"; alpha is shown in the text
+    return f'<span style="background-color:{rgb};">&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;'
+
+
+def _table(rows: tuple[Row, ...] | list[Row]) -> str:
+    body = "".join(
+        f"<tr><td><b>{_esc(r.label)}</b></td><td>{_swatch(r.color)}{_esc(r.value)}</td></tr>" for r in rows
+    )
+    return f'<table cellspacing="0" cellpadding="2">{body}</table>'
+
+
+def details_html(d: NodeDetails) -> str:
+    """The Summary tab: sections, extensions and the node's error."""
+    parts = [f"<h3>{_esc(d.node.title)} <small>({_esc(_KIND_LABEL.get(d.kind, d.kind))})</small></h3>"]
+    if d.node.path:
+        parts.append(f"<p><code>{_esc(d.node.path)}</code></p>")
+    if d.error:
+        parts.append(f"<p><b>Problem:</b> {_esc(d.error)}</p>")
+    for s in d.sections:
+        parts.append(f"<h4>{_esc(s.title)}</h4>{_table(s.rows)}")
+    if d.extensions:
+        rows = [
+            Row(e.name, f"must_understand: {str(e.must_understand).lower()} · "
+                        f"{'understood' if e.understood else 'not implemented'}"
+                        + (f" · {e.configuration}" if e.configuration else "")
+                        + (" · top-level key" if e.where == "key" else ""))
+            for e in d.extensions
+        ]
+        parts.append(f"<h4>Zarr extensions (ZEP 10)</h4>{_table(rows)}")
+    elif d.raw_files == ("zarr.json",):
+        parts.append("<h4>Zarr extensions (ZEP 10)</h4><p>none</p>")
+    return "".join(parts)
+
+
+def array_html(d: NodeDetails) -> str:
+    if d.array is None:
+        return "<p>Select an image or a pyramid level to see its array.</p>"
+    head = f"<h3>Array <code>{_esc(d.array.path or '/')}</code></h3>"
+    if d.kind not in (LEVEL, ARRAY):
+        head += "<p>The first (full resolution) pyramid level.</p>"
+    return head + _table(d.array.rows())
+
+
+def archive_html(a: ArchiveFacts) -> str:
+    return f"<h3>.ozx archive</h3>{_table(a.rows())}"
+
+
+# ------------------------------------------------------------------ source leases
+
+
+class _Leases:
+    """Which inspections are in use by workers; a replaced one is closed once idle.
+
+    Thread-safe and free of Qt, so a worker that outlives the widget still closes what
+    it used (no leaked file descriptors).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users: Counter[int] = Counter()
+        self._live: dict[int, Inspection] = {}
+        self._retired: set[int] = set()
+        self._shut = False
+
+    @property
+    def shut(self) -> bool:
+        return self._shut
+
+    def adopt(self, insp: Inspection) -> None:
+        with self._lock:
+            self._live[id(insp)] = insp
+            close = self._shut
+            if close:
+                self._retired.add(id(insp))
+        if close:
+            self._maybe_close(insp)
+
+    def acquire(self, insp: Inspection) -> None:
+        with self._lock:
+            self._users[id(insp)] += 1
+
+    def release(self, insp: Inspection) -> None:
+        with self._lock:
+            self._users[id(insp)] -= 1
+        self._maybe_close(insp)
+
+    def retire(self, insp: Inspection | None) -> None:
+        if insp is None:
+            return
+        with self._lock:
+            self._retired.add(id(insp))
+        self._maybe_close(insp)
+
+    def _maybe_close(self, insp: Inspection) -> None:
+        with self._lock:
+            k = id(insp)
+            if k not in self._retired or self._users[k] > 0:
+                return
+            self._retired.discard(k)
+            self._live.pop(k, None)
+            self._users.pop(k, None)
+        insp.close()
+
+    def shutdown(self, *_: Any) -> None:
+        with self._lock:
+            self._shut = True
+            live = list(self._live.values())
+        for insp in live:
+            self.retire(insp)
+
+
+# ------------------------------------------------------------------------- widget
+
+
+class InspectorWidget(QWidget):
+    """Dock widget: browse the OME-Zarr hierarchy behind the active layer, or any file."""
+
+    #: emitted (source) when a source has been opened and its tree shown
+    source_loaded = Signal(str)
+    #: emitted (node path) when the detail pane shows a node
+    details_shown = Signal(str)
+    #: emitted when the .ozx archive facts and findings are shown
+    archive_shown = Signal()
+
+    def __init__(self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("napari-ozx inspector")
+        self._viewer = napari_viewer
+        self._leases = _Leases()
+        self._inspection: Inspection | None = None
+        self._generation = 0
+        self._details_token = 0
+        self._items: dict[int, QTreeWidgetItem] = {}
+        self._pending_select: str | None = None
+        self._icons: dict[str, QIcon] = {}
+        self._last_details: NodeDetails | None = None
+        self._archive: ArchiveFacts | None = None
+
+        # -- top bar
+        self.source_label = QLabel("No OME-Zarr source. Select a layer read by napari-ozx, or open a file.")
+        self.source_label.setWordWrap(True)
+        self.source_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.open_file_button = QPushButton("Open file…")
+        self.open_file_button.setToolTip("Inspect an .ozx file (or pick the zarr.json / .zattrs of a directory)")
+        self.open_file_button.clicked.connect(self._choose_file)
+        self.open_dir_button = QPushButton("Open folder…")
+        self.open_dir_button.setToolTip("Inspect an OME-Zarr directory")
+        self.open_dir_button.clicked.connect(self._choose_dir)
+        top = QHBoxLayout()
+        top.addWidget(self.open_file_button)
+        top.addWidget(self.open_dir_button)
+        top.addStretch(1)
+
+        # -- tree
+        self.tree = QTreeWidget()
+        self.tree.setColumnCount(2)
+        self.tree.setHeaderLabels(["Node", "Info"])
+        self.tree.setUniformRowHeights(True)
+        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.tree.header().setStretchLastSection(True)
+        self.tree.itemExpanded.connect(self._on_expanded)
+        self.tree.currentItemChanged.connect(self._on_current_changed)
+
+        # -- detail tabs
+        self.summary = QTextBrowser()
+        self.summary.setOpenLinks(False)
+        self.array_view = QTextBrowser()
+        self.json_view = QPlainTextEdit()
+        self.json_view.setReadOnly(True)
+        self.json_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.json_view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.find_edit = QLineEdit()
+        self.find_edit.setPlaceholderText("Find in JSON…")
+        self.find_edit.setClearButtonEnabled(True)
+        self.find_edit.textChanged.connect(self._on_find_text)
+        self.find_edit.returnPressed.connect(self.find_next)
+        self.find_prev_button = QPushButton("◀")
+        self.find_prev_button.setToolTip("Previous match")
+        self.find_prev_button.clicked.connect(self.find_previous)
+        self.find_next_button = QPushButton("▶")
+        self.find_next_button.setToolTip("Next match")
+        self.find_next_button.clicked.connect(self.find_next)
+        self.match_label = QLabel("")
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.setToolTip("Copy the whole document to the clipboard")
+        self.copy_button.clicked.connect(self.copy_json)
+        find_row = QHBoxLayout()
+        find_row.addWidget(self.find_edit, 1)
+        find_row.addWidget(self.find_prev_button)
+        find_row.addWidget(self.find_next_button)
+        find_row.addWidget(self.match_label)
+        find_row.addWidget(self.copy_button)
+        json_page = QWidget()
+        jl = QVBoxLayout(json_page)
+        jl.setContentsMargins(0, 0, 0, 0)
+        jl.addLayout(find_row)
+        jl.addWidget(self.json_view, 1)
+
+        self.archive_view = QTextBrowser()
+        self.findings = QTreeWidget()
+        self.findings.setColumnCount(3)
+        self.findings.setHeaderLabels(["Severity", "Code", "Message"])
+        self.findings.setRootIsDecorated(False)
+        for col in (0, 1):
+            self.findings.header().setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        archive_page = QSplitter(Qt.Orientation.Vertical)
+        archive_page.addWidget(self.archive_view)
+        archive_page.addWidget(self.findings)
+
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.summary, "Summary")
+        self.tabs.addTab(self.array_view, "Array")
+        self.tabs.addTab(json_page, "JSON")
+        self.tabs.addTab(archive_page, "Archive")
+        self._archive_tab = 3
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.tree)
+        splitter.addWidget(self.tabs)
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 3)
+
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.source_label)
+        layout.addWidget(splitter, 1)
+        layout.addWidget(self.status)
+        self._show_archive(None)
+
+        # what to undo when the widget goes away (destroyed, closed, or undocked by napari)
+        self._cleanups: list[Callable[[], None]] = [self._leases.shutdown]
+        self._shutdown = cleanup_hook(self._cleanups)
+        self.destroyed.connect(self._shutdown)
+        self._docked = False
+        if napari_viewer is not None:
+            for emitter, cb in ((napari_viewer.layers.selection.events.active, self._on_active_layer),
+                                (napari_viewer.events.theme, self._on_theme)):
+                emitter.connect(cb)
+                self._cleanups.append(disconnector(emitter, cb))
+            self._on_active_layer()
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def inspection(self) -> Inspection | None:
+        return self._inspection
+
+    def inspect(self, source: str | os.PathLike[str], select: str | None = None) -> None:
+        """Show *source* (an ``.ozx`` or OME-Zarr directory), selecting node *select*."""
+        source = os.fspath(source)
+        self._generation += 1
+        gen = self._generation
+        self.source_label.setText(f"<b>{_esc(os.path.basename(source.rstrip('/')) or source)}</b><br>"
+                                  f"<small>{_esc(source)}</small>")
+        self.source_label.setToolTip(source)
+        self._set_status(f"Opening {source}…")
+        leases = self._leases
+
+        def job() -> tuple[Inspection, list[TreeNode]]:
+            insp = Inspection(source)
+            leases.adopt(insp)
+            leases.acquire(insp)
+            try:
+                insp.children(insp.root)
+                chain = insp.find(select or "")
+                return insp, chain
+            finally:
+                leases.release(insp)
+
+        run_in_thread(job, on_result=lambda r: self._on_opened(gen, r), on_error=lambda e: self._on_open_failed(gen, source, e))
+
+    def select_path(self, path: str) -> None:
+        """Select the node at Zarr *path* in the current source (loads its ancestors)."""
+        insp = self._inspection
+        if insp is None:
+            return
+        gen = self._generation
+        self._run(insp, lambda i: i.find(path), lambda chain: self._show_chain(gen, chain))
+
+    def current_node(self) -> TreeNode | None:
+        item = self.tree.currentItem()
+        return item.data(0, _NODE_ROLE) if item is not None else None
+
+    def item_for(self, path: str) -> QTreeWidgetItem | None:
+        for item in self._items.values():
+            node = item.data(0, _NODE_ROLE)
+            if node is not None and node.path == path and node.kind != ROW:
+                return item
+        return None
+
+    def find_next(self) -> bool:
+        return self._find(backward=False)
+
+    def find_previous(self) -> bool:
+        return self._find(backward=True)
+
+    def copy_json(self) -> None:
+        QApplication.clipboard().setText(self.json_view.toPlainText())
+        self._set_status("JSON copied to the clipboard")
+
+    # ------------------------------------------------------------------ workers
+    def _run(self, insp: Inspection, fn: Callable[[Inspection], Any], on_result: Callable[[Any], None]) -> None:
+        leases = self._leases
+        leases.acquire(insp)
+
+        def job() -> Any:
+            try:
+                return fn(insp)
+            finally:
+                leases.release(insp)
+
+        gen = self._generation
+        run_in_thread(job, on_result=on_result, on_error=lambda e: self._on_task_failed(gen, e))
+
+    def _alive(self, gen: int) -> bool:
+        return gen == self._generation and not self._leases.shut
+
+    def _on_task_failed(self, gen: int, err: BaseException) -> None:
+        if self._alive(gen):
+            self._set_status(f"Error: {err}")
+            logger.warning("inspector task failed: %s", err)
+
+    # ------------------------------------------------------------------ opening
+    def _on_opened(self, gen: int, result: tuple[Inspection, list[TreeNode]]) -> None:
+        insp, chain = result
+        if not self._alive(gen):
+            self._leases.retire(insp)
+            return
+        self._leases.retire(self._inspection)
+        self._inspection = insp
+        self._archive = None
+        self.tree.clear()
+        self._items.clear()
+        root_item = self._make_item(insp.root)
+        self.tree.addTopLevelItem(root_item)
+        self._fill(root_item)
+        root_item.setExpanded(True)
+        self._show_chain(gen, chain)
+        self._set_status("")
+        self._show_archive(None)
+        if insp.is_ozx:
+            self.tabs.setTabText(self._archive_tab, "Archive …")
+            self._run(insp, lambda i: i.archive(), lambda a: self._on_archive(gen, a))
+        self.source_loaded.emit(insp.source)
+
+    def _on_open_failed(self, gen: int, source: str, err: BaseException) -> None:
+        if not self._alive(gen):
+            return
+        self._leases.retire(self._inspection)
+        self._inspection = None
+        self.tree.clear()
+        self._items.clear()
+        self._clear_details()
+        self._set_status(f"Cannot inspect {source}: {err}")
+
+    def _show_chain(self, gen: int, chain: list[TreeNode]) -> None:
+        if not self._alive(gen) or not chain:
+            return
+        item = None
+        for node in chain:
+            item = self._items.get(id(node))
+            if item is None:
+                break
+            if node.loaded and node is not chain[-1]:
+                self._fill(item)
+                item.setExpanded(True)
+        if item is not None:
+            self.tree.setCurrentItem(item)
+            self.tree.scrollToItem(item)
+
+    # ------------------------------------------------------------------ tree
+    def _icon_for(self, node: TreeNode) -> QIcon:
+        style = self.style()
+        if node.error:
+            return style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
+        if node.kind in (LEVEL, ARRAY):
+            return style.standardIcon(QStyle.StandardPixmap.SP_FileIcon)
+        return style.standardIcon(QStyle.StandardPixmap.SP_DirIcon)
+
+    def _make_item(self, node: TreeNode) -> QTreeWidgetItem:
+        item = QTreeWidgetItem([node.title, node.info])
+        item.setData(0, _NODE_ROLE, node)
+        item.setIcon(0, self._icon_for(node))
+        tip = f"{_KIND_LABEL.get(node.kind, node.kind)} · /{node.path}"
+        if node.error:
+            tip += f"\n{node.error}"
+        item.setToolTip(0, tip)
+        item.setToolTip(1, node.info)
+        if node.expandable:
+            item.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.ShowIndicator)
+        self._items[id(node)] = item
+        return item
+
+    def _fill(self, item: QTreeWidgetItem) -> None:
+        """Create the child items of a node whose children are loaded (no I/O)."""
+        node: TreeNode = item.data(0, _NODE_ROLE)
+        if node.children is None or item.childCount():
+            return
+        item.addChildren([self._make_item(c) for c in node.children])
+        item.setIcon(0, self._icon_for(node))
+        if not node.children:
+            item.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.DontShowIndicator)
+
+    def _on_expanded(self, item: QTreeWidgetItem) -> None:
+        node: TreeNode | None = item.data(0, _NODE_ROLE)
+        insp = self._inspection
+        if node is None or insp is None:
+            return
+        if node.loaded:
+            self._fill(item)
+            return
+        item.setText(1, "loading…")
+        gen = self._generation
+
+        def done(_: Any) -> None:
+            if not self._alive(gen):
+                return
+            item.setText(1, node.info)
+            self._fill(item)
+
+        self._run(insp, lambda i: i.children(node), done)
+
+    # ------------------------------------------------------------------ details
+    def _on_current_changed(self, current: QTreeWidgetItem | None, _previous: Any = None) -> None:
+        insp = self._inspection
+        node: TreeNode | None = current.data(0, _NODE_ROLE) if current is not None else None
+        if node is None or insp is None:
+            return
+        self._details_token += 1
+        token, gen = self._details_token, self._generation
+        self._set_status("")
+        self._run(insp, lambda i: i.details(node), lambda d: self._on_details(gen, token, d))
+
+    def _on_details(self, gen: int, token: int, d: NodeDetails) -> None:
+        if not self._alive(gen) or token != self._details_token:
+            return
+        self._last_details = d
+        self.summary.setHtml(details_html(d))
+        self.array_view.setHtml(array_html(d))
+        self.tabs.setTabEnabled(1, d.array is not None)
+        self.json_view.setPlainText(d.raw_json)
+        self.tabs.setTabText(2, " + ".join(d.raw_files) if d.raw_files else "JSON")
+        self._on_find_text(self.find_edit.text())
+        self.details_shown.emit(d.node.path)
+
+    def _clear_details(self) -> None:
+        self._last_details = None
+        self.summary.clear()
+        self.array_view.clear()
+        self.json_view.clear()
+        self._show_archive(None)
+
+    # ------------------------------------------------------------------ archive
+    def _on_archive(self, gen: int, facts: ArchiveFacts | None) -> None:
+        if not self._alive(gen):
+            return
+        self._archive = facts
+        self._show_archive(facts)
+        self.archive_shown.emit()
+
+    def _show_archive(self, facts: ArchiveFacts | None) -> None:
+        self.findings.clear()
+        if facts is None:
+            self.archive_view.setHtml("<p>Archive facts and RFC-9 findings are shown for <code>.ozx</code> files.</p>")
+            self.tabs.setTabText(self._archive_tab, "Archive")
+            self.tabs.setTabEnabled(self._archive_tab, bool(self._inspection and self._inspection.is_ozx))
+            return
+        self.tabs.setTabEnabled(self._archive_tab, True)
+        self.archive_view.setHtml(archive_html(facts))
+        items = []
+        for f in facts.findings:
+            it = QTreeWidgetItem([f.severity, f.code, f"{f.member}: {f.message}" if f.member else f.message])
+            it.setIcon(0, self._severity_icon(f.severity))
+            it.setToolTip(2, f"{f.message}\n\nRule: {f.rule}" if f.rule else f.message)
+            items.append(it)
+        self.findings.addTopLevelItems(items)
+        c = facts.counts()
+        parts = [f"{c[k]} {k}{'s' if c[k] != 1 else ''}" for k in ("error", "warning") if c[k]]
+        self.tabs.setTabText(self._archive_tab, f"Archive ({', '.join(parts)})" if parts else "Archive")
+
+    def _severity_icon(self, severity: str) -> QIcon:
+        if severity in self._icons:
+            return self._icons[severity]
+        color = self._theme_color({"error": "error", "warning": "warning"}.get(severity, "current"))
+        if color is None:
+            sp = {"error": QStyle.StandardPixmap.SP_MessageBoxCritical,
+                  "warning": QStyle.StandardPixmap.SP_MessageBoxWarning}.get(
+                severity, QStyle.StandardPixmap.SP_MessageBoxInformation)
+            icon = self.style().standardIcon(sp)
+        else:
+            pix = QPixmap(12, 12)
+            pix.fill(Qt.GlobalColor.transparent)
+            p = QPainter(pix)
+            p.setRenderHint(QPainter.RenderHint.Antialiasing)
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(QColor(color))
+            p.drawEllipse(1, 1, 10, 10)
+            p.end()
+            icon = QIcon(pix)
+        self._icons[severity] = icon
+        return icon
+
+    def _theme_color(self, name: str) -> str | None:
+        if self._viewer is None:
+            return None
+        try:
+            from napari.utils.theme import get_theme
+
+            return getattr(get_theme(self._viewer.theme), name).as_hex()
+        except Exception:  # noqa: BLE001 - unknown theme or attribute: fall back to the style
+            return None
+
+    def _on_theme(self, *_: Any) -> None:
+        self._icons.clear()
+        if self._archive is not None:
+            self._show_archive(self._archive)
+
+    # ------------------------------------------------------------------ find
+    def _on_find_text(self, text: str) -> None:
+        doc = self.json_view.document()
+        selections = []
+        if text:
+            fmt_color = self.json_view.palette().highlight()
+            cursor = QTextCursor(doc)
+            while True:
+                cursor = doc.find(text, cursor)
+                if cursor.isNull():
+                    break
+                sel = QTextEdit.ExtraSelection()
+                sel.cursor = cursor
+                sel.format.setBackground(fmt_color)
+                sel.format.setForeground(self.json_view.palette().highlightedText())
+                selections.append(sel)
+                if len(selections) >= 10_000:
+                    break
+        self.json_view.setExtraSelections(selections)
+        self.match_label.setText(f"{len(selections)} match{'es' if len(selections) != 1 else ''}" if text else "")
+        if text and selections:
+            c = self.json_view.textCursor()
+            c.movePosition(QTextCursor.MoveOperation.Start)
+            self.json_view.setTextCursor(c)
+            self._find(backward=False)
+
+    def _find(self, backward: bool) -> bool:
+        text = self.find_edit.text()
+        if not text:
+            return False
+        flags = QTextDocument.FindFlag.FindBackward if backward else QTextDocument.FindFlag(0)
+        if self.json_view.find(text, flags):
+            return True
+        c = self.json_view.textCursor()  # wrap around
+        c.movePosition(QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start)
+        self.json_view.setTextCursor(c)
+        return self.json_view.find(text, flags)
+
+    # ------------------------------------------------------------------ viewer / files
+    def _on_active_layer(self, event: Any = None) -> None:
+        if self._viewer is None:
+            return
+        layer = self._viewer.layers.selection.active
+        found = layer_source(getattr(layer, "metadata", None) if layer is not None else None)
+        if found is None:
+            return
+        source, path = found
+        insp = self._inspection
+        if insp is not None and os.path.abspath(insp.source) == os.path.abspath(source):
+            self.select_path(path)
+        else:
+            self.inspect(source, select=path)
+
+    def _choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Inspect OME-Zarr", "", "OME-Zarr (*.ozx *.zip zarr.json .zattrs);;All files (*)"
+        )
+        if path:
+            if os.path.basename(path) in ("zarr.json", ".zattrs", ".zgroup"):
+                path = os.path.dirname(path)
+            self.inspect(path)
+
+    def _choose_dir(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Inspect an OME-Zarr directory")
+        if path:
+            self.inspect(path)
+
+    def _set_status(self, text: str) -> None:
+        self.status.setText(text)
+        self.status.setVisible(bool(text))
+
+    def shutdown(self) -> None:
+        """Stop following the viewer and close the inspected source (idempotent)."""
+        self._generation += 1
+        self._inspection = None
+        self._shutdown()
+
+    def event(self, e: QEvent) -> bool:
+        if e.type() == QEvent.Type.ParentChange:
+            if self.parent() is not None:
+                self._docked = True
+            elif self._docked:  # napari undocks a widget it removes: that is our end
+                self.shutdown()
+        return super().event(e)
+
+    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        self.shutdown()
+        super().closeEvent(event)

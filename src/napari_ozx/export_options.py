@@ -1,0 +1,434 @@
+"""Export options without Qt: layout estimates, remembered options, and the export itself.
+
+* :func:`estimate_export` says, for a :class:`~napari_ozx.ngff.write.WriteOptions` and
+  the arrays about to be written, what the writer will produce: per pyramid level the
+  chunk and shard shapes, chunks per shard, the (uncompressed) size of one shard, and the
+  number of entries (``.ozx``) or files (directory), metadata documents included. It uses
+  the writer's own layout rules, so the numbers are the writer's, not a second opinion;
+  the entry count is exact for data without empty (all fill value) shards, an upper
+  bound otherwise.
+* :func:`load_options` / :func:`save_options` keep the options between sessions as JSON
+  in the user's config directory (``NAPARI_OZX_CONFIG_DIR`` overrides it). The export
+  panel saves what the user chose, and File > Save uses the same options
+  (:func:`napari_ozx._writer.write_layers` calls :func:`load_options`).
+* :func:`export_layers` writes napari layer data like File > Save does, with a progress
+  callback and a cancel event (the export panel runs it in a worker thread).
+
+Nothing here imports napari or Qt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+import threading
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import OzxError
+from .ngff.models import Axis
+from .ngff.write import (
+    ImageSpec,
+    LabelsSpec,
+    Progress,
+    WriteOptions,
+    _chunk_and_shard,
+    _pyramid_shapes,
+    write_ome_zarr,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CODECS",
+    "CONFIG_ENV",
+    "DOWNSAMPLE",
+    "VERSIONS",
+    "ArrayPlan",
+    "ExportEstimate",
+    "LevelEstimate",
+    "MultiscaleEstimate",
+    "estimate_export",
+    "estimate_multiscale",
+    "export_layers",
+    "load_options",
+    "constrain",
+    "level_range",
+    "options_from_dict",
+    "options_path",
+    "options_to_dict",
+    "plans_from_layer_data",
+    "retarget",
+    "save_options",
+]
+
+CONFIG_ENV = "NAPARI_OZX_CONFIG_DIR"
+_OPTIONS_FILE = "export_options.json"
+FullLayerData = tuple[Any, dict[str, Any], str]
+
+
+# ------------------------------------------------------------------------- plans
+
+
+@dataclass(frozen=True)
+class ArrayPlan:
+    """One multiscale the writer will create (the image, or one label image)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    axes: tuple[Axis, ...]
+    is_labels: bool = False
+
+
+def _default_axes(ndim: int) -> tuple[Axis, ...]:
+    from ._writer import _axes
+
+    return tuple(_axes(None, None, ndim, False))
+
+
+def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:
+    """What saving *layers* writes: one image (image layers become its channels) plus one
+    label image per labels layer. Raises :class:`OzxError` where saving would."""
+    image, labels = _specs(layers)
+    plans = []
+    if image is not None:
+        plans.append(ArrayPlan(image.name or "image", tuple(image.data.shape), np.dtype(image.data.dtype), tuple(image.axes)))
+    for lab in labels:
+        plans.append(ArrayPlan(lab.name, tuple(lab.data.shape), np.dtype(lab.data.dtype), tuple(lab.axes), True))
+    return plans
+
+
+def _specs(layers: Sequence[FullLayerData]) -> tuple[ImageSpec | None, list[LabelsSpec]]:
+    from ._writer import _image_spec, _labels_spec
+
+    images = [lyr for lyr in layers if lyr[2] == "image"]
+    labels = [lyr for lyr in layers if lyr[2] == "labels"]
+    others = [lyr[1].get("name") for lyr in layers if lyr[2] not in ("image", "labels")]
+    if others:
+        raise OzxError(f"OME-Zarr holds images and labels only; cannot save {others}")
+    if not images and not labels:
+        raise OzxError("choose at least one image or labels layer")
+    if not images and len(labels) > 1:
+        raise OzxError("several label layers need an image to belong to (or save them one by one)")
+    used: set[str] = set()
+    return (_image_spec(images) if images else None), [_labels_spec(lyr, used) for lyr in labels]
+
+
+# --------------------------------------------------------------------- estimates
+
+
+@dataclass(frozen=True)
+class LevelEstimate:
+    shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    shard_shape: tuple[int, ...] | None
+    itemsize: int
+
+    @property
+    def stored_shape(self) -> tuple[int, ...]:
+        """The unit written as one entry / file: a shard, or a chunk without sharding."""
+        return self.shard_shape or self.chunk_shape
+
+    @property
+    def chunks_per_shard(self) -> int:
+        if self.shard_shape is None:
+            return 1
+        return math.prod(s // c for s, c in zip(self.shard_shape, self.chunk_shape, strict=True))
+
+    @property
+    def shard_bytes(self) -> int:
+        """Uncompressed bytes of one shard (of one chunk when not sharded)."""
+        return math.prod(self.stored_shape) * self.itemsize
+
+    @property
+    def objects(self) -> int:
+        """Entries / files holding data (at most: empty shards are not stored)."""
+        return math.prod(math.ceil(s / u) for s, u in zip(self.shape, self.stored_shape, strict=True))
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.itemsize
+
+
+@dataclass(frozen=True)
+class MultiscaleEstimate:
+    plan: ArrayPlan
+    levels: tuple[LevelEstimate, ...]
+
+    @property
+    def data_entries(self) -> int:
+        return sum(lv.objects for lv in self.levels)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(lv.nbytes for lv in self.levels)
+
+
+@dataclass(frozen=True)
+class ExportEstimate:
+    format: str  # "ozx" | "directory"
+    version: str
+    multiscales: tuple[MultiscaleEstimate, ...]
+    metadata_entries: int
+
+    @property
+    def data_entries(self) -> int:
+        return sum(m.data_entries for m in self.multiscales)
+
+    @property
+    def entries(self) -> int:
+        """Entries of the ``.ozx`` (files of the directory), metadata included."""
+        return self.data_entries + self.metadata_entries
+
+    @property
+    def first(self) -> LevelEstimate | None:
+        return self.multiscales[0].levels[0] if self.multiscales else None
+
+    @property
+    def shard_bytes(self) -> int:
+        """The largest shard (uncompressed) of any array."""
+        return max((lv.shard_bytes for m in self.multiscales for lv in m.levels), default=0)
+
+    @property
+    def chunks_per_shard(self) -> int:
+        first = self.first
+        return first.chunks_per_shard if first is not None else 0
+
+    @property
+    def nbytes(self) -> int:
+        return sum(m.nbytes for m in self.multiscales)
+
+    @property
+    def levels(self) -> int:
+        return len(self.multiscales[0].levels) if self.multiscales else 0
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) lines for a panel."""
+        from .inspect import format_bytes
+
+        first = self.first
+        if first is None:
+            return []
+        what = "entries" if self.format == "ozx" else "files"
+        shard = "shard" if first.shard_shape else "chunk"
+        rows = [
+            ("Chunk shape", " × ".join(map(str, first.chunk_shape))),
+            ("Shard shape", " × ".join(map(str, first.shard_shape)) if first.shard_shape else "no sharding (0.4)"),
+            ("Chunks per shard", f"{self.chunks_per_shard:,}"),
+            (f"{shard.capitalize()} size", f"{first.shard_bytes / 2**20:.2f} MiB uncompressed"),
+            (what.capitalize(), f"{self.entries:,} ({self.metadata_entries} metadata)"),
+            ("Pyramid levels", str(self.levels)),
+            ("Data", f"{format_bytes(self.nbytes)} uncompressed, all levels"),
+        ]
+        return rows
+
+
+def estimate_multiscale(options: WriteOptions, plan: ArrayPlan) -> MultiscaleEstimate:
+    """Level shapes, chunk and shard layout the writer uses for *plan* under *options*."""
+    axes = plan.axes or _default_axes(len(plan.shape))
+    if len(axes) != len(plan.shape):
+        raise OzxError(f"{plan.name}: {len(plan.shape)}-D data but {len(axes)} axes")
+    itemsize = np.dtype(plan.dtype).itemsize
+    levels = []
+    for shp in _pyramid_shapes(plan.shape, axes, options):
+        chunks, shards = _chunk_and_shard(shp, axes, options)
+        levels.append(LevelEstimate(tuple(shp), tuple(chunks), tuple(shards) if shards else None, itemsize))
+    return MultiscaleEstimate(plan, tuple(levels))
+
+
+def estimate_export(
+    options: WriteOptions, plans: Sequence[ArrayPlan], target: str | os.PathLike[str] | None = None
+) -> ExportEstimate:
+    """What writing *plans* (from :func:`plans_from_layer_data`) with *options* produces."""
+    fmt = options.resolved_format(target or "export.ozx")
+    ms = tuple(estimate_multiscale(options, p) for p in plans)
+    image = [m for m in ms if not m.plan.is_labels]
+    labels = [m for m in ms if m.plan.is_labels]
+    groups = len(ms) + (1 if image and labels else 0)  # each multiscale + the labels/ group
+    arrays = sum(len(m.levels) for m in ms)
+    per_group, per_array = (1, 1) if options.version == "0.5" else (2, 2)  # zarr.json | .zgroup+.zattrs, .zarray+.zattrs
+    return ExportEstimate(fmt, options.version, ms, groups * per_group + arrays * per_array)
+
+
+# ------------------------------------------------------------------ valid choices
+
+#: OME-Zarr versions each format can hold (RFC-9: an .ozx is Zarr v3, so 0.5 only)
+VERSIONS = {"ozx": ("0.5",), "directory": ("0.5", "0.4")}
+CODECS = ("zstd", "blosc-lz4", "blosc-zstd", "gzip", "none")
+DOWNSAMPLE = ("auto", "mean", "nearest", "mode")
+
+
+def level_range(codec: str) -> tuple[int, int] | None:
+    """Valid compression levels of *codec* (None: the codec has no level)."""
+    if codec == "none":
+        return None
+    if codec == "zstd":
+        return (-7, 22)
+    return (0, 9)
+
+
+def constrain(options: WriteOptions) -> WriteOptions:
+    """The nearest valid combination: an .ozx holds 0.5 only, levels within the codec's range."""
+    fmt = options.format if options.format != "auto" else "ozx"
+    if options.version not in VERSIONS.get(fmt, VERSIONS["directory"]):
+        options = dataclasses.replace(options, version="0.5")
+    rng = level_range(options.codec)
+    if rng is not None and not rng[0] <= options.level <= rng[1]:
+        options = dataclasses.replace(options, level=min(max(options.level, rng[0]), rng[1]))
+    return options
+
+
+def retarget(path: str, fmt: str) -> str:
+    """*path* with the suffix of *fmt*: ``x.ozx`` <-> ``x.ome.zarr`` (empty stays empty)."""
+    if not path:
+        return path
+    low = path.lower()
+    stem = path
+    for suf in (".ome.zarr", ".zarr", ".ozx", ".zip"):
+        if low.endswith(suf):
+            stem = path[: -len(suf)]
+            break
+    if fmt == "ozx":
+        return stem + ".ozx"
+    return stem + (".ome.zarr" if not low.endswith(".zarr") else path[len(stem):])
+
+
+# ------------------------------------------------------------------- persistence
+
+
+def config_dir() -> Path:
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("napari-ozx", appauthor=False))
+
+
+def options_path() -> Path:
+    """Where the remembered export options live."""
+    return config_dir() / _OPTIONS_FILE
+
+
+def _field_types() -> dict[str, Any]:
+    from .ngff import write as _write
+
+    return typing.get_type_hints(WriteOptions, vars(_write))
+
+
+def options_to_dict(options: WriteOptions) -> dict[str, Any]:
+    return dataclasses.asdict(options)
+
+
+def options_from_dict(data: Any) -> WriteOptions:
+    """A :class:`WriteOptions` from JSON data; invalid or unknown values are dropped
+    (with a warning) in favour of the defaults, so a damaged file never blocks saving."""
+    if not isinstance(data, dict):
+        logger.warning("remembered export options are not a JSON object; using the defaults")
+        return WriteOptions()
+    hints = _field_types()
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(WriteOptions):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if _valid(value, hints[f.name], f.name):
+            kwargs[f.name] = value
+        else:
+            logger.warning("ignoring remembered export option %s=%r", f.name, value)
+    opts = WriteOptions(**kwargs)
+    if opts.format == "ozx" and opts.version != "0.5":
+        opts = dataclasses.replace(opts, version="0.5")
+    return opts
+
+
+_BOUNDS = {"chunk_yx": (1, 1 << 16), "shard_yx": (1, 1 << 20), "shard_z": (1, 1 << 16), "level": (-131072, 22),
+           "pyramid_levels": (1, 64), "workers": (1, 1024)}
+
+
+def _valid(value: Any, hint: Any, name: str) -> bool:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Literal:
+        return value in args
+    if type(None) in args:
+        if value is None:
+            return True
+        hint = next(a for a in args if a is not type(None))
+    if hint is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return False
+        lo, hi = _BOUNDS.get(name, (-(1 << 62), 1 << 62))
+        return lo <= value <= hi
+    return isinstance(value, hint) if isinstance(hint, type) else False
+
+
+def save_options(options: WriteOptions, path: str | os.PathLike[str] | None = None) -> Path:
+    """Remember *options* (atomically replaces the JSON file)."""
+    p = Path(path) if path is not None else options_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_text(json.dumps(options_to_dict(options), indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return p
+
+
+def load_options(
+    target: str | os.PathLike[str] | None = None, path: str | os.PathLike[str] | None = None
+) -> WriteOptions:
+    """The remembered options (defaults when none were saved or the file is unreadable).
+
+    With a *target* (File > Save), the file name decides the format (``format="auto"``),
+    and an ``.ozx`` target always gets version 0.5.
+    """
+    p = Path(path) if path is not None else options_path()
+    opts = WriteOptions()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = None
+    except OSError as e:
+        logger.warning("cannot read remembered export options %s: %s", p, e)
+        text = None
+    if text is not None:
+        try:
+            opts = options_from_dict(json.loads(text))
+        except json.JSONDecodeError as e:
+            logger.warning("remembered export options %s are not valid JSON (%s); using the defaults", p, e)
+    if target is not None:
+        opts = dataclasses.replace(opts, format="auto")
+        if opts.resolved_format(target) == "ozx" and opts.version != "0.5":
+            opts = dataclasses.replace(opts, version="0.5")
+    return opts
+
+
+# ------------------------------------------------------------------------- export
+
+
+def export_layers(
+    target: str | os.PathLike[str],
+    layers: Sequence[FullLayerData],
+    options: WriteOptions,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> Path:
+    """Write napari layer data as File > Save does, reporting progress, cancellable.
+
+    Raises :class:`~napari_ozx.ngff.write.WriteCancelled` when *cancel* is set; nothing is
+    then left at *target* (its previous content, if any, is untouched).
+    """
+    image, labels = _specs(layers)
+    return write_ome_zarr(target, image, labels, options, progress=progress, cancel=cancel)
