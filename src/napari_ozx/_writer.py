@@ -78,7 +78,7 @@ def _level0(data: Any, meta: dict[str, Any]) -> Any:
 # ------------------------------------------------------------------- specs
 
 
-def _image_spec(images: list[FullLayerData]) -> ImageSpec:
+def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
     datas = [_level0(d, m) for d, m, _ in images]
     first_meta = images[0][1]
     shape, dtype = datas[0].shape, np.dtype(datas[0].dtype)
@@ -126,7 +126,7 @@ def _prefix(names: list[str]) -> str:
     return p
 
 
-def _labels_spec(layer: FullLayerData, used: set[str]) -> LabelsSpec:
+def labels_spec_from_layer(layer: FullLayerData, used: set[str]) -> LabelsSpec:
     d, m, _ = layer
     data = _level0(d, m)
     if not np.issubdtype(np.dtype(data.dtype), np.integer):
@@ -184,8 +184,8 @@ def write_layers(path: str, layers: list[FullLayerData], options: WriteOptions |
     if others:
         raise OzxError(f"OME-Zarr holds images and labels only; cannot save {others}")
     used: set[str] = set()
-    lspecs = [_labels_spec(lyr, used) for lyr in labels]
-    image = _image_spec(images) if images else None
+    lspecs = [labels_spec_from_layer(lyr, used) for lyr in labels]
+    image = image_spec_from_layers(images) if images else None
     def progress(done: int, n: int) -> None:
         if bar is not None:
             bar.total = n

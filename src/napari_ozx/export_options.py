@@ -40,8 +40,8 @@ from .ngff.write import (
     LabelsSpec,
     Progress,
     WriteOptions,
-    _chunk_and_shard,
-    _pyramid_shapes,
+    chunk_and_shard,
+    pyramid_shapes,
     write_ome_zarr,
 )
 
@@ -108,7 +108,7 @@ def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:
 
 
 def _specs(layers: Sequence[FullLayerData]) -> tuple[ImageSpec | None, list[LabelsSpec]]:
-    from ._writer import _image_spec, _labels_spec
+    from ._writer import image_spec_from_layers, labels_spec_from_layer
 
     images = [lyr for lyr in layers if lyr[2] == "image"]
     labels = [lyr for lyr in layers if lyr[2] == "labels"]
@@ -120,7 +120,7 @@ def _specs(layers: Sequence[FullLayerData]) -> tuple[ImageSpec | None, list[Labe
     if not images and len(labels) > 1:
         raise OzxError("several label layers need an image to belong to (or save them one by one)")
     used: set[str] = set()
-    return (_image_spec(images) if images else None), [_labels_spec(lyr, used) for lyr in labels]
+    return (image_spec_from_layers(images) if images else None), [labels_spec_from_layer(lyr, used) for lyr in labels]
 
 
 # --------------------------------------------------------------------- estimates
@@ -239,8 +239,8 @@ def estimate_multiscale(options: WriteOptions, plan: ArrayPlan) -> MultiscaleEst
         raise OzxError(f"{plan.name}: {len(plan.shape)}-D data but {len(axes)} axes")
     itemsize = np.dtype(plan.dtype).itemsize
     levels = []
-    for shp in _pyramid_shapes(plan.shape, axes, options):
-        chunks, shards = _chunk_and_shard(shp, axes, options)
+    for shp in pyramid_shapes(plan.shape, axes, options):
+        chunks, shards = chunk_and_shard(shp, axes, options)
         levels.append(LevelEstimate(tuple(shp), tuple(chunks), tuple(shards) if shards else None, itemsize))
     return MultiscaleEstimate(plan, tuple(levels))
 

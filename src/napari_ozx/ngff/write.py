@@ -39,7 +39,7 @@ from .models import Axis, Channel, LabelColor
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ImageSpec", "LabelsSpec", "WriteCancelled", "WriteOptions", "write_ome_zarr"]
+__all__ = ["ImageSpec", "LabelsSpec", "WriteCancelled", "WriteOptions", "chunk_and_shard", "pyramid_shapes", "write_ome_zarr"]
 
 Progress = Callable[[int, int], None]  # (shards done, shards total)
 
@@ -95,7 +95,7 @@ class ImageSpec:
 # ------------------------------------------------------------------- layout
 
 
-def _chunk_and_shard(shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptions) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+def chunk_and_shard(shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptions) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
     """Inner chunks: ``chunk_yx`` tiles of single planes; shards: ``shard_z`` planes of
     up to ``shard_yx`` squared (a multiple of the chunk). Other axes: 1."""
     yx = _yx_axes(axes)
@@ -120,7 +120,7 @@ def _yx_axes(axes: Sequence[Axis]) -> tuple[int, ...]:
     return tuple(spatial[-2:])
 
 
-def _pyramid_shapes(shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptions) -> list[tuple[int, ...]]:
+def pyramid_shapes(shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptions) -> list[tuple[int, ...]]:
     ds = _yx_axes(axes)
     shapes = [tuple(int(s) for s in shape)]
     limit = opts.pyramid_levels
@@ -369,7 +369,7 @@ def _create_hierarchy(store: Any, image: ImageSpec | None, labels: Sequence[Labe
     def add_multiscale(path: str, data: Any, axes: Sequence[Axis], scale: Any, translation: Any, name: str | None, method: str, extra: dict[str, Any]) -> None:
         if len(axes) != data.ndim:
             raise OzxError(f"{name or path or 'image'}: {data.ndim}-D data but {len(axes)} axes")
-        shapes = _pyramid_shapes(data.shape, axes, opts)
+        shapes = pyramid_shapes(data.shape, axes, opts)
         scale = list(scale) if scale is not None else [1.0] * data.ndim
         translation = list(translation) if translation is not None else [0.0] * data.ndim
         ms = _multiscale_json(name, axes, shapes, scale, translation, method, opts.version)
@@ -378,7 +378,7 @@ def _create_hierarchy(store: Any, image: ImageSpec | None, labels: Sequence[Labe
         job = _Job(path, data, axes, shapes, method)
         dtype = np.dtype(data.dtype)
         for i, shp in enumerate(shapes):
-            chunks, shards = _chunk_and_shard(shp, axes, opts)
+            chunks, shards = chunk_and_shard(shp, axes, opts)
             kw: dict[str, Any] = {"chunks": chunks, "fill_value": 0}
             if zf == 3:
                 kw.update(shards=shards, compressors=_codecs(opts, dtype.itemsize), dimension_names=[a.name for a in axes])
