@@ -21,11 +21,10 @@ from napari_ozx.ozx._zip import (
     METHOD_DEFLATED,
     METHOD_STORED,
     FileObjRangeReader,
-    build_central_header,
-    build_end_records,
-    build_local_header,
     read_zip_index,
 )
+
+from .zipbuild import build_central_header, build_end_records, build_local_header
 from napari_ozx.ozx.store import OzxStore
 from napari_ozx.ozx.validate import MAX_PER_CODE, RULES, ValidationReport, validate
 

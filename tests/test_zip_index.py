@@ -27,15 +27,14 @@ from napari_ozx.ozx._zip import (
     FileRangeReader,
     RangeReader,
     ZipEntry,
-    build_central_header,
-    build_end_records,
-    build_local_header,
     data_offset,
     local_header_name,
     method_name,
     open_reader,
     read_zip_index,
 )
+
+from .zipbuild import build_central_header, build_end_records, build_local_header
 
 # --------------------------------------------------------------------------- helpers
 

@@ -81,6 +81,23 @@ from zarr.abc.store import (
 from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.core.buffer.core import default_buffer_prototype
 
+from napari_ozx.ozx._zip import (
+    CENTRAL_HEADER,
+    EOCD,
+    LOCAL_HEADER,
+    MAX_COMMENT,
+    METHOD_STORED,
+    SIG_CENTRAL,
+    SIG_EOCD,
+    SIG_LOCAL,
+    SIG_ZIP64_EOCD,
+    SIG_ZIP64_LOCATOR,
+    U16_MAX,
+    U32_MAX,
+    ZIP64_EOCD,
+    ZIP64_EXTRA_ID,
+    ZIP64_LOCATOR,
+)
 from napari_ozx.errors import MetadataError, OzxError
 
 if TYPE_CHECKING:
@@ -132,28 +149,17 @@ class WriterClosedError(OzxWriteError, RuntimeError):
 # ZIP record packing (APPNOTE 6.3.x). Exposed for tests and the validator.
 # --------------------------------------------------------------------------------------
 
-SIG_LOCAL = 0x04034B50
-SIG_CENTRAL = 0x02014B50
-SIG_ZIP64_EOCD = 0x06064B50
-SIG_ZIP64_LOCATOR = 0x07064B50
-SIG_EOCD = 0x06054B50
-
-ZIP64_EXTRA_ID = 0x0001
 VERSION_NEEDED = 45  # 4.5: ZIP64
 VERSION_MADE_BY = (3 << 8) | 45  # host 3 = UNIX, spec 4.5
 FLAG_UTF8 = 1 << 11
-METHOD_STORED = 0
 EXTERNAL_ATTR = (0o100644 & 0xFFFF) << 16  # regular file, rw-r--r--
 
-U16_MAX = 0xFFFF
-U32_MAX = 0xFFFFFFFF
-MAX_COMMENT = 0xFFFF
-
-_LOCAL = struct.Struct("<IHHHHHIIIHH")  # 30 bytes
-_CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")  # 46 bytes
-_ZIP64_EOCD = struct.Struct("<IQHHIIQQQQ")  # 56 bytes
-_ZIP64_LOCATOR = struct.Struct("<IIQI")  # 20 bytes
-_EOCD = struct.Struct("<IHHHHIIH")  # 22 bytes
+# one definition of the record layouts, shared with the reader (_zip.py)
+_LOCAL = LOCAL_HEADER
+_CENTRAL = CENTRAL_HEADER
+_ZIP64_EOCD = ZIP64_EOCD
+_ZIP64_LOCATOR = ZIP64_LOCATOR
+_EOCD = EOCD
 _EXTRA_HEADER = struct.Struct("<HH")
 
 LOCAL_HEADER_FIXED = _LOCAL.size
@@ -472,7 +478,7 @@ class OzxWriter:
             comment_b = bytes(comment)
         if len(comment_b) > MAX_COMMENT:
             raise ValueError(f"ZIP archive comment is {len(comment_b)} bytes; maximum is 65535")
-        if struct.pack("<I", SIG_EOCD) in comment_b:
+        if SIG_EOCD in comment_b:
             raise ValueError("the archive comment must not contain an end-of-central-directory")
         self._comment = comment_b
         self._strict = bool(strict_order)
