@@ -1,0 +1,885 @@
+"""Plate navigator: a plate map dock widget that opens wells at full resolution.
+
+How a plate reaches this widget (auto-docking, see ``_reader._dock_navigator``):
+
+* the reader builds the overview layer data and, **only when napari's Qt front end is
+  already imported**, calls :func:`dock_for_plate`, which docks the navigator through the
+  npe2 widget contribution (``viewer.window.add_plugin_dock_widget``, so one instance per
+  window) in the window of ``napari.current_viewer()`` and hands it the plate object;
+* the overview layers carry ``metadata["ozx_plate"]`` (plate id, source, path): when
+  napari inserts them the widget binds them to the plate (used for canvas clicks and to
+  forget the plate when its overview is deleted). A navigator opened by hand from the
+  Plugins menu finds plates the same way, from the layers already in the viewer.
+
+Clicking a well (on the map, or on its tile in the overview on the canvas), or Enter on
+the keyboard-selected well, loads the chosen field (or all fields as a grid) in a worker
+thread: metadata only (``HcsPlate.open_fields`` + reader layer mapping); the layers are
+added on the GUI thread, on top of the well's overview tile, replacing the previous
+well's layers unless "Keep previous wells" is checked. Errors become napari
+notifications and the well is marked red; the rest keeps working.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from qtpy.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, Signal
+from qtpy.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
+from qtpy.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
+from superqt.utils import create_worker
+
+from .._reader import PLATE_KEY, WELL_KEY, well_layer_data
+from ..errors import OzxError
+from ..ngff.plate import HcsPlate, Overview, WellInfo, open_hcs, plate_by_id
+
+if TYPE_CHECKING:
+    import napari
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PlateMap", "PlateNavigator", "dock_for_plate"]
+
+WIDGET_NAME = "Plate navigator"  # display_name in napari.yaml
+
+
+# ------------------------------------------------------------------ plate map
+
+ABSENT, PRESENT, EMPTY, ERROR = range(4)
+
+_FILL = {
+    PRESENT: QColor(74, 144, 217),  # a well with fields
+    EMPTY: QColor(110, 110, 110),  # listed, but no field in the chosen acquisition
+    ERROR: QColor(192, 57, 43),  # metadata (or loading) failed
+}
+_LOADED = QColor(245, 166, 35)
+_BOTTOM_CENTRE = int(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom)
+_RIGHT_MIDDLE = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_ABSENT_PEN = QColor(120, 120, 120)
+
+
+class PlateMap(QWidget):
+    """A painted plate map: rows A.. down, columns 1.. across, one cell per well.
+
+    Scales from 6 to 1536 wells (cell size follows the widget, 6-44 px). Present wells
+    are blue, absent ones an empty grey outline, wells without fields in the current
+    acquisition grey, failed ones red, loaded ones orange; the keyboard cursor is a
+    white ring. Arrow keys move it, Enter / Return / Space open the well under it.
+    """
+
+    wellActivated = Signal(int, int)
+    currentChanged = Signal(int, int)
+
+    MIN_CELL = 6
+    MAX_CELL = 44
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+        self._rows: tuple[str, ...] = ()
+        self._cols: tuple[str, ...] = ()
+        self._state: dict[tuple[int, int], int] = {}
+        self._tips: dict[tuple[int, int], str] = {}
+        self._loaded: set[tuple[int, int]] = set()
+        self._failed: set[tuple[int, int]] = set()
+        self._current: tuple[int, int] | None = None
+        self._hover: tuple[int, int] | None = None
+
+    # -- content -------------------------------------------------------------
+    def set_plate(
+        self,
+        rows: tuple[str, ...],
+        cols: tuple[str, ...],
+        state: dict[tuple[int, int], int],
+        tips: dict[tuple[int, int], str],
+    ) -> None:
+        self._rows, self._cols = tuple(rows), tuple(cols)
+        self._state, self._tips = dict(state), dict(tips)
+        self._loaded.clear()
+        self._failed.clear()
+        present = [k for k, s in sorted(self._state.items()) if s == PRESENT]
+        self._current = present[0] if present else ((0, 0) if rows and cols else None)
+        self.updateGeometry()
+        self.update()
+
+    def set_state(self, state: dict[tuple[int, int], int]) -> None:
+        self._state = dict(state)
+        self.update()
+
+    def set_loaded(self, cells: set[tuple[int, int]]) -> None:
+        self._loaded = set(cells)
+        self.update()
+
+    def mark_failed(self, cell: tuple[int, int]) -> None:
+        self._failed.add(cell)
+        self.update()
+
+    def state(self, row: int, col: int) -> int:
+        if (row, col) in self._failed:
+            return ERROR
+        return self._state.get((row, col), ABSENT)
+
+    def is_loaded(self, row: int, col: int) -> bool:
+        return (row, col) in self._loaded
+
+    @property
+    def current(self) -> tuple[int, int] | None:
+        return self._current
+
+    def set_current(self, row: int, col: int) -> None:
+        if not (0 <= row < len(self._rows) and 0 <= col < len(self._cols)):
+            return
+        if self._current != (row, col):
+            self._current = (row, col)
+            self.currentChanged.emit(row, col)
+            self.update()
+
+    # -- geometry ------------------------------------------------------------
+    def _font(self, cell: float) -> QFont:
+        f = QFont(self.font())
+        f.setPixelSize(int(max(7, min(12, cell * 0.5))))
+        return f
+
+    def _layout(self) -> tuple[float, float, float]:
+        """(cell size, x of column 0, y of row 0)."""
+        nr, nc = max(len(self._rows), 1), max(len(self._cols), 1)
+        head_w, head_h = self._heads()
+        w, h = self.width() - head_w - 4, self.height() - head_h - 4
+        cell = max(self.MIN_CELL, min(self.MAX_CELL, w / nc, h / nr))
+        return cell, float(head_w), float(head_h)
+
+    def _heads(self) -> tuple[float, float]:
+        fm = QFontMetrics(self._font(self.MAX_CELL))
+        return fm.horizontalAdvance(max(self._rows, key=len, default="A")) + 8.0, fm.height() + 4.0
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        """As tall as the cells that fit the width need (the map keeps square cells)."""
+        nr, nc = max(len(self._rows), 1), max(len(self._cols), 1)
+        head_w, head_h = self._heads()
+        cell = max(self.MIN_CELL, min(self.MAX_CELL, (width - head_w - 4) / nc))
+        return int(nr * cell + head_h + 4)
+
+    def sizeHint(self) -> QSize:
+        nr, nc = max(len(self._rows), 1), max(len(self._cols), 1)
+        cell = max(self.MIN_CELL, min(24, 480 / nc))
+        head_w, head_h = self._heads()
+        return QSize(int(nc * cell + head_w + 4), int(nr * cell + head_h + 4))
+
+    def minimumSizeHint(self) -> QSize:
+        nr, nc = max(len(self._rows), 1), max(len(self._cols), 1)
+        head_w, head_h = self._heads()
+        return QSize(int(nc * self.MIN_CELL + head_w + 4), int(nr * self.MIN_CELL + head_h + 4))
+
+    def cell_rect(self, row: int, col: int) -> QRectF:
+        cell, x0, y0 = self._layout()
+        return QRectF(x0 + col * cell, y0 + row * cell, cell, cell)
+
+    def well_center(self, row: int, col: int) -> QPoint:
+        """Widget coordinates of a well's centre (for tests and accessibility tools)."""
+        return self.cell_rect(row, col).center().toPoint()
+
+    def cell_at(self, pos: QPoint | QPointF) -> tuple[int, int] | None:
+        cell, x0, y0 = self._layout()
+        c = math.floor((pos.x() - x0) / cell)
+        r = math.floor((pos.y() - y0) / cell)
+        if 0 <= r < len(self._rows) and 0 <= c < len(self._cols):
+            return r, c
+        return None
+
+    # -- painting ------------------------------------------------------------
+    def paintEvent(self, event: Any) -> None:  # noqa: ARG002
+        if not self._rows or not self._cols:
+            return
+        cell, x0, y0 = self._layout()
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, cell >= 10)
+        text_color = self.palette().color(self.foregroundRole())
+        p.setFont(self._font(cell))
+        fm = p.fontMetrics()
+        p.setPen(text_color)
+        # header labels: thin out when cells are smaller than the text
+        col_step = max(1, math.ceil((fm.horizontalAdvance("00") + 2) / cell))
+        row_step = max(1, math.ceil((fm.height() - 2) / cell))
+        for c, name in enumerate(self._cols):
+            if c % col_step == 0:
+                p.drawText(QRectF(x0 + c * cell - cell, 0, 3 * cell, y0 - 2), _BOTTOM_CENTRE, name)
+        for r, name in enumerate(self._rows):
+            if r % row_step == 0:
+                p.drawText(QRectF(0, y0 + r * cell, x0 - 4, cell), _RIGHT_MIDDLE, name)
+        pad = max(1.0, cell * 0.1)
+        round_wells = cell >= 10
+        for r in range(len(self._rows)):
+            for c in range(len(self._cols)):
+                rect = QRectF(x0 + c * cell + pad, y0 + r * cell + pad, cell - 2 * pad, cell - 2 * pad)
+                st = self.state(r, c)
+                if st == ABSENT:
+                    p.setPen(QPen(_ABSENT_PEN, 1))
+                    p.setBrush(Qt.BrushStyle.NoBrush)
+                else:
+                    fill = _LOADED if (r, c) in self._loaded else _FILL[st]
+                    if self._hover == (r, c) and st == PRESENT:
+                        fill = fill.lighter(130)
+                    p.setPen(QPen(fill.darker(140), 1))
+                    p.setBrush(fill)
+                if round_wells:
+                    p.drawEllipse(rect)
+                else:
+                    p.drawRect(rect)
+        if self._current is not None and (self.hasFocus() or self._current in self._loaded):
+            r, c = self._current
+            p.setPen(QPen(QColor(255, 255, 255), 2 if cell >= 10 else 1))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRect(QRectF(x0 + c * cell + 0.5, y0 + r * cell + 0.5, cell - 1, cell - 1))
+        p.end()
+
+    # -- interaction -----------------------------------------------------------
+    def event(self, ev: QEvent) -> bool:
+        if ev.type() == QEvent.Type.ToolTip:
+            cell = self.cell_at(ev.pos())
+            if cell is not None:
+                QToolTip.showText(ev.globalPos(), self.tooltip(*cell), self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(ev)
+
+    def tooltip(self, row: int, col: int) -> str:
+        tip = self._tips.get((row, col))
+        if tip:
+            return tip
+        return f"{self._rows[row]}{self._cols[col]}: no well"
+
+    def mouseMoveEvent(self, ev: Any) -> None:
+        cell = self.cell_at(ev.position() if hasattr(ev, "position") else ev.pos())
+        if cell != self._hover:
+            self._hover = cell
+            self.update()
+        super().mouseMoveEvent(ev)
+
+    def leaveEvent(self, ev: Any) -> None:
+        self._hover = None
+        self.update()
+        super().leaveEvent(ev)
+
+    def mousePressEvent(self, ev: Any) -> None:
+        if ev.button() != Qt.MouseButton.LeftButton:
+            return super().mousePressEvent(ev)
+        cell = self.cell_at(ev.position() if hasattr(ev, "position") else ev.pos())
+        if cell is None:
+            return None
+        self.setFocus()
+        self.set_current(*cell)
+        self.wellActivated.emit(*cell)
+        return None
+
+    def keyPressEvent(self, ev: Any) -> None:
+        key = ev.key()
+        moves = {Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1), Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0)}
+        if self._current is None or not self._rows:
+            return super().keyPressEvent(ev)
+        r, c = self._current
+        if key in moves:
+            dr, dc = moves[key]
+            self.set_current(min(max(r + dr, 0), len(self._rows) - 1), min(max(c + dc, 0), len(self._cols) - 1))
+        elif key == Qt.Key.Key_Home:
+            self.set_current(r, 0)
+        elif key == Qt.Key.Key_End:
+            self.set_current(r, len(self._cols) - 1)
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+            self.wellActivated.emit(r, c)
+        else:
+            return super().keyPressEvent(ev)
+        return None
+
+
+# ------------------------------------------------------------------ navigator
+
+
+@dataclass
+class _Entry:
+    plate: HcsPlate
+    layers: list[Any] = field(default_factory=list)  # its overview + well-label layers
+    overview: Overview | None = None
+
+
+@dataclass(frozen=True)
+class _Request:
+    plate_id: str
+    well: str
+    field: int
+    grid: bool
+    acquisition: int | None
+
+
+class PlateNavigator(QWidget):
+    """The plate map, field / acquisition choices and the well loading."""
+
+    wellLoaded = Signal(str)  # well path, after its layers were added
+    wellFailed = Signal(str, str)  # well path, message
+
+    def __init__(self, napari_viewer: napari.viewer.Viewer) -> None:
+        super().__init__()
+        self.viewer = napari_viewer
+        self._entries: dict[str, _Entry] = {}
+        self._current: str | None = None
+        self._well_layers: list[Any] = []
+        self._loaded_cells: set[tuple[int, int]] = set()
+        self._shown: _Request | None = None
+        self._pending: _Request | None = None
+        self._worker: Any = None
+        self._updating = False
+        self._adding = False  # our own layers are being inserted
+
+        self.plate_combo = QComboBox()
+        self.plate_combo.currentIndexChanged.connect(self._on_plate_changed)
+        self.title = QLabel("Open an HCS plate (OME-Zarr) to browse its wells.")
+        self.title.setWordWrap(True)
+        self.map = PlateMap()
+        self.map.wellActivated.connect(self._on_activated)
+        self.field_combo = QComboBox()
+        self.field_combo.setToolTip("Which field of view of a well to open")
+        self.field_combo.currentIndexChanged.connect(self._on_options_changed)
+        self.grid_check = QCheckBox("All fields as grid")
+        self.grid_check.setToolTip("Open every field of the well, side by side")
+        self.grid_check.toggled.connect(self._on_options_changed)
+        self.acq_combo = QComboBox()
+        self.acq_combo.setToolTip("Only fields of this acquisition")
+        self.acq_combo.currentIndexChanged.connect(self._on_acquisition_changed)
+        self.keep_check = QCheckBox("Keep previous wells")
+        self.keep_check.setToolTip("Add the next well's layers instead of replacing this well's")
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+
+        opts = QHBoxLayout()
+        opts.addWidget(QLabel("Field"))
+        opts.addWidget(self.field_combo, 1)
+        opts.addWidget(self.grid_check)
+        opts2 = QHBoxLayout()
+        self._acq_label = QLabel("Acquisition")
+        opts2.addWidget(self._acq_label)
+        opts2.addWidget(self.acq_combo, 1)
+        opts2.addWidget(self.keep_check)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.plate_combo)
+        lay.addWidget(self.title)
+        lay.addWidget(self.map)
+        lay.addLayout(opts)
+        lay.addLayout(opts2)
+        lay.addWidget(self.status)
+        lay.addStretch(1)
+        self.plate_combo.hide()
+        self._set_enabled(False)
+
+        self.viewer.layers.events.inserted.connect(self._on_inserted)
+        self.viewer.layers.events.removed.connect(self._on_removed)
+        self.viewer.mouse_drag_callbacks.append(self._on_canvas_drag)
+        # the dock may be deleted on the C++ side (closed, viewer closed): let go of the
+        # viewer then, from a closure that does not touch the deleted widget
+        self.destroyed.connect(_disconnector(self.viewer, self._on_inserted, self._on_removed, self._on_canvas_drag))
+        for layer in list(self.viewer.layers):
+            self._bind_layer(layer)
+
+    # -- plates -------------------------------------------------------------------
+    @property
+    def plate(self) -> HcsPlate | None:
+        e = self._entries.get(self._current or "")
+        return e.plate if e else None
+
+    @property
+    def busy(self) -> bool:
+        """A worker thread is still running (loading or finishing)."""
+        return self._worker is not None
+
+    @property
+    def loading(self) -> bool:
+        """A well was asked for and its layers are not there yet."""
+        return self._pending is not None
+
+    @property
+    def well_layers(self) -> list[Any]:
+        return list(self._well_layers)
+
+    def add_plate(self, plate: HcsPlate) -> None:
+        """Show *plate* (called by the reader before its layers are added)."""
+        if plate.id not in self._entries:
+            self._entries[plate.id] = _Entry(plate)
+            self.plate_combo.addItem(f"{plate.name} ({plate.oz.source})", plate.id)
+        self.plate_combo.setVisible(self.plate_combo.count() > 1)
+        self.plate_combo.setCurrentIndex(self.plate_combo.findData(plate.id))
+        self._show_plate(plate.id)
+
+    def _bind_layer(self, layer: Any) -> None:
+        """A layer in the viewer that comes from a plate: remember its plate.
+
+        Overview layers anchor their plate (canvas clicks; the plate is forgotten when
+        they are all deleted). The field layers of a well opened on its own become this
+        navigator's well layers, so choosing a field replaces them.
+        """
+        info = getattr(layer, "metadata", {}).get(PLATE_KEY)
+        if self._adding or not isinstance(info, dict):
+            return
+        pid = info.get("plate_id")
+        entry = self._entries.get(pid)
+        if entry is None:
+            plate = plate_by_id(pid) if pid else None
+            if plate is None:
+                try:  # e.g. a layer from a session where the object is gone
+                    plate = open_hcs(info["source"], info.get("path", ""))
+                except (OzxError, OSError, KeyError) as e:
+                    logger.warning("plate navigator: cannot reopen %s: %s", info.get("source"), e)
+                    return
+            self.add_plate(plate)
+            entry = self._entries[plate.id]
+        if WELL_KEY in layer.metadata:
+            if entry.plate.kind == "well" and layer not in self._well_layers:
+                self._adopt_well_layer(entry.plate, layer)
+            return
+        entry.layers.append(layer)
+        ov = info.get("overview")
+        if isinstance(ov, dict) and entry.overview is None:
+            entry.overview = entry.plate.overview(ov.get("field", 0), ov.get("acquisition"))
+
+    def _adopt_well_layer(self, plate: HcsPlate, layer: Any) -> None:
+        """The reader showed a well's fields (all of them, as a grid): take them over."""
+        w = plate.wells[0]
+        self._well_layers.append(layer)
+        if self._shown is None:
+            self._shown = _Request(plate.id, w.path, 0, True, None)
+            self._updating = True
+            try:
+                self.grid_check.setChecked(True)
+            finally:
+                self._updating = False
+        self._loaded_cells.add((w.row, w.column))
+        if self._current == plate.id:
+            self.map.set_loaded(self._loaded_cells)
+
+    def _on_inserted(self, event: Any) -> None:
+        self._bind_layer(event.value)
+
+    def _on_removed(self, event: Any) -> None:
+        layer = event.value
+        if layer in self._well_layers:
+            self._well_layers.remove(layer)
+            if not self._well_layers:
+                self._loaded_cells.clear()
+                self.map.set_loaded(set())
+                self._shown = None
+        for pid, entry in list(self._entries.items()):
+            if layer in entry.layers:
+                entry.layers.remove(layer)
+                if not entry.layers:  # the plate's overview is gone: forget the plate
+                    self._forget(pid)
+
+    def _forget(self, pid: str) -> None:
+        self._entries.pop(pid, None)
+        i = self.plate_combo.findData(pid)
+        if i >= 0:
+            self.plate_combo.removeItem(i)
+        self.plate_combo.setVisible(self.plate_combo.count() > 1)
+        if self._current == pid:
+            self._current = None
+            nxt = self.plate_combo.currentData()
+            if nxt:
+                self._show_plate(nxt)
+            else:
+                self.map.set_plate((), (), {}, {})
+                self.title.setText("Open an HCS plate (OME-Zarr) to browse its wells.")
+                self._set_enabled(False)
+
+    def _on_plate_changed(self, index: int) -> None:
+        pid = self.plate_combo.itemData(index)
+        if pid and pid != self._current:
+            self._show_plate(pid)
+
+    def _show_plate(self, pid: str) -> None:
+        self._current = pid
+        plate = self._entries[pid].plate
+        self._updating = True
+        try:
+            self.acq_combo.clear()
+            self.acq_combo.addItem("All acquisitions", None)
+            names = {a.id: a.name for a in plate.acquisitions}
+            for aid in plate.acquisition_ids():
+                self.acq_combo.addItem(names.get(aid) or f"Acquisition {aid}", aid)
+            has_acq = self.acq_combo.count() > 1
+            self.acq_combo.setVisible(has_acq)
+            self._acq_label.setVisible(has_acq)
+            self._fill_fields()
+        finally:
+            self._updating = False
+        n = len(plate.wells)
+        if plate.kind == "plate":
+            self.title.setText(
+                f"<b>{plate.name}</b>: {n} wells in {len(plate.rows)} x {len(plate.columns)}, "
+                f"up to {plate.max_fields()} fields"
+            )
+        else:
+            self.title.setText(f"<b>Well {plate.name}</b>: {len(plate.wells[0].fields)} fields")
+        tips = {(w.row, w.column): self._tip(w) for w in plate.wells}
+        self.map.set_plate(plate.rows, plate.columns, self._states(), tips)
+        self.map.set_loaded(self._loaded_cells if self._shown and self._shown.plate_id == pid else set())
+        self._set_enabled(True)
+
+    def _fill_fields(self) -> None:
+        plate = self.plate
+        if plate is None:
+            return
+        keep = self.field_combo.currentIndex()
+        self.field_combo.clear()
+        n = plate.max_fields(self.acquisition)
+        for i in range(n):
+            self.field_combo.addItem(f"Field {i}", i)
+        self.field_combo.setCurrentIndex(min(max(keep, 0), n - 1) if n else -1)
+
+    def _states(self) -> dict[tuple[int, int], int]:
+        plate = self.plate
+        acq = self.acquisition
+        out = {}
+        for w in plate.wells if plate else ():
+            if w.error:
+                out[(w.row, w.column)] = ERROR
+            else:
+                out[(w.row, w.column)] = PRESENT if w.fields_in(acq) else EMPTY
+        return out
+
+    @staticmethod
+    def _tip(w: WellInfo) -> str:
+        head = f"{w.name}  ({w.path})" if w.path else w.name
+        if w.error:
+            return f"{head}\n{w.error}"
+        lines = [head, f"{len(w.fields)} field{'s' if len(w.fields) != 1 else ''}:"]
+        for f in w.fields[:12]:
+            acq = f" (acquisition {f.acquisition})" if f.acquisition is not None else ""
+            lines.append(f"  {f.path}{acq}")
+        if len(w.fields) > 12:
+            lines.append(f"  ... {len(w.fields) - 12} more")
+        return "\n".join(lines)
+
+    def _set_enabled(self, on: bool) -> None:
+        for w in (self.map, self.field_combo, self.grid_check, self.acq_combo, self.keep_check):
+            w.setEnabled(on)
+
+    # -- options -------------------------------------------------------------------
+    @property
+    def acquisition(self) -> int | None:
+        return self.acq_combo.currentData() if self.acq_combo.count() else None
+
+    @property
+    def field_index(self) -> int:
+        return max(self.field_combo.currentIndex(), 0)
+
+    def _on_acquisition_changed(self, _index: int) -> None:
+        if self._updating:
+            return
+        self._updating = True
+        try:
+            self._fill_fields()
+        finally:
+            self._updating = False
+        self.map.set_state(self._states())
+        self._reload()
+
+    def _on_options_changed(self, *_: Any) -> None:
+        if not self._updating:
+            self._reload()
+
+    def _reload(self) -> None:
+        """Options changed: show the well on screen again with them."""
+        if self._shown is None or self.plate is None or self._shown.plate_id != self._current:
+            return
+        try:
+            w = self.plate.well(self._shown.well)
+        except KeyError:
+            return
+        self.open_well(w)
+
+    # -- loading -----------------------------------------------------------------
+    def _on_activated(self, row: int, col: int) -> None:
+        plate = self.plate
+        if plate is None:
+            return
+        w = plate.by_position.get((row, col))
+        if w is None:
+            self.status.setText(f"{plate.rows[row]}{plate.columns[col]}: no well here")
+            return
+        self.open_well(w)
+
+    def open_well(self, well: WellInfo | str) -> None:
+        """Load a well's field(s) in a worker; the layers appear when it is done."""
+        plate = self.plate
+        if plate is None:
+            return
+        w = well if isinstance(well, WellInfo) else plate.well(well)
+        self.map.set_current(w.row, w.column)
+        if w.error:
+            self._fail(w, w.error)
+            return
+        acq = self.acquisition
+        if not w.fields_in(acq):
+            self.status.setText(f"{w.name}: no field in this acquisition")
+            return
+        req = _Request(plate.id, w.path, self.field_index, self.grid_check.isChecked(), acq)
+        if req == self._shown and self._well_layers and not self.keep_check.isChecked():
+            return  # already on screen
+        entry = self._entries[plate.id]
+        self._pending = req
+        self.status.setText(f"Loading {w.name} ...")
+        worker = create_worker(_load_well, plate, w, req, entry.overview, _start_thread=False)
+        worker.returned.connect(lambda res, req=req, w=w: self._on_loaded(req, w, res))
+        worker.errored.connect(lambda err, req=req, w=w: self._on_error(req, w, err))
+        worker.finished.connect(lambda worker=worker: self._on_finished(worker))
+        self._worker = worker
+        worker.start()
+
+    def _on_finished(self, worker: Any) -> None:
+        if self._worker is worker:
+            self._worker = None
+
+    def _on_loaded(self, req: _Request, w: WellInfo, res: tuple[list[Any], list[str]]) -> None:
+        if req != self._pending:
+            return  # a later click superseded this one
+        self._pending = None
+        layer_data, errors = res
+        if not layer_data:
+            self._fail(w, "; ".join(errors) or "no field could be read")
+            return
+        keep = self.keep_check.isChecked()
+        layers = None if keep else self._reuse_layers(layer_data)
+        if layers is None:
+            try:
+                layers = self._add_layers(layer_data, replace=not keep)
+            except Exception as e:  # noqa: BLE001 - napari refused the data: say so, keep going
+                self._fail(w, f"{type(e).__name__}: {e}")
+                return
+            self._well_layers.extend(layers)
+        if not keep:
+            self._loaded_cells.clear()
+        self._shown = req
+        self._loaded_cells.add((w.row, w.column))
+        self.map.set_loaded(self._loaded_cells)
+        what = "all fields" if req.grid else f"field {req.field}"
+        self.status.setText(f"{w.name}: {what}, {len(layers)} layers")
+        for msg in errors:
+            _notify(msg, error=False)
+        self.wellLoaded.emit(w.path)
+
+    def _add_layers(self, layer_data: list[Any], replace: bool) -> list[Any]:
+        added: list[Any] = []
+        # removing layers makes napari rebuild its scene graph with a full gc.collect per
+        # layer: batch the swap so that happens once (adding alone needs no batch)
+        with _batched(self.viewer) if replace and self._well_layers else contextlib.nullcontext():
+            if replace:
+                self._drop_well_layers()
+            self._adding = True
+            try:
+                for data, kwargs, kind in layer_data:
+                    out = getattr(self.viewer, f"add_{kind}")(data, **kwargs)
+                    added.extend(out if isinstance(out, list) else [out])
+            except Exception:
+                for layer in added:
+                    if layer in self.viewer.layers:
+                        self.viewer.layers.remove(layer)
+                raise
+            finally:
+                self._adding = False
+        return added
+
+    def _reuse_layers(self, layer_data: list[Any]) -> list[Any] | None:
+        """Show the next well in the layers of the previous one when they line up (same
+        kinds, channels, dimensions): no layer is removed or created, so napari rebuilds
+        no visual, and contrast limits set by the user stay. None when they do not."""
+        current = [lyr for lyr in self._well_layers if lyr in self.viewer.layers]
+        if not current or len(current) != len(self._well_layers):
+            return None
+        flat = _per_layer(layer_data)
+        if len(flat) != len(current):
+            return None
+        for (data, kw, kind), layer in zip(flat, current, strict=True):
+            levels = data if kw.get("multiscale") else [data]
+            if (
+                layer.__class__.__name__.lower() != kind  # (napari may hand us proxies)
+                or bool(kw.get("multiscale")) != bool(layer.multiscale)
+                or levels[0].ndim != layer.ndim
+                or (kw.get("multiscale") and len(levels) != len(layer.data))
+            ):
+                return None
+        for (data, kw, _kind), layer in zip(flat, current, strict=True):
+            layer.metadata = kw.get("metadata", {})
+            layer.name = kw["name"]
+            layer.scale = kw["scale"]
+            layer.translate = kw["translate"]
+            layer.data = data
+        return current
+
+    def _on_error(self, req: _Request, w: WellInfo, err: BaseException) -> None:
+        if req != self._pending:
+            return
+        self._pending = None
+        self._fail(w, str(err) if isinstance(err, OzxError | OSError) else f"{type(err).__name__}: {err}")
+
+    def _fail(self, w: WellInfo, msg: str) -> None:
+        self.map.mark_failed((w.row, w.column))
+        text = f"napari-ozx cannot open well {w.name}: {msg}"
+        self.status.setText(text)
+        _notify(text, error=True)
+        self.wellFailed.emit(w.path, msg)
+
+    def _drop_well_layers(self) -> None:
+        layers, self._well_layers = self._well_layers, []
+        for layer in layers:
+            if layer in self.viewer.layers:
+                self.viewer.layers.remove(layer)
+        self._loaded_cells.clear()
+        self._shown = None
+
+    # -- canvas clicks -------------------------------------------------------------
+    def _on_canvas_drag(self, viewer: Any, event: Any) -> Any:
+        """A click (press + release without dragging) on a well's overview tile opens it.
+
+        Registered on the viewer, not on the overview layer, so it works whatever layer is
+        selected; it stays out of the way of tools: only in pan/zoom mode, no modifiers.
+        """
+        if getattr(event, "button", 1) != 1 or getattr(event, "modifiers", ()):
+            return
+        active = viewer.layers.selection.active
+        if active is not None and str(getattr(active, "mode", "pan_zoom")) != "pan_zoom":
+            return
+        start = np.asarray(event.position, dtype=float)
+        yield
+        dragged = False
+        while event.type == "mouse_move":
+            if not np.allclose(np.asarray(event.position, dtype=float), start):
+                dragged = True
+            yield
+        if dragged:
+            return
+        self.open_at(tuple(event.position))
+
+    def open_at(self, position: tuple[float, ...]) -> bool:
+        """Open the well under a world position (last two coordinates y, x)."""
+        if len(position) < 2:
+            return False
+        y, x = float(position[-2]), float(position[-1])
+        for pid, entry in self._entries.items():
+            ov = entry.overview
+            if ov is None or not any(getattr(lyr, "visible", True) for lyr in entry.layers):
+                continue
+            w = ov.well_at(y, x)
+            if w is not None:
+                if pid != self._current:
+                    self.plate_combo.setCurrentIndex(self.plate_combo.findData(pid))
+                self.open_well(w)
+                return True
+        return False
+
+    # -- lifetime --------------------------------------------------------------------
+    def closeEvent(self, event: Any) -> None:
+        self.cleanup()
+        super().closeEvent(event)
+
+    def cleanup(self) -> None:
+        """Disconnect from the viewer and wait for a running load (tests, close)."""
+        from superqt.utils import WorkerBase
+
+        _disconnector(self.viewer, self._on_inserted, self._on_removed, self._on_canvas_drag)()
+        self._pending = None
+        WorkerBase.await_workers(10_000)
+
+
+def _disconnector(viewer: Any, inserted: Any, removed: Any, drag: Any) -> Any:
+    def disconnect(*_: Any) -> None:
+        for emitter, cb in ((viewer.layers.events.inserted, inserted), (viewer.layers.events.removed, removed)):
+            try:
+                emitter.disconnect(cb)
+            except (TypeError, ValueError, RuntimeError):
+                pass
+        if drag in viewer.mouse_drag_callbacks:
+            viewer.mouse_drag_callbacks.remove(drag)
+
+    return disconnect
+
+
+def _load_well(plate: HcsPlate, w: WellInfo, req: _Request, overview: Overview | None) -> tuple[list[Any], list[str]]:
+    """Worker thread: metadata of the well's fields and their layer data (no pixels)."""
+    fields = None if req.grid else [req.field]
+    return well_layer_data(plate, w, fields=fields, grid=req.grid, acquisition=req.acquisition, overview=overview)
+
+
+def _per_layer(layer_data: list[Any]) -> list[tuple[Any, dict[str, Any], str]]:
+    """Layer data with napari's channel split applied: one entry per napari layer."""
+    out = []
+    for data, kw, kind in layer_data:
+        if kind == "image" and kw.get("channel_axis") is not None:
+            from napari.layers.utils.stack_utils import split_channels
+
+            kw = dict(kw)
+            axis = kw.pop("channel_axis")
+            out.extend(split_channels(data, axis, **kw))
+        else:
+            out.append((data, kw, kind))
+    return out
+
+
+def _batched(viewer: Any) -> Any:
+    """``viewer.layers.batched_update()`` where napari has it: napari's canvas then
+    rebuilds its scene graph (with a full ``gc.collect``) once instead of per layer."""
+    batched = getattr(viewer.layers, "batched_update", None)
+    return batched() if callable(batched) else contextlib.nullcontext()
+
+
+def _notify(msg: str, error: bool) -> None:
+    logger.log(logging.ERROR if error else logging.WARNING, msg)
+    try:
+        from napari.utils.notifications import show_error, show_warning
+    except ImportError:  # pragma: no cover
+        return
+    (show_error if error else show_warning)(msg)
+
+
+# ------------------------------------------------------------------ docking
+
+
+def dock_for_plate(plate: HcsPlate) -> None:
+    """Dock the navigator in the current napari window (if any) and show *plate* in it."""
+    import napari
+
+    viewer = napari.current_viewer()
+    if viewer is None or getattr(viewer, "window", None) is None:
+        return
+    if not hasattr(viewer.window, "add_plugin_dock_widget"):
+        return
+
+    def dock() -> None:
+        _, widget = viewer.window.add_plugin_dock_widget("napari-ozx", WIDGET_NAME)
+        if isinstance(widget, PlateNavigator):
+            widget.add_plate(plate)
+
+    if threading.current_thread() is threading.main_thread():
+        dock()
+    else:  # a reader running in a worker thread: dock from the GUI thread
+        from superqt.utils import ensure_main_thread
+
+        ensure_main_thread(dock)()
+
