@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from qtpy.QtCore import QObject, Signal
+from qtpy.QtCore import QEvent, QObject, Signal
 from superqt.utils import FunctionWorker, WorkerBase, create_worker
 
 logger = logging.getLogger(__name__)
@@ -83,3 +83,26 @@ def disconnector(emitter: Any, callback: Any) -> Callable[[], None]:
             emitter.disconnect(cb)
 
     return run
+
+
+class ShutdownOnUndock:
+    """Mixin for dock widgets (list it before ``QWidget``): when napari removes a dock
+    it reparents the widget to nothing; that, or closing it, calls ``shutdown()``, which
+    the widget implements to stop workers and release files (idempotently)."""
+
+    _docked = False
+
+    def shutdown(self) -> None:  # pragma: no cover - implemented by the widget
+        raise NotImplementedError
+
+    def event(self, e: Any) -> bool:
+        if e.type() == QEvent.Type.ParentChange:
+            if self.parent() is not None:  # type: ignore[attr-defined]
+                self._docked = True
+            elif self._docked:
+                self.shutdown()
+        return super().event(e)  # type: ignore[misc]
+
+    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        self.shutdown()
+        super().closeEvent(event)  # type: ignore[misc]

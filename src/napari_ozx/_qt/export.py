@@ -17,7 +17,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from qtpy.QtCore import QEvent, Qt, Signal
+from qtpy.QtCore import Qt, Signal
 from qtpy.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -52,7 +52,7 @@ from ..export_options import (
     save_options,
 )
 from ..ngff.write import WriteCancelled, WriteOptions
-from ._workers import ProgressRelay, cleanup_hook, disconnector, run_in_thread
+from ._workers import ShutdownOnUndock, ProgressRelay, cleanup_hook, disconnector, run_in_thread
 
 if TYPE_CHECKING:
     import napari
@@ -65,7 +65,7 @@ _FORMATS = (("ozx", ".ozx (single file)"), ("directory", "Directory (.ome.zarr)"
 _LAYER_ROLE = Qt.ItemDataRole.UserRole
 
 
-class ExportWidget(QWidget):
+class ExportWidget(ShutdownOnUndock, QWidget):
     """Dock widget that writes the chosen image and labels layers as OME-Zarr."""
 
     #: emitted with "done", "cancelled" or "error" when an export ends
@@ -206,7 +206,6 @@ class ExportWidget(QWidget):
         self._cleanups: list[Any] = [lambda: box[0].set() if box[0] is not None else None]
         self._shutdown = cleanup_hook(self._cleanups)
         self.destroyed.connect(self._shutdown)
-        self._docked = False
         if napari_viewer is not None:
             ev_layers = napari_viewer.layers.events
             for name in ("inserted", "removed", "moved", "reordered"):
@@ -496,18 +495,6 @@ class ExportWidget(QWidget):
     def shutdown(self) -> None:
         """Cancel a running export and stop following the viewer (idempotent)."""
         self._shutdown()
-
-    def event(self, e: QEvent) -> bool:
-        if e.type() == QEvent.Type.ParentChange:
-            if self.parent() is not None:
-                self._docked = True
-            elif self._docked:  # napari undocks a widget it removes: that is our end
-                self.shutdown()
-        return super().event(e)
-
-    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
-        self.shutdown()
-        super().closeEvent(event)
 
 
 def _spin(lo: int, hi: int, step: int, suffix: str, tip: str) -> QSpinBox:

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from qtpy.QtCore import QEvent, Qt, Signal
+from qtpy.QtCore import Qt, Signal
 from qtpy.QtGui import QColor, QFontDatabase, QIcon, QPainter, QPixmap, QTextCursor, QTextDocument
 from qtpy.QtWidgets import (
     QApplication,
@@ -56,7 +56,7 @@ from ..inspect import (
     TreeNode,
     layer_source,
 )
-from ._workers import cleanup_hook, disconnector, run_in_thread
+from ._workers import ShutdownOnUndock, cleanup_hook, disconnector, run_in_thread
 
 if TYPE_CHECKING:
     import napari
@@ -203,7 +203,7 @@ class _Leases:
 # ------------------------------------------------------------------------- widget
 
 
-class InspectorWidget(QWidget):
+class InspectorWidget(ShutdownOnUndock, QWidget):
     """Dock widget: browse the OME-Zarr hierarchy behind the active layer, or any file."""
 
     #: emitted (source) when a source has been opened and its tree shown
@@ -325,7 +325,6 @@ class InspectorWidget(QWidget):
         self._cleanups: list[Callable[[], None]] = [self._leases.shutdown]
         self._shutdown = cleanup_hook(self._cleanups)
         self.destroyed.connect(self._shutdown)
-        self._docked = False
         if napari_viewer is not None:
             for emitter, cb in ((napari_viewer.layers.selection.events.active, self._on_active_layer),
                                 (napari_viewer.events.theme, self._on_theme)):
@@ -684,15 +683,3 @@ class InspectorWidget(QWidget):
         self._generation += 1
         self._inspection = None
         self._shutdown()
-
-    def event(self, e: QEvent) -> bool:
-        if e.type() == QEvent.Type.ParentChange:
-            if self.parent() is not None:
-                self._docked = True
-            elif self._docked:  # napari undocks a widget it removes: that is our end
-                self.shutdown()
-        return super().event(e)
-
-    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
-        self.shutdown()
-        super().closeEvent(event)
