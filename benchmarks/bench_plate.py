@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+from _open_timing import OURS, PEER, med, run_open
 
 DATA = Path(__file__).resolve().parent / "_data"
 PLATES = {96: (8, 12), 384: (16, 24)}
@@ -113,40 +113,6 @@ def generate(force: bool) -> dict[int, tuple[Path, Path]]:
 
 
 # ------------------------------------------------------------------ first open
-
-OPEN = """
-import time, json, sys, warnings
-warnings.simplefilter("ignore")
-import napari
-if {pre_dask}:
-    import dask.array
-t = time.perf_counter()
-{reader_import}
-p = {path!r}
-ld = get(p)(p)
-first = time.perf_counter() - t
-again = []
-for _ in range(3):
-    t = time.perf_counter(); get(p)(p); again.append(time.perf_counter() - t)
-print(json.dumps([first, sorted(again)[1], len(ld)]))
-"""
-OURS = "from napari_ozx._reader import get_reader as get"
-PEER = "from napari_ome_zarr._reader import napari_get_reader as get"
-
-
-def med(xs: list[float]) -> float:
-    return statistics.median(xs)
-
-
-def run_open(python: str, reader: str, path: Path, repeats: int, pre_dask: bool) -> tuple[float, float]:
-    firsts, agains = [], []
-    code = OPEN.format(pre_dask=pre_dask, reader_import=reader, path=str(path))
-    for _ in range(repeats):
-        out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
-        first, again, _n = json.loads(out.stdout.strip().splitlines()[-1])
-        firsts.append(first)
-        agains.append(again)
-    return med(firsts), med(agains)
 
 
 def bench_open(plates: dict[int, tuple[Path, Path]], peer: str | None, repeats: int) -> None:

@@ -23,7 +23,6 @@ Prints times and ratios.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import subprocess
@@ -89,60 +88,27 @@ def bench_layers(d: Path, z: Path, repeats: int) -> None:
         print(f"{what:34s} dir {a * 1e3:7.2f} ms   ozx {b * 1e3:7.2f} ms   ozx/dir {b / a:5.2f}x")
 
 
-OPEN_OURS = """
-import time, napari, json
-t = time.perf_counter()
-from napari_ozx._reader import get_reader
-p = {path!r}
-ld = get_reader(p)(p)
-first = time.perf_counter() - t
-again = []
-for _ in range(5):
-    t = time.perf_counter(); get_reader(p)(p); again.append(time.perf_counter() - t)
-print(json.dumps([first, sorted(again)[2], len(ld)]))
-"""
-
-OPEN_PEER = """
-import time, napari, json, warnings
-warnings.simplefilter("ignore")
-t = time.perf_counter()
-from napari_ome_zarr._reader import napari_get_reader
-p = {path!r}
-ld = napari_get_reader(p)(p)
-first = time.perf_counter() - t
-again = []
-for _ in range(5):
-    t = time.perf_counter(); napari_get_reader(p)(p); again.append(time.perf_counter() - t)
-print(json.dumps([first, sorted(again)[2], len(ld)]))
-"""
-
-
-def run_open(python: str, code: str, path: Path, repeats: int) -> tuple[float, float]:
-    firsts, agains = [], []
-    for _ in range(repeats):
-        out = subprocess.run([python, "-c", code.format(path=str(path))], capture_output=True, text=True, check=True)
-        first, again, _n = json.loads(out.stdout.strip().splitlines()[-1])
-        firsts.append(first)
-        agains.append(again)
-    return med(firsts), med(agains)
-
-
 def bench_open(d: Path, z: Path, peer: str | None, repeats: int) -> None:
-    res = {}
-    res["ours dir"] = run_open(sys.executable, OPEN_OURS, d, repeats)
-    res["ours ozx"] = run_open(sys.executable, OPEN_OURS, z, repeats)
+    from _open_timing import OURS, PEER, run_open
+
+    runs = [("ours dir", sys.executable, OURS, d), ("ours ozx", sys.executable, OURS, z)]
     if peer:
+        runs.append(("napari-ome-zarr dir", peer, PEER, d))
+    res = {}
+    for name, python, reader, path in runs:
         try:
-            res["napari-ome-zarr dir"] = run_open(peer, OPEN_PEER, d, repeats)
+            incl, again = run_open(python, reader, path, repeats, False)
+            excl, _ = run_open(python, reader, path, repeats, True)
         except subprocess.CalledProcessError as e:
-            print(f"napari-ome-zarr failed: {e.stderr.strip().splitlines()[-1:]}")
-    for k, (first, again) in res.items():
-        print(f"open {k:22s} first {first * 1e3:8.1f} ms   repeated {again * 1e3:7.1f} ms")
+            print(f"{name}: failed: {e.stderr.strip().splitlines()[-1:]}")
+            continue
+        res[name] = (incl, excl, again)
+        print(f"open {name:22s} first {incl * 1e3:7.1f} ms (excl. dask import {excl * 1e3:6.1f} ms)   repeated {again * 1e3:6.1f} ms")
     if "napari-ome-zarr dir" in res:
-        pf, pa = res["napari-ome-zarr dir"]
+        pi, pe, pa = res["napari-ome-zarr dir"]
         for k in ("ours dir", "ours ozx"):
-            f, a = res[k]
-            print(f"napari-ome-zarr / {k}: first open {pf / f:5.1f}x faster, repeated {pa / a:5.1f}x faster")
+            i, e, a = res[k]
+            print(f"napari-ome-zarr / {k}: first open {pi / i:4.1f}x (excl. dask {pe / e:4.1f}x), repeated {pa / a:4.1f}x")
 
 
 def bench_open_io(z: Path) -> None:
