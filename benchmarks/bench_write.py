@@ -61,11 +61,11 @@ def ours(data: np.ndarray, target: Path, fmt: str) -> None:
     write_ome_zarr(target, ImageSpec(data, axes, [1, 0.5, 0.5]), options=WriteOptions(format=fmt, pyramid_levels=3))
 
 
-def ngff_zarr_ozx(data: np.ndarray, target: Path) -> None:
+def ngff_zarr_ozx(data: np.ndarray, target: Path, method: str | None = "DASK_BIN_SHRINK") -> None:
     import ngff_zarr as nz
 
     img = nz.to_ngff_image(data, dims=["z", "y", "x"], scale={"z": 1, "y": 0.5, "x": 0.5})
-    ms = nz.to_multiscales(img, scale_factors=[{"z": 1, "y": 2, "x": 2}, {"z": 1, "y": 4, "x": 4}], chunks=(1, 256, 256), method=nz.Methods.DASK_BIN_SHRINK)
+    ms = nz.to_multiscales(img, scale_factors=[{"z": 1, "y": 2, "x": 2}, {"z": 1, "y": 4, "x": 4}], chunks=(1, 256, 256), method=nz.Methods[method] if method else None)
     nz.to_ngff_zarr(str(target), ms, version="0.5", chunks_per_shard={"z": 16, "y": 4, "x": 4})
 
 
@@ -112,6 +112,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--peers", action="store_true")
+    ap.add_argument("--peer-method", default="DASK_BIN_SHRINK", help="ngff-zarr downsampling method ('' = its default)")
     ap.add_argument("--lazy-gib", type=float, default=0.0)
     args = ap.parse_args()
     data = make_data()
@@ -124,7 +125,7 @@ def main() -> None:
             res["ours ozx"].append(timed(ours, data, tmp / "ours.ozx", "ozx"))
             shutil.rmtree(tmp / "floor.zarr")
         if args.peers:
-            res["ngff-zarr ozx"] = [timed(ngff_zarr_ozx, data, tmp / "peer.ozx")]
+            res["ngff-zarr ozx"] = [timed(ngff_zarr_ozx, data, tmp / "peer.ozx", args.peer_method or None)]
         med = {k: statistics.median(v) for k, v in res.items()}
         for k, v in med.items():
             print(f"{k:28s} {v:6.2f} s")

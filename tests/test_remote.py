@@ -87,3 +87,23 @@ def test_server_error_retried_then_reported(served):
     finally:
         srv.fail.clear()
         srv.fail_times.clear()
+
+
+def test_remote_plate_ozx_overview_equals_local(tmp_path_factory):
+    """Issue 8: plates work over HTTP the same way (metadata in a few requests, lazy pixels)."""
+    from napari_ozx.ngff.plate import HcsPlate
+
+    from .plategen import built_plate
+
+    paths, _spec = built_plate(tmp_path_factory, "p96_v05")
+    root = paths["ozx"].parent
+    with Server(root) as srv:
+        url = f"{srv.url}/{paths['ozx'].name}"
+        with open_ome_zarr(paths["ozx"]) as local, open_ome_zarr(url) as remote:
+            srv.reset()
+            ov_remote = HcsPlate(remote).overview()
+            # every well, field and level document came from the prefetched metadata
+            assert len(srv.requests) <= 4, srv.requests
+            ov_local = HcsPlate(local).overview()
+            np.testing.assert_array_equal(ov_remote.data[0, : ov_remote.pitch[0]].compute(),
+                                          ov_local.data[0, : ov_local.pitch[0]].compute())
