@@ -8,6 +8,7 @@ import sys
 import zipfile
 
 import numpy as np
+import pytest
 
 from napari_ozx.__main__ import main
 from napari_ozx._sample_data import sample_path
@@ -77,3 +78,34 @@ def test_cli_entry_point_imports_no_qt(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code, str(sample_path())], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_convert_on_a_dask_distributed_cluster(tmp_path):
+    """Issue 7: `convert --scheduler ADDRESS` computes the source on an existing cluster."""
+    distributed = pytest.importorskip("distributed")
+    data = np.random.default_rng(1).integers(0, 999, (2, 4, 96, 80), dtype=np.uint16)
+    write_image(tmp_path / "in.zarr", data, version="0.5", labels={"cells": (data[0] > 500).astype(np.uint8)})
+    out = tmp_path / "out.ozx"
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            def transitions() -> int:
+                return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+
+            before = transitions()
+            assert main(["convert", str(tmp_path / "in.zarr"), str(out), "--scheduler", cluster.scheduler_address]) == 0
+            # the cluster really did the work: its scheduler moved tasks through their states
+            assert transitions() > before
+    assert main(["validate", str(out)]) == 0
+    with open_ome_zarr(out) as oz:
+        (img,) = oz.images()
+        np.testing.assert_array_equal(np.asarray(img.levels[0]), data)
+        np.testing.assert_array_equal(np.asarray(img.labels[0].levels[0]), data[0] > 500)
+
+
+def test_convert_with_unreachable_scheduler_is_a_clear_error(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    data = np.zeros((2, 32, 32), np.uint16)
+    write_image(tmp_path / "in.zarr", data, axes="cyx", levels=1)
+    assert main(["convert", str(tmp_path / "in.zarr"), str(tmp_path / "o.ozx"), "--scheduler", "tcp://127.0.0.1:9", "--scheduler-timeout", "2"]) == 2
+    assert "dask scheduler" in capsys.readouterr().err
+    assert not (tmp_path / "o.ozx").exists()

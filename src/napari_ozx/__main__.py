@@ -145,6 +145,19 @@ def _progress_bar(desc: str) -> Any:
     return tqdm(total=0, desc=desc, unit="shard", file=sys.stderr)
 
 
+def _cluster_client(address: str, timeout: float) -> Any:
+    """A dask.distributed client on an existing scheduler: the source's shard-sized
+    regions are computed there; encoding and the (single-file) write stay here."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise OzxError("--scheduler needs dask.distributed (pip install 'napari-ozx[cluster]')") from None
+    try:
+        return Client(address, set_as_default=False, timeout=timeout)
+    except (OSError, TimeoutError) as e:
+        raise OzxError(f"cannot reach the dask scheduler at {address}: {e}") from None
+
+
 def _convert(args: argparse.Namespace) -> int:
     from .ngff.convert import convert
     from .ngff.write import WriteOptions
@@ -160,6 +173,8 @@ def _convert(args: argparse.Namespace) -> int:
         pyramid_levels=args.levels,
         workers=args.workers,
     )
+    client = _cluster_client(args.scheduler, args.scheduler_timeout) if args.scheduler else None
+    compute = (lambda x: client.compute(x).result()) if client is not None else None
     bar = _progress_bar(f"{Path(args.src).name} -> {Path(args.dst).name}")
 
     def progress(done: int, total: int) -> None:
@@ -169,10 +184,12 @@ def _convert(args: argparse.Namespace) -> int:
             bar.refresh()
 
     try:
-        out = convert(args.src, args.dst, opts, progress=progress)
+        out = convert(args.src, args.dst, opts, progress=progress, compute=compute)
     finally:
         if bar is not None:
             bar.close()
+        if client is not None:
+            client.close()
     _out(f"wrote {out}")
     return 0
 
@@ -202,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=int, default=3)
     p.add_argument("--levels", type=int, default=None, help="pyramid levels (default: until one chunk)")
     p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="compute the source on an existing dask.distributed scheduler (tcp://host:8786)")
+    p.add_argument("--scheduler-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="how long to try to reach the scheduler")
     return ap
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..errors import OzxError
 from .open import Image, open_ome_zarr
@@ -54,8 +56,11 @@ def convert(
     options: WriteOptions | None = None,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    compute: Callable[[Any], Any] | None = None,
 ) -> Path:
-    """Rewrite the image (with its labels) at *source* to *target* with *options*."""
+    """Rewrite the image (with its labels) at *source* to *target* with *options*.
+
+    *compute*: how a lazy region of the source is evaluated (see ``write_ome_zarr``)."""
     if Path(source).resolve() == Path(target).resolve() and Path(source).is_dir():
         raise OzxError("converting a directory onto itself is not supported: choose another target")
     with open_ome_zarr(source) as oz:
@@ -64,5 +69,5 @@ def convert(
             raise OzxError(f"{source}: holds {len(images)} images; convert writes one image per target")
         (image,) = images
         if image.meta.image_label is not None:
-            return write_ome_zarr(target, labels=[labels_spec(image)], options=options, progress=progress, cancel=cancel)
-        return write_ome_zarr(target, image_spec(image), options=options, progress=progress, cancel=cancel)
+            return write_ome_zarr(target, labels=[labels_spec(image)], options=options, progress=progress, cancel=cancel, compute=compute)
+        return write_ome_zarr(target, image_spec(image), options=options, progress=progress, cancel=cancel, compute=compute)

@@ -302,8 +302,14 @@ def write_ome_zarr(
     options: WriteOptions | None = None,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    compute: Callable[[Any], Any] | None = None,
 ) -> Path:
     """Write *image* (with its labels) or standalone *labels* to *target*.
+
+    *compute* evaluates one shard-sized region of a lazy source (default: dask's
+    synchronous scheduler in the writer's own threads); pass e.g. a dask.distributed
+    client's ``lambda x: client.compute(x).result()`` to evaluate the source on a
+    cluster while encoding and writing stay here.
 
     Returns the target path. Raises :class:`WriteCancelled` when *cancel* is set; the
     previous content of *target* is then untouched.
@@ -332,7 +338,7 @@ def write_ome_zarr(
         store = LocalStore(tmp_dir)
     try:
         jobs = _create_hierarchy(store, image, labels if image is None else (), opts)
-        _write_data(jobs, opts, progress, cancel)
+        _write_data(jobs, opts, progress, cancel, compute or _compute)
     except BaseException:
         if tmp_dir is None:
             store.abort()
@@ -422,7 +428,9 @@ def _create_hierarchy(store: Any, image: ImageSpec | None, labels: Sequence[Labe
     return jobs
 
 
-def _write_data(jobs: list[_Job], opts: WriteOptions, progress: Progress | None, cancel: threading.Event | None) -> None:
+def _write_data(
+    jobs: list[_Job], opts: WriteOptions, progress: Progress | None, cancel: threading.Event | None, compute: Callable[[Any], Any]
+) -> None:
     plan = []  # (array, region, source-callable) in dependency order, level by level
     for job in jobs:
         ds_axes = _yx_axes(job.axes)
@@ -441,7 +449,8 @@ def _write_data(jobs: list[_Job], opts: WriteOptions, progress: Progress | None,
         if failed.is_set():
             return
         if lvl == 0:
-            block = np.asarray(_compute(job.data[region]))
+            region_data = job.data[region]
+            block = np.asarray(compute(region_data) if hasattr(region_data, "dask") else region_data)
         else:
             block = _downsampled_region(job.arrays[lvl - 1], region, ds_axes, job.method, arr.dtype)
         if block.dtype != arr.dtype:
