@@ -69,10 +69,11 @@ def _claims(path: str) -> bool:
     if p.is_dir():
         return _dir_has_ome(p)
     if suffix == ".zip" and p.is_file():
-        from .ozx.store import OzxStore
+        # the ZIP index alone answers "is there a root zarr.json?" (no zarr import)
+        from .ozx._zip import FileRangeReader, read_zip_index
 
-        with OzxStore(p) as store:
-            return "zarr.json" in store.index.by_name
+        with FileRangeReader(p) as reader:
+            return "zarr.json" in read_zip_index(reader).by_name
     return False
 
 

@@ -34,7 +34,7 @@ _OME_NAMES = ("t", "c", "z", "y", "x")
 # --------------------------------------------------------------------- axes
 
 
-def _axes(labels: Sequence[str] | None, units: Sequence[Any] | None, ndim: int, with_channel: bool) -> list[Axis]:
+def layer_axes(labels: Sequence[str] | None, units: Sequence[Any] | None, ndim: int, with_channel: bool) -> list[Axis]:
     """OME axes for a napari layer of *ndim* dims (+ a leading channel axis if asked).
 
     napari's own axis labels are kept when they are OME names (t, z, y, x ...); its
@@ -91,7 +91,7 @@ def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
                 "channels of one OME-Zarr image: save them one at a time"
             )
     multi = len(images) > 1
-    axes = _axes(first_meta.get("axis_labels"), first_meta.get("units"), len(shape), multi)
+    axes = layer_axes(first_meta.get("axis_labels"), first_meta.get("units"), len(shape), multi)
     translate = [float(t) for t in first_meta.get("translate", [0.0] * len(shape))]
     if multi:
         import dask.array as da
@@ -131,7 +131,7 @@ def labels_spec_from_layer(layer: FullLayerData, used: set[str]) -> LabelsSpec:
     data = _level0(d, m)
     if not np.issubdtype(np.dtype(data.dtype), np.integer):
         raise OzxError(f"labels layer {m.get('name')!r} is not of an integer type")
-    axes = _axes(m.get("axis_labels"), m.get("units"), data.ndim, False)
+    axes = layer_axes(m.get("axis_labels"), m.get("units"), data.ndim, False)
     colors: list[LabelColor] = []
     cmap = m.get("colormap")
     color_dict = getattr(cmap, "color_dict", None)

@@ -90,9 +90,9 @@ class ArrayPlan:
 
 
 def _default_axes(ndim: int) -> tuple[Axis, ...]:
-    from ._writer import _axes
+    from ._writer import layer_axes
 
-    return tuple(_axes(None, None, ndim, False))
+    return tuple(layer_axes(None, None, ndim, False))
 
 
 def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:

@@ -39,6 +39,7 @@ from typing import Any
 from .errors import MetadataError, OzxError
 from .ngff.extensions import UNDERSTOOD, check_document
 from .ngff.models import Multiscale, NodeMetadata, parse_node_attributes
+from .ngff.open import join_path
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +67,6 @@ PLATE, ROW, WELL, FIELD, COLLECTION = "plate", "row", "well", "field", "collecti
 
 
 # ----------------------------------------------------------------------- helpers
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
 
 def format_bytes(n: float | None) -> str:
@@ -455,12 +452,12 @@ class Inspection:
             return [self._raw[p] for p in paths]
 
     async def _read_async(self, paths: Sequence[str]) -> list[_Raw | None]:
-        from .ngff.open import _get_bytes
+        from .ngff.open import get_bytes
 
         store = self._store
 
         async def get_json(key: str) -> tuple[Any, str | None] | None:
-            data = await _get_bytes(store, key)
+            data = await get_bytes(store, key)
             if data is None:
                 return None
             try:
@@ -471,7 +468,7 @@ class Inspection:
         async def one(p: str) -> _Raw | None:
             fmt = self._zarr_format
             if fmt in (None, 3):
-                got = await get_json(_join(p, "zarr.json"))
+                got = await get_json(join_path(p, "zarr.json"))
                 if got is not None:
                     doc, err = got
                     if err or not isinstance(doc, dict):
@@ -480,7 +477,7 @@ class Inspection:
                 if fmt == 3:
                     return None
             zattrs, zgroup, zarray = await asyncio.gather(
-                get_json(_join(p, ".zattrs")), get_json(_join(p, ".zgroup")), get_json(_join(p, ".zarray"))
+                get_json(join_path(p, ".zattrs")), get_json(join_path(p, ".zgroup")), get_json(join_path(p, ".zarray"))
             )
             if zattrs is None and zgroup is None and zarray is None:
                 return None
@@ -593,14 +590,14 @@ class Inspection:
         if meta.plate is not None:
             return self._plate_children(node, meta)
         if meta.well is not None:
-            paths = [_join(node.path, im.path) for im in meta.well.images]
+            paths = [join_path(node.path, im.path) for im in meta.well.images]
             out = []
             for im, p in zip(meta.well.images, paths, strict=True):
                 acq = f"acquisition {im.acquisition}" if im.acquisition is not None else ""
                 out.append(TreeNode(FIELD, p, f"Field {im.path}", acq, True, None, node))
             return out
         if meta.labels:
-            paths = [_join(node.path, n) for n in meta.labels]
+            paths = [join_path(node.path, n) for n in meta.labels]
             return [self._make_node(p, r, node, kind=LABEL_IMAGE if r is not None else None)
                     for p, r in zip(paths, self._read(paths), strict=True)]
         if meta.series:
@@ -609,8 +606,8 @@ class Inspection:
         return self._listed_children(node)
 
     def _image_children(self, node: TreeNode, ms: Multiscale) -> list[TreeNode]:
-        paths = [_join(node.path, d.path) for d in ms.datasets]
-        labels_path = _join(node.path, "labels")
+        paths = [join_path(node.path, d.path) for d in ms.datasets]
+        labels_path = join_path(node.path, "labels")
         raws = self._read([*paths, labels_path] if node.kind != LABEL_IMAGE else paths)
         out = []
         for i, (ds, p, r) in enumerate(zip(ms.datasets, paths, raws, strict=False)):
@@ -633,10 +630,10 @@ class Inspection:
         for r in sorted(by_row):
             wells = sorted(by_row[r], key=lambda w: w.column)
             rname = plate.rows[r]
-            row = TreeNode(ROW, _join(node.path, rname), f"Row {rname}",
+            row = TreeNode(ROW, join_path(node.path, rname), f"Row {rname}",
                            f"{len(wells)} well{'s' if len(wells) != 1 else ''}", True, None, node)
             row.children = [
-                TreeNode(WELL, _join(node.path, w.path), f"{rname}{plate.columns[w.column]}", w.path, True, None, row)
+                TreeNode(WELL, join_path(node.path, w.path), f"{rname}{plate.columns[w.column]}", w.path, True, None, row)
                 for w in wells
             ]
             rows.append(row)
@@ -650,7 +647,7 @@ class Inspection:
             return [k async for k in self._store.list_dir(node.path)]
 
         names = sorted({n.rstrip("/") for n in sync(listing())} - set(_META_FILES))
-        paths = [_join(node.path, n) for n in names if not n.startswith(".")]
+        paths = [join_path(node.path, n) for n in names if not n.startswith(".")]
         raws = self._read(paths)
         return [self._make_node(p, r, node) for p, r in zip(paths, raws, strict=True) if r is not None]
 
@@ -698,7 +695,7 @@ class Inspection:
         else:
             sections += self._group_sections(node, raw)
             if raw.meta is not None and raw.meta.multiscales:  # the full-resolution array
-                facts = self.array_facts(_join(node.path, raw.meta.multiscales[0].datasets[0].path))
+                facts = self.array_facts(join_path(node.path, raw.meta.multiscales[0].datasets[0].path))
         return NodeDetails(
             node,
             node.kind,
@@ -745,7 +742,7 @@ class Inspection:
             ms = meta.multiscales[0]
             secs.append(Section("Axes", tuple(
                 Row(a.name, ", ".join(x for x in (a.type or "untyped", a.unit) if x)) for a in ms.axes)))
-            level_paths = [_join(node.path, d.path) for d in ms.datasets]
+            level_paths = [join_path(node.path, d.path) for d in ms.datasets]
             level_raws = self._read(level_paths)
             rows = []
             for i, (d, lr) in enumerate(zip(ms.datasets, level_raws, strict=True)):

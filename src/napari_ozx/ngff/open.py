@@ -71,13 +71,13 @@ def open_store(source: str | os.PathLike[str] | Store) -> Store:
     raise FileNotFoundError(f"{path}: no such file or directory")
 
 
-def _sync(coro: Any) -> Any:
+def run_sync(coro: Any) -> Any:
     from zarr.core.sync import sync
 
     return sync(coro)
 
 
-async def _get_bytes(store: Store, key: str) -> bytes | None:
+async def get_bytes(store: Store, key: str) -> bytes | None:
     from zarr.core.buffer import default_buffer_prototype
 
     _check_metadata_size(store, key)
@@ -118,7 +118,7 @@ def _loads(data: bytes, key: str) -> dict[str, Any]:
     return doc
 
 
-def _join(*parts: str) -> str:
+def join_path(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
 
@@ -317,14 +317,14 @@ class Image:
     @cached_property
     def labels(self) -> list[Image]:
         """Label images listed by ``<image>/labels`` (empty when there are none)."""
-        lpath = _join(self.path, "labels")
+        lpath = join_path(self.path, "labels")
         grp = self.root._group_or_none(lpath)
         if grp is None or not grp.meta.labels:
             return []
         out = []
         for name in grp.meta.labels:
             try:
-                img = self.root.image(_join(lpath, name))
+                img = self.root.image(join_path(lpath, name))
             except (OzxError, OSError) as e:
                 logger.warning("%s: label image %r skipped: %s", self.root.source, name, e)
                 continue
@@ -361,7 +361,7 @@ class OmeZarr:
             return f"{self.source}:{id(self)}"
 
     # -- metadata --------------------------------------------------------------
-    def _read_docs(self, paths: Sequence[str]) -> list[tuple[int, dict[str, Any], dict[str, Any]] | None]:
+    def read_docs(self, paths: Sequence[str]) -> list[tuple[int, dict[str, Any], dict[str, Any]] | None]:
         """For each node path: (zarr_format, document, attributes) or None if absent.
 
         All nodes are read concurrently; Zarr v3 is tried first (0.5 preferred over 0.4,
@@ -371,25 +371,25 @@ class OmeZarr:
 
         async def one(p: str) -> tuple[int, dict[str, Any], dict[str, Any]] | None:
             if fmt in (None, 3):
-                raw = await _get_bytes(self.store, _join(p, "zarr.json"))
+                raw = await get_bytes(self.store, join_path(p, "zarr.json"))
                 if raw is not None:
-                    doc = _loads(raw, _join(p, "zarr.json"))
+                    doc = _loads(raw, join_path(p, "zarr.json"))
                     if doc.get("zarr_format") != 3:
-                        raise MetadataError(f"{_join(p, 'zarr.json')}: zarr_format is not 3")
+                        raise MetadataError(f"{join_path(p, 'zarr.json')}: zarr_format is not 3")
                     attrs = doc.get("attributes") or {}
                     return 3, doc, attrs if isinstance(attrs, dict) else {}
                 if fmt == 3:
                     return None
             zattrs, zgroup, zarray = await asyncio.gather(
-                _get_bytes(self.store, _join(p, ".zattrs")),
-                _get_bytes(self.store, _join(p, ".zgroup")),
-                _get_bytes(self.store, _join(p, ".zarray")),
+                get_bytes(self.store, join_path(p, ".zattrs")),
+                get_bytes(self.store, join_path(p, ".zgroup")),
+                get_bytes(self.store, join_path(p, ".zarray")),
             )
             if zgroup is None and zarray is None and zattrs is None:
                 return None
-            attrs = _loads(zattrs, _join(p, ".zattrs")) if zattrs is not None else {}
+            attrs = _loads(zattrs, join_path(p, ".zattrs")) if zattrs is not None else {}
             if zarray is not None:
-                doc = _loads(zarray, _join(p, ".zarray"))
+                doc = _loads(zarray, join_path(p, ".zarray"))
                 doc["node_type"] = "array"
             else:
                 doc = {"zarr_format": 2, "node_type": "group"}
@@ -398,7 +398,7 @@ class OmeZarr:
         async def all_() -> list[Any]:
             return await asyncio.gather(*(one(p) for p in paths))
 
-        return _sync(all_())
+        return run_sync(all_())
 
     def group(self, path: str) -> GroupNode:
         g = self._group_or_none(path)
@@ -422,10 +422,10 @@ class OmeZarr:
         return ": no root zarr.json (RFC-9 requires it at the archive root)"
 
     def _group_or_none(self, path: str) -> GroupNode | None:
-        (res,) = self._read_docs([path])
-        return None if res is None else self._make_group(path, res)
+        (res,) = self.read_docs([path])
+        return None if res is None else self.make_group(path, res)
 
-    def _make_group(self, path: str, res: tuple[int, dict[str, Any], dict[str, Any]]) -> GroupNode:
+    def make_group(self, path: str, res: tuple[int, dict[str, Any], dict[str, Any]]) -> GroupNode:
         fmt, doc, attrs = res
         if self.zarr_format is None:
             self.zarr_format = fmt
@@ -439,10 +439,10 @@ class OmeZarr:
         return GroupNode(self.store, path, fmt, attrs, meta, exts)
 
     def arrays(self, paths: Sequence[str]) -> list[ArrayNode]:
-        return [self._make_array(p, res) for p, res in zip(paths, self._read_docs(paths), strict=True)]
+        return [self.make_array(p, res) for p, res in zip(paths, self.read_docs(paths), strict=True)]
 
-    def _make_array(self, p: str, res: tuple[int, dict[str, Any], dict[str, Any]] | None) -> ArrayNode:
-        """An ArrayNode from one ``_read_docs`` result (batch readers such as plates)."""
+    def make_array(self, p: str, res: tuple[int, dict[str, Any], dict[str, Any]] | None) -> ArrayNode:
+        """An ArrayNode from one ``read_docs`` result (batch readers such as plates)."""
         if res is None:
             raise MetadataError(f"{self.source}: pyramid level {p!r} is missing")
         fmt, doc, attrs = res
@@ -462,7 +462,7 @@ class OmeZarr:
         if not group.meta.multiscales:
             raise NotOmeZarrError(f"{self.source}: {path or '/'!r} is not a multiscale image")
         ms = group.meta.multiscales[0]
-        arrays = self.arrays([_join(path, d.path) for d in ms.datasets])
+        arrays = self.arrays([join_path(path, d.path) for d in ms.datasets])
         if ms.version in ("0.1", "0.2") and arrays and arrays[0].document.get("shape"):
             # axes are implied by the dimensionality: re-parse with the real ndim
             ndim = len(arrays[0].shape)

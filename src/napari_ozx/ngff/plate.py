@@ -3,7 +3,7 @@
 ``HcsPlate(oz)`` opens the plate (or single well) at the root of an :class:`OmeZarr`:
 
 1. the root's ``plate`` metadata is already parsed (:class:`~.models.Plate`, any version);
-2. **one** concurrent :meth:`OmeZarr._read_docs` call reads every well's metadata
+2. **one** concurrent :meth:`OmeZarr.read_docs` call reads every well's metadata
    (:class:`~.models.Well`) -> :class:`WellInfo` per well, in plate order; a well whose
    group is missing or broken keeps an ``error`` and the rest of the plate still opens.
 
@@ -52,7 +52,7 @@ import numpy as np
 
 from ..errors import MetadataError, NotOmeZarrError, OzxError
 from .models import Acquisition, Axis, Dataset, Multiscale, NodeMetadata, Omero, Plate, parse_node_attributes
-from .open import ArrayNode, GroupNode, Image, OmeZarr, _join, _sync
+from .open import ArrayNode, GroupNode, Image, OmeZarr, join_path, run_sync
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -331,7 +331,7 @@ def _read_row(job: _RowJob) -> np.ndarray:
 
             return await asyncio.gather(*(one(t.node, s) for t, s in reads), return_exceptions=True)
 
-        results = _sync(all_())
+        results = run_sync(all_())
         iy, ix = ov.inset
         for (t, _), res in zip(reads, results, strict=True):
             if isinstance(res, BaseException):
@@ -400,8 +400,8 @@ class HcsPlate:
                 continue
             seen.add((pw.row, pw.column))
             wells.append(pw)
-        paths = [_join(self.path, w.path) for w in wells]
-        docs = self.oz._read_docs(paths)  # every well at once
+        paths = [join_path(self.path, w.path) for w in wells]
+        docs = self.oz.read_docs(paths)  # every well at once
         out = []
         for pw, p, res in zip(wells, paths, docs, strict=True):
             name = f"{plate.rows[pw.row]}{plate.columns[pw.column]}"
@@ -409,7 +409,7 @@ class HcsPlate:
                 out.append(WellInfo(p, pw.row, pw.column, name, error="well group is missing"))
                 continue
             try:
-                g = self.oz._make_group(p, res)
+                g = self.oz.make_group(p, res)
                 if g.meta.well is None:
                     raise MetadataError("no 'well' metadata")
             except OzxError as e:
@@ -446,12 +446,12 @@ class HcsPlate:
     # -- groups and images -------------------------------------------------------
     def _groups(self, paths: Sequence[str]) -> list[GroupNode | OzxError]:
         out: list[GroupNode | OzxError] = []
-        for p, res in zip(paths, self.oz._read_docs(paths), strict=True):
+        for p, res in zip(paths, self.oz.read_docs(paths), strict=True):
             if res is None:
                 out.append(MetadataError(f"field group {p!r} is missing"))
                 continue
             try:
-                g = self.oz._make_group(p, res)
+                g = self.oz.make_group(p, res)
                 if not g.meta.multiscales:
                     raise MetadataError(f"{p!r} is not a multiscale image")
                 out.append(g)
@@ -538,13 +538,13 @@ class HcsPlate:
         level_paths = []
         for _, f, g in todo:
             ds = g.meta.multiscales[0].datasets
-            level_paths.append(_join(f.path, ds[min(level, len(ds) - 1)].path))
+            level_paths.append(join_path(f.path, ds[min(level, len(ds) - 1)].path))
         tiles: dict[tuple[int, int], _WellTile] = {}
         shown: dict[tuple[int, int], FieldRef] = {}
         rep_yx = rep.arrays[level].shape
-        for (w, f, g), p, res in zip(todo, level_paths, self.oz._read_docs(level_paths), strict=True):
+        for (w, f, g), p, res in zip(todo, level_paths, self.oz.read_docs(level_paths), strict=True):
             try:
-                node = self.oz._make_array(p, res)
+                node = self.oz.make_array(p, res)
                 g = self._fix_implied_axes(g, len(node.shape))
                 names = g.meta.multiscales[0].axis_names
                 if names != ms0.axis_names:
@@ -634,7 +634,7 @@ def _fields(well_path: str, images: Sequence[Any]) -> tuple[FieldRef, ...]:
     out = []
     for im in images:
         if _safe(im.path):
-            out.append(FieldRef(_join(well_path, im.path), im.path, im.acquisition))
+            out.append(FieldRef(join_path(well_path, im.path), im.path, im.acquisition))
         else:
             logger.warning("well %r: field path %r leaves the well; ignored", well_path, im.path)
     return tuple(out)

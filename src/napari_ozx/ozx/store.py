@@ -89,6 +89,12 @@ from napari_ozx.ozx._zip import (
 
 __all__ = ["OzxStore"]
 
+
+def _to_buffer(data: bytes | None, prototype: BufferPrototype | None) -> Buffer | None:
+    if data is None:
+        return None
+    return (prototype or default_buffer_prototype()).buffer.from_bytes(data)
+
 logger = logging.getLogger(__name__)
 
 #: file objects whose reads are local (page cache / memory): read inline
@@ -527,11 +533,7 @@ class OzxStore(Store):
     ) -> Buffer | None:
         """Synchronous :meth:`get` (zarr's ``SupportsGetSync`` protocol)."""
         data = self._read_bytes(key, byte_range)
-        if data is None:
-            return None
-        if prototype is None:
-            prototype = default_buffer_prototype()
-        return prototype.buffer.from_bytes(data)
+        return _to_buffer(data, prototype)
 
     async def get(
         self,
@@ -544,11 +546,7 @@ class OzxStore(Store):
             data = await asyncio.to_thread(self._read_bytes, key, byte_range)
         else:
             data = self._read_bytes(key, byte_range)
-        if data is None:
-            return None
-        if prototype is None:
-            prototype = default_buffer_prototype()
-        return prototype.buffer.from_bytes(data)
+        return _to_buffer(data, prototype)
 
     async def get_partial_values(
         self,
