@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ChunkDecodeError, MetadataError, NotOmeZarrError, OzxError, UnsupportedExtensionError
+from ..errors import (
+    ChunkDecodeError,
+    MetadataError,
+    NotOmeZarrError,
+    OzxError,
+    UnsupportedExtensionError,
+)
+from ..ozx.protocol import as_container
 from .extensions import NodeExtensions, check_document
 from .models import Multiscale, NodeMetadata, parse_node_attributes, with_implied_scales
 
@@ -94,14 +101,12 @@ async def get_bytes(store: Store, key: str) -> bytes | None:
 
 def _check_metadata_size(store: Store, key: str) -> None:
     """Refuse absurd metadata documents before reading them (an .ozx knows sizes upfront)."""
-    index = getattr(store, "index", None)
-    entry = index.by_name.get(key) if index is not None else None
-    if entry is None or entry.uncompressed_size <= MAX_METADATA_BYTES:
+    container = as_container(store)
+    size = container.member_size(key) if container is not None else None
+    if size is None or size <= MAX_METADATA_BYTES:
         return
-    if entry.method == 8 and entry.uncompressed_size > 1032 * entry.compressed_size + 1024:
-        return  # a size deflate cannot produce: the store reports that lie precisely
     raise MetadataError(
-        f"{key} is too large ({entry.uncompressed_size:,} bytes; metadata documents are "
+        f"{key} is too large ({size:,} bytes; metadata documents are "
         f"limited to {MAX_METADATA_BYTES:,} bytes)"
     )
 
@@ -146,7 +151,9 @@ class ArrayNode:
         from zarr.storage import StorePath
 
         try:
-            aa = AsyncArray(metadata=dict(self.document), store_path=StorePath(self.store, self.path))
+            aa = AsyncArray(
+                metadata=dict(self.document), store_path=StorePath(self.store, self.path)
+            )
         except OzxError:
             raise
         except Exception as e:  # zarr's refusal of a codec, data type, grid ...
@@ -173,7 +180,9 @@ class ArrayNode:
         chunks = _dask_chunks(a.shape, a.chunks, a.shards, a.dtype.itemsize)
         counts = [-(-s // c) if c else 0 for s, c in zip(a.shape, chunks, strict=True)]
         if any(n > MAX_CHUNKS_PER_AXIS for n in counts):
-            raise MetadataError(f"{self.path}: shape {a.shape} needs {counts} chunks per axis: too many to index")
+            raise MetadataError(
+                f"{self.path}: shape {a.shape} needs {counts} chunks per axis: too many to index"
+            )
         name = "ozx-" + hashlib.sha1(f"{name_token}/{self.path}".encode()).hexdigest()[:16]
         return da.from_array(
             _ChunkReader(a, source or name_token),
@@ -194,8 +203,12 @@ _UNSUPPORTED = re.compile(r"(?i)unknown|not found|no zarr data type|not supporte
 def _validate_array_document(doc: Mapping[str, Any], where: str) -> None:
     """What zarr would misreport or crash on: shape and fill_value, checked first."""
     shape = doc.get("shape")
-    if not isinstance(shape, list | tuple) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
-        raise MetadataError(f"{where}: invalid array shape {shape!r} (expected non-negative integers)")
+    if not isinstance(shape, list | tuple) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
+    ):
+        raise MetadataError(
+            f"{where}: invalid array shape {shape!r} (expected non-negative integers)"
+        )
     dtype = str(doc.get("data_type") or doc.get("dtype") or "")
     fv = doc.get("fill_value")
     if fv is None or not dtype:
@@ -227,7 +240,12 @@ def _dask_chunks(
     limit = [min(lv, s) for lv, s in zip(limit, shape, strict=True)]
     nbytes = int(np.prod(out)) * itemsize
     for ax in (len(out) - 1, len(out) - 2):
-        while ax >= 0 and nbytes < _MIN_DASK_CHUNK_BYTES and out[ax] * 2 <= limit[ax] and limit[ax] % (out[ax] * 2) == 0:
+        while (
+            ax >= 0
+            and nbytes < _MIN_DASK_CHUNK_BYTES
+            and out[ax] * 2 <= limit[ax]
+            and limit[ax] % (out[ax] * 2) == 0
+        ):
             out[ax] *= 2
             nbytes *= 2
     return tuple(out)
@@ -260,7 +278,10 @@ class _ChunkReader:
         """The stored key (shard or chunk) where the failed selection starts."""
         a = self.array
         grid = a.shards or a.chunks
-        starts = [s.start or 0 if isinstance(s, slice) else int(s) for s in (sel if isinstance(sel, tuple) else (sel,))]
+        starts = [
+            s.start or 0 if isinstance(s, slice) else int(s)
+            for s in (sel if isinstance(sel, tuple) else (sel,))
+        ]
         starts += [0] * (a.ndim - len(starts))
         coords = tuple(st // g for st, g in zip(starts, grid, strict=True))
         key = a.metadata.encode_chunk_key(coords)
@@ -361,7 +382,9 @@ class OmeZarr:
             return f"{self.source}:{id(self)}"
 
     # -- metadata --------------------------------------------------------------
-    def read_docs(self, paths: Sequence[str]) -> list[tuple[int, dict[str, Any], dict[str, Any]] | None]:
+    def read_docs(
+        self, paths: Sequence[str]
+    ) -> list[tuple[int, dict[str, Any], dict[str, Any]] | None]:
         """For each node path: (zarr_format, document, attributes) or None if absent.
 
         All nodes are read concurrently; Zarr v3 is tried first (0.5 preferred over 0.4,
@@ -403,23 +426,15 @@ class OmeZarr:
     def group(self, path: str) -> GroupNode:
         g = self._group_or_none(path)
         if g is None:
-            raise NotOmeZarrError(f"{self.source}: no Zarr group at {path or '/'!r}{self._why_no_root() if not path else ''}")
+            raise NotOmeZarrError(
+                f"{self.source}: no Zarr group at {path or '/'!r}{self._why_no_root() if not path else ''}"
+            )
         return g
 
     def _why_no_root(self) -> str:
         """For an archive without a root zarr.json: what it holds instead (RFC-9)."""
-        index = getattr(self.store, "index", None)
-        if index is None:
-            return ""
-        names = [e.name for e in index.entries]
-        nested = [n for n in names if n.lower().endswith(".ozx")]
-        if nested:
-            return f": the archive holds a nested archive {nested[0]!r} (RFC-9: OME-Zarr zip files SHALL NOT be embedded)"
-        tops = sorted({n.split("/", 1)[0] for n in names if n.endswith("zarr.json") and "/" in n})
-        if len(tops) == 1:
-            return (f": no root zarr.json; the hierarchy is in {tops[0]}/ (RFC-9: the root of the ZIP "
-                    "archive MUST be the OME-Zarr root: zip the folder's contents, not the folder)")
-        return ": no root zarr.json (RFC-9 requires it at the archive root)"
+        container = as_container(self.store)
+        return "" if container is None else f": {container.missing_root_reason()}"
 
     def _group_or_none(self, path: str) -> GroupNode | None:
         (res,) = self.read_docs([path])
@@ -439,9 +454,13 @@ class OmeZarr:
         return GroupNode(self.store, path, fmt, attrs, meta, exts)
 
     def arrays(self, paths: Sequence[str]) -> list[ArrayNode]:
-        return [self.make_array(p, res) for p, res in zip(paths, self.read_docs(paths), strict=True)]
+        return [
+            self.make_array(p, res) for p, res in zip(paths, self.read_docs(paths), strict=True)
+        ]
 
-    def make_array(self, p: str, res: tuple[int, dict[str, Any], dict[str, Any]] | None) -> ArrayNode:
+    def make_array(
+        self, p: str, res: tuple[int, dict[str, Any], dict[str, Any]] | None
+    ) -> ArrayNode:
         """An ArrayNode from one ``read_docs`` result (batch readers such as plates)."""
         if res is None:
             raise MetadataError(f"{self.source}: pyramid level {p!r} is missing")
@@ -468,7 +487,9 @@ class OmeZarr:
             ndim = len(arrays[0].shape)
             if ndim != ms.ndim:
                 meta = parse_node_attributes(group.attributes, group.zarr_format, path, ndim)
-                group = GroupNode(group.store, path, group.zarr_format, group.attributes, meta, group.extensions)
+                group = GroupNode(
+                    group.store, path, group.zarr_format, group.attributes, meta, group.extensions
+                )
                 ms = meta.multiscales[0]
         if ms.version in ("0.1", "0.2", "0.3"):
             ms = with_implied_scales(ms, [a.shape for a in arrays])
@@ -497,7 +518,9 @@ class OmeZarr:
         if ome is not None and ome.meta.series:
             series = list(ome.meta.series)
             if len(set(series)) != len(series):
-                raise MetadataError(f"{self.source}: OME/series lists duplicate series ({len(series)} entries, {len(set(series))} distinct)")
+                raise MetadataError(
+                    f"{self.source}: OME/series lists duplicate series ({len(series)} entries, {len(set(series))} distinct)"
+                )
             return series
         found = []
         # bioformats2raw without an OME/ series list: consecutive integer groups
@@ -531,7 +554,9 @@ def _check_levels(source: str, path: str, ms: Multiscale, arrays: list[ArrayNode
     for ds, arr in zip(ms.datasets, arrays, strict=True):
         shape = arr.shape
         if len(shape) != ms.ndim:
-            raise MetadataError(f"{where}: level {ds.path!r} has {len(shape)} dimensions, axes name {ms.ndim}")
+            raise MetadataError(
+                f"{where}: level {ds.path!r} has {len(shape)} dimensions, axes name {ms.ndim}"
+            )
         names = arr.document.get("dimension_names")
         if arr.zarr_format == 3 and names is not None and list(names) != list(ms.axis_names):
             if any(n is not None for n in names):
@@ -540,7 +565,9 @@ def _check_levels(source: str, path: str, ms: Multiscale, arrays: list[ArrayNode
                     f"do not match the axes {list(ms.axis_names)} (RFC-2)"
                 )
         if prev is not None and any(s > p for s, p in zip(shape, prev, strict=True)):
-            raise MetadataError(f"{where}: level {ds.path!r} {shape} is larger than the level before {prev}")
+            raise MetadataError(
+                f"{where}: level {ds.path!r} {shape} is larger than the level before {prev}"
+            )
         prev = shape
 
 
@@ -549,7 +576,7 @@ def open_ome_zarr(source: str | os.PathLike[str] | Store) -> OmeZarr:
     store = open_store(source)
     name = os.fspath(source) if isinstance(source, str | os.PathLike) else repr(source)
     try:
-        return OmeZarr(store, name, owns_store=not (store is source))
+        return OmeZarr(store, name, owns_store=store is not source)
     except BaseException:
         if store is not source:
             store.close()

@@ -86,6 +86,7 @@ from napari_ozx.ozx._zip import (
     method_name,
     read_zip_index,
 )
+from napari_ozx.ozx.protocol import ArchiveSummary
 
 __all__ = ["OzxStore"]
 
@@ -94,6 +95,7 @@ def _to_buffer(data: bytes | None, prototype: BufferPrototype | None) -> Buffer 
     if data is None:
         return None
     return (prototype or default_buffer_prototype()).buffer.from_bytes(data)
+
 
 logger = logging.getLogger(__name__)
 
@@ -320,6 +322,64 @@ class OzxStore(Store):
     def index(self) -> ZipIndex:
         """The parsed central directory."""
         return self._shared.index
+
+    # ------------------------------------------------------- Container protocol
+
+    def member_size(self, key: str) -> int | None:
+        """Declared uncompressed size of ``key`` (see :class:`~.protocol.Container`)."""
+        entry = self._shared.index.by_name.get(key)
+        if entry is None or entry.is_dir:
+            return None
+        if (
+            entry.method == METHOD_DEFLATED
+            and entry.uncompressed_size > _MAX_DEFLATE_RATIO * entry.compressed_size + 1024
+        ):
+            return None  # a size deflate cannot produce: reading it reports that lie precisely
+        return entry.uncompressed_size
+
+    def stored_sizes(self) -> tuple[list[str], list[int]]:
+        """Sorted file-member names and their stored sizes."""
+        by_name = self._shared.index.by_name
+        names = sorted(n for n, e in by_name.items() if not e.is_dir)
+        return names, [by_name[n].compressed_size for n in names]
+
+    def missing_root_reason(self) -> str:
+        """What the archive holds instead of a root ``zarr.json`` (RFC-9)."""
+        names = [e.name for e in self._shared.index.entries]
+        nested = [n for n in names if n.lower().endswith(".ozx")]
+        if nested:
+            return (
+                f"the archive holds a nested archive {nested[0]!r} "
+                "(RFC-9: OME-Zarr zip files SHALL NOT be embedded)"
+            )
+        tops = sorted({n.split("/", 1)[0] for n in names if n.endswith("zarr.json") and "/" in n})
+        if len(tops) == 1:
+            return (
+                f"no root zarr.json; the hierarchy is in {tops[0]}/ (RFC-9: the root of the "
+                "ZIP archive MUST be the OME-Zarr root: zip the folder's contents, not the folder)"
+            )
+        return "no root zarr.json (RFC-9 requires it at the archive root)"
+
+    def archive_summary(self) -> ArchiveSummary:
+        """End-record and central-directory facts (see :class:`~.protocol.Container`)."""
+        from collections import Counter
+
+        index = self._shared.index
+        try:
+            comment = index.comment.decode("utf-8")
+        except UnicodeDecodeError:
+            comment = repr(index.comment)
+        methods = Counter(method_name(e.method) for e in index.entries if not e.is_dir)
+        return ArchiveSummary(
+            path=self._label(),
+            file_size=index.file_size,
+            entries=len(index.entries),
+            zip64=index.zip64,
+            comment=comment,
+            methods=dict(methods),
+            duplicates=len(index.duplicates),
+            stored_bytes=sum(e.compressed_size for e in index.entries),
+        )
 
     @property
     def comment(self) -> bytes:
@@ -652,4 +712,3 @@ class OzxStore(Store):
 
     def delete_sync(self, key: str) -> None:
         raise self._refuse(f"delete {key!r}")
-
