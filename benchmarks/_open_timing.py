@@ -33,7 +33,9 @@ def med(xs: list[float]) -> float:
     return statistics.median(xs)
 
 
-def run_open(python: str, reader: str, path: Path, repeats: int, pre_dask: bool) -> tuple[float, float]:
+def run_open(
+    python: str, reader: str, path: Path, repeats: int, pre_dask: bool
+) -> tuple[float, float]:
     firsts, agains = [], []
     code = OPEN.format(pre_dask=pre_dask, reader_import=reader, path=str(path))
     for _ in range(repeats):
@@ -42,5 +44,3 @@ def run_open(python: str, reader: str, path: Path, repeats: int, pre_dask: bool)
         firsts.append(first)
         agains.append(again)
     return med(firsts), med(agains)
-
-

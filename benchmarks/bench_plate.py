@@ -65,13 +65,22 @@ def _cells(seed: int) -> np.ndarray:
 
 def _zarr_json(path: Path, attrs: dict) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    (path / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "group", "attributes": attrs}))
+    (path / "zarr.json").write_text(
+        json.dumps({"zarr_format": 3, "node_type": "group", "attributes": attrs})
+    )
 
 
 def _zip(src: Path, dst: Path) -> None:
     """.ozx: STORED members, zarr.json documents first (breadth first), OME comment."""
     files = sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file())
-    order = sorted(files, key=lambda n: (not n.endswith("zarr.json"), n.count("/") if n.endswith("zarr.json") else 0, n))
+    order = sorted(
+        files,
+        key=lambda n: (
+            not n.endswith("zarr.json"),
+            n.count("/") if n.endswith("zarr.json") else 0,
+            n,
+        ),
+    )
     tmp = dst.with_suffix(".partial")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
         for n in order:
@@ -85,8 +94,15 @@ def generate(force: bool) -> dict[int, tuple[Path, Path]]:
     from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
 
     out = {}
-    axes = [Axis("c", "channel"), Axis("y", "space", "micrometer"), Axis("x", "space", "micrometer")]
-    channels = [Channel("DAPI", "0000FF", Window(0, 3000)), Channel("GFP", "00FF00", Window(0, 2000))]
+    axes = [
+        Axis("c", "channel"),
+        Axis("y", "space", "micrometer"),
+        Axis("x", "space", "micrometer"),
+    ]
+    channels = [
+        Channel("DAPI", "0000FF", Window(0, 3000)),
+        Channel("GFP", "00FF00", Window(0, 2000)),
+    ]
     opts = WriteOptions(format="directory", pyramid_levels=2, workers=1)
     for n, (nr, nc) in PLATES.items():
         d, z = DATA / f"plate{n}.ome.zarr", DATA / f"plate{n}.ozx"
@@ -97,15 +113,40 @@ def generate(force: bool) -> dict[int, tuple[Path, Path]]:
         shutil.rmtree(d, ignore_errors=True)
         rows = [chr(65 + i) for i in range(nr)]
         cols = [str(i + 1) for i in range(nc)]
-        wells = [{"path": f"{r}/{c}", "rowIndex": i, "columnIndex": j} for i, r in enumerate(rows) for j, c in enumerate(cols)]
-        plate = {"name": f"bench {n}", "rows": [{"name": r} for r in rows], "columns": [{"name": c} for c in cols], "wells": wells, "field_count": FIELDS}
+        wells = [
+            {"path": f"{r}/{c}", "rowIndex": i, "columnIndex": j}
+            for i, r in enumerate(rows)
+            for j, c in enumerate(cols)
+        ]
+        plate = {
+            "name": f"bench {n}",
+            "rows": [{"name": r} for r in rows],
+            "columns": [{"name": c} for c in cols],
+            "wells": wells,
+            "field_count": FIELDS,
+        }
         _zarr_json(d, {"ome": {"version": "0.5", "plate": plate}})
         for i, r in enumerate(rows):
             _zarr_json(d / r, {})
             for j, c in enumerate(cols):
-                _zarr_json(d / r / c, {"ome": {"version": "0.5", "well": {"images": [{"path": str(f)} for f in range(FIELDS)]}}})
+                _zarr_json(
+                    d / r / c,
+                    {
+                        "ome": {
+                            "version": "0.5",
+                            "well": {"images": [{"path": str(f)} for f in range(FIELDS)]},
+                        }
+                    },
+                )
                 for f in range(FIELDS):
-                    spec = ImageSpec(_cells((i * nc + j) * FIELDS + f), axes, [1, 0.5, 0.5], None, channels, f"{r}{c} f{f}")
+                    spec = ImageSpec(
+                        _cells((i * nc + j) * FIELDS + f),
+                        axes,
+                        [1, 0.5, 0.5],
+                        None,
+                        channels,
+                        f"{r}{c} f{f}",
+                    )
                     write_ome_zarr(d / r / c / str(f), spec, options=opts)
         _zip(d, z)
         print(f"generated {d.name} and {z.name} in {time.perf_counter() - t:.1f} s")
@@ -137,7 +178,9 @@ def bench_open(plates: dict[int, tuple[Path, Path]], peer: str | None, repeats: 
             print(f"{n}-well {name:20s} {incl * 1e3:18.0f} {excl * 1e3:8.0f} {again * 1e3:9.0f}")
         if "ours dir" in res and "ours ozx" in res:
             (a, b, c), (x, y, w) = res["ours dir"], res["ours ozx"]
-            print(f"{n}-well ozx/dir: incl. {x / a:4.2f}x  excl. {y / b:4.2f}x  repeated {w / c:4.2f}x")
+            print(
+                f"{n}-well ozx/dir: incl. {x / a:4.2f}x  excl. {y / b:4.2f}x  repeated {w / c:4.2f}x"
+            )
         if "napari-ome-zarr dir" in res:
             p = res["napari-ome-zarr dir"]
             for k in ("ours dir", "ours ozx"):
@@ -202,7 +245,9 @@ def bench_click(plates: dict[int, tuple[Path, Path]], repeats: int) -> None:
         for form, path in (("dir", d), ("ozx", z)):
             firsts, nexts = [], []
             for _ in range(repeats):
-                out = subprocess.run([*cmd, str(path), json.dumps(wells)], capture_output=True, text=True, check=True)
+                out = subprocess.run(
+                    [*cmd, str(path), json.dumps(wells)], capture_output=True, text=True, check=True
+                )
                 res = json.loads(out.stdout.strip().splitlines()[-1])
                 firsts.append(res[0])
                 nexts.extend(res[1:])

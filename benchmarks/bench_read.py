@@ -48,8 +48,20 @@ def generate(force: bool) -> tuple[Path, Path]:
     base = rng.integers(0, 2000, (1, 1, 1024, 1024), dtype=np.uint16)
     data = np.broadcast_to(base, SHAPE).copy()
     data += rng.integers(0, 64, SHAPE, dtype=np.uint16)  # noise so chunks differ
-    axes = [Axis("c", "channel"), Axis("z", "space", "micrometer"), Axis("y", "space", "micrometer"), Axis("x", "space", "micrometer")]
-    spec = ImageSpec(data, axes, [1, 2, 0.5, 0.5], None, [Channel("a", "FF0000", Window(0, 2000)), Channel("b", "00FF00", Window(0, 2000))], "bench")
+    axes = [
+        Axis("c", "channel"),
+        Axis("z", "space", "micrometer"),
+        Axis("y", "space", "micrometer"),
+        Axis("x", "space", "micrometer"),
+    ]
+    spec = ImageSpec(
+        data,
+        axes,
+        [1, 2, 0.5, 0.5],
+        None,
+        [Channel("a", "FF0000", Window(0, 2000)), Channel("b", "00FF00", Window(0, 2000))],
+        "bench",
+    )
     opts = WriteOptions(pyramid_levels=3)
     for target, fmt in ((d, "directory"), (z, "ozx")):
         t = time.perf_counter()
@@ -67,7 +79,7 @@ def bench_layers(d: Path, z: Path, repeats: int) -> None:
 
     levels = {}
     for name, p in (("dir", d), ("ozx", z)):
-        (data, kw, _), = [ld for ld in read_layer_data(str(p)) if ld[2] == "image"]
+        ((data, kw, _),) = [ld for ld in read_layer_data(str(p)) if ld[2] == "image"]
         levels[name] = data[0]
     rng = random.Random(1)
     plane = {"dir": [], "ozx": []}
@@ -103,12 +115,16 @@ def bench_open(d: Path, z: Path, peer: str | None, repeats: int) -> None:
             print(f"{name}: failed: {e.stderr.strip().splitlines()[-1:]}")
             continue
         res[name] = (incl, excl, again)
-        print(f"open {name:22s} first {incl * 1e3:7.1f} ms (excl. dask import {excl * 1e3:6.1f} ms)   repeated {again * 1e3:6.1f} ms")
+        print(
+            f"open {name:22s} first {incl * 1e3:7.1f} ms (excl. dask import {excl * 1e3:6.1f} ms)   repeated {again * 1e3:6.1f} ms"
+        )
     if "napari-ome-zarr dir" in res:
         pi, pe, pa = res["napari-ome-zarr dir"]
         for k in ("ours dir", "ours ozx"):
             i, e, a = res[k]
-            print(f"napari-ome-zarr / {k}: first open {pi / i:4.1f}x (excl. dask {pe / e:4.1f}x), repeated {pa / a:4.1f}x")
+            print(
+                f"napari-ome-zarr / {k}: first open {pi / i:4.1f}x (excl. dask {pe / e:4.1f}x), repeated {pa / a:4.1f}x"
+            )
 
 
 def bench_open_io(z: Path) -> None:
@@ -129,7 +145,9 @@ def bench_open_io(z: Path) -> None:
     finally:
         OzxStore.get = orig  # type: ignore[method-assign]
     chunk_bytes = sum(n for k, n in seen if not k.endswith("zarr.json"))
-    print(f"open reads {len(seen)} keys, {sum(n for _, n in seen)} bytes; chunk data read: {chunk_bytes} bytes")
+    print(
+        f"open reads {len(seen)} keys, {sum(n for _, n in seen)} bytes; chunk data read: {chunk_bytes} bytes"
+    )
 
 
 def main() -> None:

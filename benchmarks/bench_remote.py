@@ -30,9 +30,10 @@ CHUNK, SHARD_Z = 256, 16
 
 
 def generate(force: bool) -> Path:
+    import dask.array as da
+
     from napari_ozx.ngff.models import Axis
     from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
-    import dask.array as da
 
     out = DATA / "remote_1gib.ozx"
     if out.exists() and not force:
@@ -43,7 +44,9 @@ def generate(force: bool) -> Path:
     axes = [Axis("c", "channel"), Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
     t = time.perf_counter()
     write_ome_zarr(out, ImageSpec(data, axes), options=WriteOptions(pyramid_levels=3))
-    print(f"generated {out.name} ({out.stat().st_size / 2**30:.2f} GiB) in {time.perf_counter() - t:.0f} s")
+    print(
+        f"generated {out.name} ({out.stat().st_size / 2**30:.2f} GiB) in {time.perf_counter() - t:.0f} s"
+    )
     return out
 
 
@@ -91,11 +94,17 @@ def main() -> None:
         plane_req, plane_bytes = len(srv.requests), srv.body_bytes
     stored = plane_stored_bytes(path, args.z)
     size = path.stat().st_size
-    print(f"file {size / 2**30:.2f} GiB; plane z={args.z}: 2 channels x 1024x1024, stored {stored / 2**20:.2f} MiB")
+    print(
+        f"file {size / 2**30:.2f} GiB; plane z={args.z}: 2 channels x 1024x1024, stored {stored / 2**20:.2f} MiB"
+    )
     print(f"open:  {open_req} requests, {open_bytes / 1024:.1f} KiB, {t_open * 1e3:.0f} ms")
-    print(f"plane: {plane_req} requests, {plane_bytes / 2**20:.2f} MiB, {t_plane * 1e3:.0f} ms; shapes {[p.shape for p in planes]}")
+    print(
+        f"plane: {plane_req} requests, {plane_bytes / 2**20:.2f} MiB, {t_plane * 1e3:.0f} ms; shapes {[p.shape for p in planes]}"
+    )
     ratio = (open_bytes + plane_bytes) / (stored + open_bytes)
-    print(f"bytes transferred / (plane stored + metadata) = {ratio:.3f}x; plane bytes / plane stored = {plane_bytes / stored:.3f}x")
+    print(
+        f"bytes transferred / (plane stored + metadata) = {ratio:.3f}x; plane bytes / plane stored = {plane_bytes / stored:.3f}x"
+    )
 
 
 if __name__ == "__main__":

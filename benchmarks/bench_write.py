@@ -49,7 +49,15 @@ def zarr_floor(data: np.ndarray, target: Path) -> None:
     import zarr
     from zarr.codecs import ZstdCodec
 
-    arr = zarr.create_array(target, shape=data.shape, dtype=data.dtype, chunks=(1, 256, 256), shards=(16, 1024, 1024), compressors=ZstdCodec(level=3), overwrite=True)
+    arr = zarr.create_array(
+        target,
+        shape=data.shape,
+        dtype=data.dtype,
+        chunks=(1, 256, 256),
+        shards=(16, 1024, 1024),
+        compressors=ZstdCodec(level=3),
+        overwrite=True,
+    )
     arr[...] = data
 
 
@@ -57,15 +65,28 @@ def ours(data: np.ndarray, target: Path, fmt: str) -> None:
     from napari_ozx.ngff.models import Axis
     from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
 
-    axes = [Axis("z", "space", "micrometer"), Axis("y", "space", "micrometer"), Axis("x", "space", "micrometer")]
-    write_ome_zarr(target, ImageSpec(data, axes, [1, 0.5, 0.5]), options=WriteOptions(format=fmt, pyramid_levels=3))
+    axes = [
+        Axis("z", "space", "micrometer"),
+        Axis("y", "space", "micrometer"),
+        Axis("x", "space", "micrometer"),
+    ]
+    write_ome_zarr(
+        target,
+        ImageSpec(data, axes, [1, 0.5, 0.5]),
+        options=WriteOptions(format=fmt, pyramid_levels=3),
+    )
 
 
 def ngff_zarr_ozx(data: np.ndarray, target: Path, method: str | None = "DASK_BIN_SHRINK") -> None:
     import ngff_zarr as nz
 
     img = nz.to_ngff_image(data, dims=["z", "y", "x"], scale={"z": 1, "y": 0.5, "x": 0.5})
-    ms = nz.to_multiscales(img, scale_factors=[{"z": 1, "y": 2, "x": 2}, {"z": 1, "y": 4, "x": 4}], chunks=(1, 256, 256), method=nz.Methods[method] if method else None)
+    ms = nz.to_multiscales(
+        img,
+        scale_factors=[{"z": 1, "y": 2, "x": 2}, {"z": 1, "y": 4, "x": 4}],
+        chunks=(1, 256, 256),
+        method=nz.Methods[method] if method else None,
+    )
     nz.to_ngff_zarr(str(target), ms, version="0.5", chunks_per_shard={"z": 16, "y": 4, "x": 4})
 
 
@@ -87,7 +108,9 @@ def lazy_peak(gib: float, tmp: Path) -> None:
     from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
 
     z = max(16, int(gib * 2**30 / (2 * 1024 * 1024)) // 16 * 16)
-    src = da.random.default_rng(1).integers(0, 4000, (z, 1024, 1024), dtype=np.uint16, chunks=(16, 1024, 1024))
+    src = da.random.default_rng(1).integers(
+        0, 4000, (z, 1024, 1024), dtype=np.uint16, chunks=(16, 1024, 1024)
+    )
     axes = [Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
     base, peak, stop = rss(), [rss()], threading.Event()
 
@@ -98,34 +121,48 @@ def lazy_peak(gib: float, tmp: Path) -> None:
 
     th = threading.Thread(target=sample)
     th.start()
-    t = timed(write_ome_zarr, tmp / "lazy.ozx", ImageSpec(src, axes), None, WriteOptions(pyramid_levels=3))
+    t = timed(
+        write_ome_zarr, tmp / "lazy.ozx", ImageSpec(src, axes), None, WriteOptions(pyramid_levels=3)
+    )
     stop.set()
     th.join()
     nbytes = src.nbytes
     shard = 16 * 1024 * 1024 * 2
     growth = peak[0] - base
-    print(f"lazy {nbytes / 2**30:.2f} GiB source -> .ozx in {t:.1f} s; peak RSS growth {growth / 2**20:.0f} MiB "
-          f"= {growth / shard:.1f} shards of 32 MiB ({os.cpu_count()} workers) = {growth / nbytes:.1%} of the data")
+    print(
+        f"lazy {nbytes / 2**30:.2f} GiB source -> .ozx in {t:.1f} s; peak RSS growth {growth / 2**20:.0f} MiB "
+        f"= {growth / shard:.1f} shards of 32 MiB ({os.cpu_count()} workers) = {growth / nbytes:.1%} of the data"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--peers", action="store_true")
-    ap.add_argument("--peer-method", default="DASK_BIN_SHRINK", help="ngff-zarr downsampling method ('' = its default)")
+    ap.add_argument(
+        "--peer-method",
+        default="DASK_BIN_SHRINK",
+        help="ngff-zarr downsampling method ('' = its default)",
+    )
     ap.add_argument("--lazy-gib", type=float, default=0.0)
     args = ap.parse_args()
     data = make_data()
     tmp = Path(tempfile.mkdtemp(prefix="bench_write_", dir=Path(__file__).parent))
     try:
-        res: dict[str, list[float]] = {"zarr floor (level 0 only)": [], "ours dir": [], "ours ozx": []}
+        res: dict[str, list[float]] = {
+            "zarr floor (level 0 only)": [],
+            "ours dir": [],
+            "ours ozx": [],
+        }
         for _ in range(args.repeats):
             res["zarr floor (level 0 only)"].append(timed(zarr_floor, data, tmp / "floor.zarr"))
             res["ours dir"].append(timed(ours, data, tmp / "ours.ome.zarr", "directory"))
             res["ours ozx"].append(timed(ours, data, tmp / "ours.ozx", "ozx"))
             shutil.rmtree(tmp / "floor.zarr")
         if args.peers:
-            res["ngff-zarr ozx"] = [timed(ngff_zarr_ozx, data, tmp / "peer.ozx", args.peer_method or None)]
+            res["ngff-zarr ozx"] = [
+                timed(ngff_zarr_ozx, data, tmp / "peer.ozx", args.peer_method or None)
+            ]
         med = {k: statistics.median(v) for k, v in res.items()}
         for k, v in med.items():
             print(f"{k:28s} {v:6.2f} s")
@@ -137,8 +174,10 @@ def main() -> None:
             payload = sum(i.file_size for i in zf.infolist())
             names = [i.filename for i in zf.infolist()]
         size = (tmp / "ours.ozx").stat().st_size
-        print(f"ours.ozx {size:,} bytes, {len(names)} entries ({len(set(names))} unique), entry data {payload:,} bytes, "
-              f"overhead {size - payload:,} bytes; source {data.nbytes:,} bytes")
+        print(
+            f"ours.ozx {size:,} bytes, {len(names)} entries ({len(set(names))} unique), entry data {payload:,} bytes, "
+            f"overhead {size - payload:,} bytes; source {data.nbytes:,} bytes"
+        )
         if args.lazy_gib:
             lazy_peak(args.lazy_gib, tmp)
     finally:

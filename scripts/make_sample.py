@@ -49,8 +49,14 @@ def main(out: Path) -> Path:
         Axis("x", "space", "micrometer"),
     ]
     rng = np.random.default_rng(1)
-    colors = [LabelColor(int(v), (*map(int, rng.integers(60, 256, 3)), 255)) for v in np.unique(labels) if v]
-    props = [{"label-value": c.value, "volume_voxels": int((labels == c.value).sum())} for c in colors]
+    colors = [
+        LabelColor(int(v), (*map(int, rng.integers(60, 256, 3)), 255))
+        for v in np.unique(labels)
+        if v
+    ]
+    props = [
+        {"label-value": c.value, "volume_voxels": int((labels == c.value).sum())} for c in colors
+    ]
     spec = ImageSpec(
         data=img,
         axes=axes,
@@ -61,12 +67,20 @@ def main(out: Path) -> Path:
             Channel("Membrane", "FF00FF", Window(40, 650, 0, 65535)),
         ],
         name="cells",
-        labels=[LabelsSpec("nuclei", labels, axes[1:], [1.0, 0.25, 0.25], [0.0, 0.0, 0.0], colors, props)],
+        labels=[
+            LabelsSpec(
+                "nuclei", labels, axes[1:], [1.0, 0.25, 0.25], [0.0, 0.0, 0.0], colors, props
+            )
+        ],
     )
     return write_ome_zarr(out, spec, options=WriteOptions(format="ozx", shard_z=8, level=9))
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "resources" / "cells.ozx"
+    target = (
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else Path(__file__).resolve().parents[1] / "resources" / "cells.ozx"
+    )
     path = main(target)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")

@@ -1,6 +1,6 @@
 """Open an OME-Zarr file in a real napari window and save a screenshot of the whole window.
 
-    python scripts/screenshot.py resources/cells.ozx shot.png   (run under xvfb-run if headless)
+python scripts/screenshot.py resources/cells.ozx shot.png   (run under xvfb-run if headless)
 """
 
 from __future__ import annotations

@@ -85,10 +85,20 @@ def write_image(
             p.write_text(json.dumps(doc))
     for name, lab in (labels or {}).items():
         laxes = axes.replace("c", "")
-        write_image(path, lab, laxes, version, levels, [v for v, a in zip(scale, axes) if a != "c"],
-                    None if translation is None else [v for v, a in zip(translation, axes) if a != "c"],
-                    sharded=sharded, group_path=f"{group_path}/labels/{name}".strip("/"))
-        lgrp = zarr.open_group(path, mode="a", zarr_format=fmt, path=f"{group_path}/labels/{name}".strip("/"))
+        write_image(
+            path,
+            lab,
+            laxes,
+            version,
+            levels,
+            [v for v, a in zip(scale, axes) if a != "c"],
+            None if translation is None else [v for v, a in zip(translation, axes) if a != "c"],
+            sharded=sharded,
+            group_path=f"{group_path}/labels/{name}".strip("/"),
+        )
+        lgrp = zarr.open_group(
+            path, mode="a", zarr_format=fmt, path=f"{group_path}/labels/{name}".strip("/")
+        )
         ome_l = _get_ome(lgrp, version)
         il: dict[str, Any] = {"version": version, "source": {"image": "../../"}}
         if label_colors:
@@ -96,7 +106,9 @@ def write_image(
             il["properties"] = [{"label-value": k, "name": f"cell {k}"} for k in label_colors]
         ome_l["image-label"] = il
         _set_ome(lgrp, ome_l, version)
-        lroot = zarr.open_group(path, mode="a", zarr_format=fmt, path=f"{group_path}/labels".strip("/"))
+        lroot = zarr.open_group(
+            path, mode="a", zarr_format=fmt, path=f"{group_path}/labels".strip("/")
+        )
         names = _get_ome(lroot, version).get("labels", [])
         _set_ome(lroot, {"labels": [*names, name]}, version)
     return lv
@@ -124,7 +136,14 @@ def zip_dir(src: Path, dst: Path, deflate: bool = False) -> Path:
 
     files = [p for p in src.rglob("*") if p.is_file()]
     rel = [p.relative_to(src).as_posix() for p in files]
-    order = sorted(rel, key=lambda n: (not n.endswith("zarr.json"), n.count("/") if n.endswith("zarr.json") else 0, n))
+    order = sorted(
+        rel,
+        key=lambda n: (
+            not n.endswith("zarr.json"),
+            n.count("/") if n.endswith("zarr.json") else 0,
+            n,
+        ),
+    )
     method = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
     with zipfile.ZipFile(dst, "w", method) as zf:
         for n in order:

@@ -39,9 +39,24 @@ import numpy as np
 
 OMERO = {
     "channels": [
-        {"label": "DAPI", "color": "0000FF", "window": {"start": 0, "end": 4000, "min": 0, "max": 65535}, "active": True},
-        {"label": "GFP", "color": "00FF00", "window": {"start": 0, "end": 4000, "min": 0, "max": 65535}, "active": True},
-        {"label": "RFP", "color": "FF0000", "window": {"start": 0, "end": 4000, "min": 0, "max": 65535}, "active": True},
+        {
+            "label": "DAPI",
+            "color": "0000FF",
+            "window": {"start": 0, "end": 4000, "min": 0, "max": 65535},
+            "active": True,
+        },
+        {
+            "label": "GFP",
+            "color": "00FF00",
+            "window": {"start": 0, "end": 4000, "min": 0, "max": 65535},
+            "active": True,
+        },
+        {
+            "label": "RFP",
+            "color": "FF0000",
+            "window": {"start": 0, "end": 4000, "min": 0, "max": 65535},
+            "active": True,
+        },
     ]
 }
 LABEL_COLORS = {1: [255, 0, 0, 255], 2: [0, 255, 0, 255]}
@@ -66,14 +81,15 @@ class PlateSpec:
     z: int = 0  # > 0: axes czyx with this many planes
     missing: set[tuple[int, int]] = field(default_factory=set)  # not in the plate metadata
     missing_groups: set[tuple[int, int]] = field(default_factory=set)  # listed, group absent
-    missing_fields: set[tuple[int, int, int]] = field(default_factory=set)  # listed, field group absent
+    missing_fields: set[tuple[int, int, int]] = field(
+        default_factory=set
+    )  # listed, field group absent
     acquisitions: int = 0  # > 0: fields split round-robin over this many acquisitions
     field_size: Callable[[int, int, int], tuple[int, int]] | None = None  # per (r, c, f)
     scale_yx: tuple[float, float] = (0.5, 0.5)
     name: str = "test plate"
     pattern: str = "ramp"  # "ramp": unique values per well/field/channel; "cells": blobs
     chunk_yx: int = 64  # chunk edge of the hand-written arrays
-
 
     @property
     def rows(self) -> list[str]:
@@ -88,7 +104,12 @@ class PlateSpec:
         return "czyx" if self.z else "cyx"
 
     def wells(self) -> list[tuple[int, int]]:
-        return [(r, c) for r in range(self.n_rows) for c in range(self.n_cols) if (r, c) not in self.missing]
+        return [
+            (r, c)
+            for r in range(self.n_rows)
+            for c in range(self.n_cols)
+            if (r, c) not in self.missing
+        ]
 
     def well_path(self, r: int, c: int) -> str:
         return f"{self.rows[r]}/{self.cols[c]}"
@@ -122,7 +143,7 @@ class PlateSpec:
 
     def label_data(self, r: int, c: int, f: int, level: int = 0) -> np.ndarray:
         if self.pattern == "cells":
-            lab = (_cells(self, r, c, f, *self.shape(r, c, f)[-2:], 0, labels=True))
+            lab = _cells(self, r, c, f, *self.shape(r, c, f)[-2:], 0, labels=True)
             for _ in range(level):
                 lab = lab[..., ::2, ::2]
             return np.ascontiguousarray(lab)
@@ -141,7 +162,9 @@ class PlateSpec:
         return [f for f in range(self.fields) if (r, c, f) not in self.missing_fields]
 
 
-def _cells(spec: PlateSpec, r: int, c: int, f: int, h: int, w: int, level: int, labels: bool = False) -> np.ndarray:
+def _cells(
+    spec: PlateSpec, r: int, c: int, f: int, h: int, w: int, level: int, labels: bool = False
+) -> np.ndarray:
     """Round 'nuclei' (channel 0) with a dimmer halo (channel 1); count varies by well."""
     rng = np.random.default_rng((r * 1000 + c) * 10 + f)
     n = 2 + (r * 7 + c * 3) % 9
@@ -189,9 +212,19 @@ def _multiscales(spec: PlateSpec, version: str, name: str, axes: str) -> list[di
         ds: dict[str, Any] = {"path": str(lvl)}
         if version not in ("0.1", "0.2", "0.3"):
             f = 2**lvl
-            s = [1.0 if a == "c" else (spec.scale_yx[0] * f if a == "y" else spec.scale_yx[1] * f if a == "x" else 1.0) for a in axes]
+            s = [
+                1.0
+                if a == "c"
+                else (
+                    spec.scale_yx[0] * f if a == "y" else spec.scale_yx[1] * f if a == "x" else 1.0
+                )
+                for a in axes
+            ]
             t = [0.0 if a in "cz" else (si - si / f) / 2 for a, si in zip(axes, s)]
-            ds["coordinateTransformations"] = [{"type": "scale", "scale": s}, {"type": "translation", "translation": t}]
+            ds["coordinateTransformations"] = [
+                {"type": "scale", "scale": s},
+                {"type": "translation", "translation": t},
+            ]
         datasets.append(ds)
     ms: dict[str, Any] = {"name": name, "axes": _axes_json(axes, version), "datasets": datasets}
     if version != "0.5":
@@ -214,7 +247,9 @@ def _plate_json(spec: PlateSpec, version: str) -> dict[str, Any]:
         "field_count": spec.fields,
     }
     if spec.acquisitions:
-        plate["acquisitions"] = [{"id": i + 1, "name": f"acq {i + 1}"} for i in range(spec.acquisitions)]
+        plate["acquisitions"] = [
+            {"id": i + 1, "name": f"acq {i + 1}"} for i in range(spec.acquisitions)
+        ]
     if version != "0.5":
         plate["version"] = version
     return plate
@@ -258,7 +293,9 @@ class _Files:
         self.put(path, json.dumps(doc, separators=(",", ":")).encode())
 
 
-def _blocks(data: np.ndarray, chunks: tuple[int, ...]) -> Iterable[tuple[tuple[int, ...], np.ndarray]]:
+def _blocks(
+    data: np.ndarray, chunks: tuple[int, ...]
+) -> Iterable[tuple[tuple[int, ...], np.ndarray]]:
     """Chunk index and the chunk's data, edge chunks padded with zeros (full size)."""
     grid = [range(-(-s // c)) for s, c in zip(data.shape, chunks)]
     import itertools
@@ -279,7 +316,9 @@ def _zstd() -> Any:
     return Zstd(level=1)
 
 
-def _write_array(files: _Files, path: Path, data: np.ndarray, zarr_format: int, axes: str, chunk_yx: int = 64) -> None:
+def _write_array(
+    files: _Files, path: Path, data: np.ndarray, zarr_format: int, axes: str, chunk_yx: int = 64
+) -> None:
     chunks = tuple(1 if a in "cz" else min(chunk_yx, s) for a, s in zip(axes, data.shape))
     codec = _zstd()
     if zarr_format == 3:
@@ -292,13 +331,19 @@ def _write_array(files: _Files, path: Path, data: np.ndarray, zarr_format: int, 
             # "." keys: no directory per chunk (mkdir dominates writing thousands of fields)
             "chunk_key_encoding": {"name": "default", "configuration": {"separator": "."}},
             "fill_value": 0,
-            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1, "checksum": False}}],
+            "codecs": [
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "zstd", "configuration": {"level": 1, "checksum": False}},
+            ],
             "attributes": {},
             "dimension_names": list(axes),
         }
         files.json(path / "zarr.json", doc)
         for idx, block in _blocks(data, chunks):
-            files.put(path / ("c." + ".".join(map(str, idx))), codec.encode(block.astype(block.dtype.newbyteorder("<")).tobytes()))
+            files.put(
+                path / ("c." + ".".join(map(str, idx))),
+                codec.encode(block.astype(block.dtype.newbyteorder("<")).tobytes()),
+            )
     else:
         doc = {
             "zarr_format": 2,
@@ -318,29 +363,58 @@ def _write_array(files: _Files, path: Path, data: np.ndarray, zarr_format: int, 
 
 def _group(files: _Files, path: Path, attrs: dict[str, Any], version: str) -> None:
     if version == "0.5":
-        files.json(path / "zarr.json", {"zarr_format": 3, "node_type": "group", "attributes": {"ome": {"version": "0.5", **attrs}} if attrs else {}})
+        files.json(
+            path / "zarr.json",
+            {
+                "zarr_format": 3,
+                "node_type": "group",
+                "attributes": {"ome": {"version": "0.5", **attrs}} if attrs else {},
+            },
+        )
     else:
         files.json(path / ".zgroup", {"zarr_format": 2})
         if attrs:
             files.json(path / ".zattrs", attrs)
 
 
-def _write_field(files: _Files, spec: PlateSpec, fpath: Path, r: int, c: int, f: int, version: str) -> None:
+def _write_field(
+    files: _Files, spec: PlateSpec, fpath: Path, r: int, c: int, f: int, version: str
+) -> None:
     zf = 3 if version == "0.5" else 2
     axes = spec.axes
-    _group(files, fpath, {"multiscales": _multiscales(spec, version, f"{spec.well_path(r, c)}/{f}", axes), "omero": _omero(spec)}, version)
+    _group(
+        files,
+        fpath,
+        {
+            "multiscales": _multiscales(spec, version, f"{spec.well_path(r, c)}/{f}", axes),
+            "omero": _omero(spec),
+        },
+        version,
+    )
     for lvl in range(spec.levels):
-        _write_array(files, fpath / str(lvl), spec.field_data(r, c, f, lvl), zf, axes, spec.chunk_yx)
+        _write_array(
+            files, fpath / str(lvl), spec.field_data(r, c, f, lvl), zf, axes, spec.chunk_yx
+        )
     if spec.labels:
         laxes = axes.replace("c", "")
         _group(files, fpath / "labels", {"labels": ["cells"]}, version)
-        il: dict[str, Any] = {"colors": [{"label-value": k, "rgba": v} for k, v in LABEL_COLORS.items()], "source": {"image": "../../"}}
+        il: dict[str, Any] = {
+            "colors": [{"label-value": k, "rgba": v} for k, v in LABEL_COLORS.items()],
+            "source": {"image": "../../"},
+        }
         if version != "0.5":
             il["version"] = version
         lattrs = {"multiscales": _multiscales(spec, version, "cells", laxes), "image-label": il}
         _group(files, fpath / "labels" / "cells", lattrs, version)
         for lvl in range(spec.levels):
-            _write_array(files, fpath / "labels" / "cells" / str(lvl), spec.label_data(r, c, f, lvl), zf, laxes, spec.chunk_yx)
+            _write_array(
+                files,
+                fpath / "labels" / "cells" / str(lvl),
+                spec.label_data(r, c, f, lvl),
+                zf,
+                laxes,
+                spec.chunk_yx,
+            )
 
 
 def write_plate(path: Path, spec: PlateSpec, version: str = "0.5") -> Path:
@@ -383,7 +457,12 @@ def write_plate_omezarr_py(path: Path, spec: PlateSpec) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from ome_zarr.format import FormatV04
-        from ome_zarr.writer import write_image, write_labels, write_plate_metadata, write_well_metadata
+        from ome_zarr.writer import (
+            write_image,
+            write_labels,
+            write_plate_metadata,
+            write_well_metadata,
+        )
     if spec.z or spec.field_size or spec.acquisitions > 1:
         raise ValueError("the ome-zarr-py fixture writes uniform cyx fields only")
     path = Path(path)
@@ -395,25 +474,49 @@ def write_plate_omezarr_py(path: Path, spec: PlateSpec) -> Path:
     acq = [{"id": 1, "name": "acq 1"}] if spec.acquisitions else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        write_plate_metadata(root, spec.rows, spec.cols, wells, fmt=fmt, field_count=spec.fields, name=spec.name, acquisitions=acq)
-        images = [{"path": str(f), **({"acquisition": 1} if acq else {})} for f in range(spec.fields)]
+        write_plate_metadata(
+            root,
+            spec.rows,
+            spec.cols,
+            wells,
+            fmt=fmt,
+            field_count=spec.fields,
+            name=spec.name,
+            acquisitions=acq,
+        )
+        images = [
+            {"path": str(f), **({"acquisition": 1} if acq else {})} for f in range(spec.fields)
+        ]
         for wp in wells:
             write_well_metadata(root.require_group(wp), images, fmt=fmt)
         (r0, c0) = spec.wells()[0]
         tgroup = root.require_group(f"{wells[0]}/0")
         scale = {"c": 1.0, "y": spec.scale_yx[0], "x": spec.scale_yx[1]}
         write_image(
-            spec.field_data(r0, c0, 0), tgroup, scale_factors=[2] * (spec.levels - 1), fmt=fmt, axes="cyx",
-            scale=scale, axes_units={"y": "micrometer", "x": "micrometer"},
-            storage_options={"chunks": (1, 32, 32)}, omero=_omero(spec),
+            spec.field_data(r0, c0, 0),
+            tgroup,
+            scale_factors=[2] * (spec.levels - 1),
+            fmt=fmt,
+            axes="cyx",
+            scale=scale,
+            axes_units={"y": "micrometer", "x": "micrometer"},
+            storage_options={"chunks": (1, 32, 32)},
+            omero=_omero(spec),
         )
         if spec.labels:
             write_labels(
-                spec.label_data(r0, c0, 0), tgroup, name="cells", scaler=None,
-                scale_factors=[2] * (spec.levels - 1), fmt=fmt, axes="yx",
+                spec.label_data(r0, c0, 0),
+                tgroup,
+                name="cells",
+                scaler=None,
+                scale_factors=[2] * (spec.levels - 1),
+                fmt=fmt,
+                axes="yx",
                 scale={"y": spec.scale_yx[0], "x": spec.scale_yx[1]},
                 axes_units={"y": "micrometer", "x": "micrometer"},
-                label_metadata={"colors": [{"label-value": k, "rgba": v} for k, v in LABEL_COLORS.items()]},
+                label_metadata={
+                    "colors": [{"label-value": k, "rgba": v} for k, v in LABEL_COLORS.items()]
+                },
             )
     template = path / wells[0] / "0"
     arrays = _template_arrays(template)
@@ -440,7 +543,11 @@ def _template_arrays(template: Path) -> dict[str, tuple[bool, int, dict[str, Any
         ms = json.loads((grp / ".zattrs").read_text())["multiscales"][0]
         for lvl, ds in enumerate(ms["datasets"]):
             arr = grp / ds["path"]
-            out[arr.relative_to(template).as_posix()] = (is_label, lvl, json.loads((arr / ".zarray").read_text()))
+            out[arr.relative_to(template).as_posix()] = (
+                is_label,
+                lvl,
+                json.loads((arr / ".zarray").read_text()),
+            )
     return out
 
 
@@ -480,10 +587,16 @@ def write_plate_sharded(path: Path, spec: PlateSpec) -> Path:
         root.require_group(wp).attrs["ome"] = {"version": "0.5", "well": _well_json(spec, "0.5")}
         for f in spec.present_fields(r, c):
             write_image(
-                path, spec.field_data(r, c, f), axes=spec.axes, version="0.5", levels=spec.levels,
-                scale=[1.0, *([1.0] if spec.z else []), *spec.scale_yx], omero=_omero(spec),
+                path,
+                spec.field_data(r, c, f),
+                axes=spec.axes,
+                version="0.5",
+                levels=spec.levels,
+                scale=[1.0, *([1.0] if spec.z else []), *spec.scale_yx],
+                omero=_omero(spec),
                 labels={"cells": spec.label_data(r, c, f)} if spec.labels else None,
-                label_colors=LABEL_COLORS if spec.labels else None, group_path=f"{wp}/{f}",
+                label_colors=LABEL_COLORS if spec.labels else None,
+                group_path=f"{wp}/{f}",
             )
     return path
 
@@ -501,8 +614,16 @@ def write_plate_ours(path: Path, spec: PlateSpec) -> Path:
     _group(files, path, {"plate": _plate_json(spec, "0.5")}, "0.5")
     axes = [Axis(a, "channel") if a == "c" else Axis(a, "space", "micrometer") for a in spec.axes]
     laxes = [a for a in axes if a.type != "channel"]
-    chans = [Channel(c["label"], c["color"], Window(c["window"]["start"], c["window"]["end"])) for c in _omero(spec)["channels"]]
-    scale = [1.0 if a.type == "channel" else (spec.scale_yx[0] if a.name == "y" else spec.scale_yx[1] if a.name == "x" else 1.0) for a in axes]
+    chans = [
+        Channel(c["label"], c["color"], Window(c["window"]["start"], c["window"]["end"]))
+        for c in _omero(spec)["channels"]
+    ]
+    scale = [
+        1.0
+        if a.type == "channel"
+        else (spec.scale_yx[0] if a.name == "y" else spec.scale_yx[1] if a.name == "x" else 1.0)
+        for a in axes
+    ]
     colors = [LabelColor(k, tuple(v)) for k, v in LABEL_COLORS.items()]  # type: ignore[arg-type]
     opts = WriteOptions(format="directory", pyramid_levels=spec.levels, workers=1)
     for r, c in spec.wells():
@@ -512,8 +633,20 @@ def write_plate_ours(path: Path, spec: PlateSpec) -> Path:
         _group(files, path / spec.rows[r], {}, "0.5")
         _group(files, wpath, {"well": _well_json(spec, "0.5")}, "0.5")
         for f in spec.present_fields(r, c):
-            labels = [LabelsSpec("cells", spec.label_data(r, c, f), laxes, scale[1:], colors=colors)] if spec.labels else []
-            img = ImageSpec(spec.field_data(r, c, f), axes, scale, None, chans, f"{spec.well_path(r, c)}/{f}", labels)
+            labels = (
+                [LabelsSpec("cells", spec.label_data(r, c, f), laxes, scale[1:], colors=colors)]
+                if spec.labels
+                else []
+            )
+            img = ImageSpec(
+                spec.field_data(r, c, f),
+                axes,
+                scale,
+                None,
+                chans,
+                f"{spec.well_path(r, c)}/{f}",
+                labels,
+            )
             write_ome_zarr(wpath / str(f), img, options=opts)
     return path
 
@@ -527,13 +660,17 @@ def _sparse_spec() -> PlateSpec:
     # a 384-well plate with two wells in three missing; one listed well without a group,
     # one well whose second field group is missing
     missing = {(r, c) for r in range(16) for c in range(24) if (r * 24 + c) % 3 != 0}
-    return PlateSpec(16, 24, labels=False, missing=missing, missing_groups={(0, 3)}, missing_fields={(1, 0, 1)})
+    return PlateSpec(
+        16, 24, labels=False, missing=missing, missing_groups={(0, 3)}, missing_fields={(1, 0, 1)}
+    )
 
 
 def _build(name: str, base: Path) -> tuple[dict[str, Path], PlateSpec]:
     from .omegen import zip_dir
 
-    def v05(spec: PlateSpec, writer: Callable[..., Path] = write_plate) -> tuple[dict[str, Path], PlateSpec]:
+    def v05(
+        spec: PlateSpec, writer: Callable[..., Path] = write_plate
+    ) -> tuple[dict[str, Path], PlateSpec]:
         d = writer(base / f"{name}.ome.zarr", spec, *(("0.5",) if writer is write_plate else ()))  # type: ignore[operator]
         return {"dir": d, "ozx": zip_dir(d, base / f"{name}.ozx")}, spec
 
@@ -552,7 +689,9 @@ def _build(name: str, base: Path) -> tuple[dict[str, Path], PlateSpec]:
     if name == "sharded_v05":
         return v05(PlateSpec(2, 3, missing={(1, 2)}), write_plate_sharded)
     if name == "odd_v05":
-        spec = PlateSpec(2, 3, z=3, labels=False, field_size=lambda r, c, f: (40 + 8 * r + 4 * f, 56 - 8 * c))
+        spec = PlateSpec(
+            2, 3, z=3, labels=False, field_size=lambda r, c, f: (40 + 8 * r + 4 * f, 56 - 8 * c)
+        )
         return v05(spec)
     if name == "acq_v04":
         spec = PlateSpec(2, 3, fields=4, acquisitions=2, labels=False)
@@ -569,7 +708,16 @@ def _build(name: str, base: Path) -> tuple[dict[str, Path], PlateSpec]:
     if name == "p24_v05":
         return v05(PlateSpec(4, 6))
     if name == "small_sparse_v05":
-        return v05(PlateSpec(3, 4, labels=False, missing={(0, 1)}, missing_groups={(0, 3)}, missing_fields={(1, 0, 1)}))
+        return v05(
+            PlateSpec(
+                3,
+                4,
+                labels=False,
+                missing={(0, 1)},
+                missing_groups={(0, 3)},
+                missing_fields={(1, 0, 1)},
+            )
+        )
     if name == "cells_v05":
         spec = PlateSpec(8, 12, size=(96, 96), pattern="cells", name="cells plate")
         return v05(spec)

@@ -46,16 +46,28 @@ def test_validate_exit_codes(tmp_path, capsys):
 
 def test_validate_flags_broken_ome_metadata(tmp_path):
     d = tmp_path / "img.zarr"
-    write_image(d, np.zeros((2, 4, 32, 32), np.uint16), array_extra={"dimension_names": ["c", "z", "x", "y"]})
+    write_image(
+        d,
+        np.zeros((2, 4, 32, 32), np.uint16),
+        array_extra={"dimension_names": ["c", "z", "x", "y"]},
+    )
     assert main(["validate", str(d)]) == 1
 
 
 def test_convert_dir_v04_to_ozx_and_back(tmp_path):
     data = np.random.default_rng(0).integers(0, 999, (2, 3, 80, 96), dtype=np.uint16)
-    write_image(tmp_path / "in.zarr", data, version="0.4", labels={"cells": (data[0] > 500).astype(np.uint8)},
-                omero={"channels": [{"label": "a", "color": "FF0000"}, {"label": "b", "color": "00FF00"}]})
+    write_image(
+        tmp_path / "in.zarr",
+        data,
+        version="0.4",
+        labels={"cells": (data[0] > 500).astype(np.uint8)},
+        omero={"channels": [{"label": "a", "color": "FF0000"}, {"label": "b", "color": "00FF00"}]},
+    )
     out = tmp_path / "out.ozx"
-    assert main(["convert", str(tmp_path / "in.zarr"), str(out), "--chunk", "32", "--shard", "64"]) == 0
+    assert (
+        main(["convert", str(tmp_path / "in.zarr"), str(out), "--chunk", "32", "--shard", "64"])
+        == 0
+    )
     assert main(["validate", str(out)]) == 0
     with open_ome_zarr(out) as oz:
         (img,) = oz.images()
@@ -76,7 +88,9 @@ def test_cli_entry_point_imports_no_qt(tmp_path):
         "bad = [m for m in sys.modules if m.split('.')[0] in ('PyQt6','qtpy','napari')]; "
         "sys.exit(10 if bad else rc)"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(sample_path())], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(sample_path())], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
 
 
@@ -84,15 +98,36 @@ def test_convert_on_a_dask_distributed_cluster(tmp_path):
     """Issue 7: `convert --scheduler ADDRESS` computes the source on an existing cluster."""
     distributed = pytest.importorskip("distributed")
     data = np.random.default_rng(1).integers(0, 999, (2, 4, 96, 80), dtype=np.uint16)
-    write_image(tmp_path / "in.zarr", data, version="0.5", labels={"cells": (data[0] > 500).astype(np.uint8)})
+    write_image(
+        tmp_path / "in.zarr",
+        data,
+        version="0.5",
+        labels={"cells": (data[0] > 500).astype(np.uint8)},
+    )
     out = tmp_path / "out.ozx"
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
         with distributed.Client(cluster) as client:
+
             def transitions() -> int:
-                return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+                return client.run_on_scheduler(
+                    lambda dask_scheduler: dask_scheduler.transition_counter
+                )
 
             before = transitions()
-            assert main(["convert", str(tmp_path / "in.zarr"), str(out), "--scheduler", cluster.scheduler_address]) == 0
+            assert (
+                main(
+                    [
+                        "convert",
+                        str(tmp_path / "in.zarr"),
+                        str(out),
+                        "--scheduler",
+                        cluster.scheduler_address,
+                    ]
+                )
+                == 0
+            )
             # the cluster really did the work: its scheduler moved tasks through their states
             assert transitions() > before
     assert main(["validate", str(out)]) == 0
@@ -106,6 +141,19 @@ def test_convert_with_unreachable_scheduler_is_a_clear_error(tmp_path, capsys):
     pytest.importorskip("distributed")
     data = np.zeros((2, 32, 32), np.uint16)
     write_image(tmp_path / "in.zarr", data, axes="cyx", levels=1)
-    assert main(["convert", str(tmp_path / "in.zarr"), str(tmp_path / "o.ozx"), "--scheduler", "tcp://127.0.0.1:9", "--scheduler-timeout", "2"]) == 2
+    assert (
+        main(
+            [
+                "convert",
+                str(tmp_path / "in.zarr"),
+                str(tmp_path / "o.ozx"),
+                "--scheduler",
+                "tcp://127.0.0.1:9",
+                "--scheduler-timeout",
+                "2",
+            ]
+        )
+        == 2
+    )
     assert "dask scheduler" in capsys.readouterr().err
     assert not (tmp_path / "o.ozx").exists()

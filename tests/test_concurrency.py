@@ -54,8 +54,9 @@ class Sample:
         self.data = rng.integers(0, 60000, (2, 2, 96, 128), dtype=np.uint16)
         self.label = (self.data[0] // 15000).astype(np.uint32)
         directory = root / "img.zarr"
-        self.levels = write_image(directory, self.data, axes="czyx", levels=3,
-                                  labels={"cells": self.label})
+        self.levels = write_image(
+            directory, self.data, axes="czyx", levels=3, labels={"cells": self.label}
+        )
         self.label_levels = pyramid(self.label, 3, "zyx")
         self.stored = zip_dir(directory, root / "img.ozx")
         self.deflated = zip_dir(directory, root / "img-deflated.ozx", deflate=True)
@@ -77,11 +78,12 @@ def run_threads(n: int, fn: Callable[[int], None]) -> None:
         try:
             barrier.wait(timeout=JOIN_TIMEOUT)
             fn(i)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             errors.append(e)
 
-    threads = [threading.Thread(target=target, args=(i,), name=f"test-reader-{i}")
-               for i in range(n)]
+    threads = [
+        threading.Thread(target=target, args=(i,), name=f"test-reader-{i}") for i in range(n)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -179,8 +181,11 @@ def test_threads_share_one_store(sample: Sample, source: str) -> None:
             for p in ("0", "1", "2", "labels/cells/0", "labels/cells/1")
         }
         truths = {
-            "0": sample.levels[0], "1": sample.levels[1], "2": sample.levels[2],
-            "labels/cells/0": sample.label_levels[0], "labels/cells/1": sample.label_levels[1],
+            "0": sample.levels[0],
+            "1": sample.levels[1],
+            "2": sample.levels[2],
+            "labels/cells/0": sample.label_levels[0],
+            "labels/cells/1": sample.label_levels[1],
         }
         keys = sorted(k for k in sample.members if not k.endswith("/"))
 
@@ -200,7 +205,7 @@ def test_threads_share_one_store(sample: Sample, source: str) -> None:
                     assert buf is not None and buf.to_bytes() == want[a:b], (key, a, b)
                     n = int(rng.integers(0, len(want) + 1))
                     buf = store.get_sync(key, byte_range=SuffixByteRequest(n))
-                    assert buf is not None and buf.to_bytes() == want[len(want) - n:], (key, n)
+                    assert buf is not None and buf.to_bytes() == want[len(want) - n :], (key, n)
 
         run_threads(N_THREADS, reader)
     finally:

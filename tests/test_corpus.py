@@ -114,7 +114,7 @@ class CorpusWorker:
         self._stderr.seek(max(0, size - n))
         return self._stderr.read().decode(errors="replace")
 
-    def _readline(self, timeout: float) -> bytes | None | int:
+    def _readline(self, timeout: float) -> bytes | int | None:
         """A line, None on timeout, or the exit status if the worker died."""
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
@@ -237,8 +237,11 @@ def test_corpus_up_to_date(tmp_path: Path) -> None:
         timeout=120,
     )
     assert (tmp_path / "expected.json").read_bytes() == (CORPUS / "expected.json").read_bytes()
-    fresh = {p.relative_to(tmp_path / "files").as_posix(): p
-             for p in (tmp_path / "files").rglob("*") if p.is_file()}
+    fresh = {
+        p.relative_to(tmp_path / "files").as_posix(): p
+        for p in (tmp_path / "files").rglob("*")
+        if p.is_file()
+    }
     checked_in = {p.relative_to(FILES).as_posix(): p for p in FILES.rglob("*") if p.is_file()}
     assert sorted(fresh) == sorted(checked_in)
     stale = [k for k in fresh if fresh[k].read_bytes() != checked_in[k].read_bytes()]
@@ -281,8 +284,7 @@ def test_outcome(corpus: CorpusWorker, name: str) -> None:
             assert kinds == ["image"]
         return
     assert err is not None, (
-        f"no error: opened and computed level 0 (pixels equal to the valid image: "
-        f"{res['pixels']})"
+        f"no error: opened and computed level 0 (pixels equal to the valid image: {res['pixels']})"
     )
     detail = f"{err['type']} at {err['stage']}: {err['message']!r} ({err['where']})"
     assert exp["error"] in err["mro"], f"expected {exp['error']}, got {detail}"
@@ -334,7 +336,7 @@ def _call_with_timeout(fn: Any, *args: Any, timeout: float = 10.0) -> Any:
     def target() -> None:
         try:
             box["value"] = fn(*args)
-        except BaseException as e:  # noqa: BLE001 - re-raised below
+        except BaseException as e:
             box["error"] = e
 
     t = threading.Thread(target=target, name="corpus-odd-path", daemon=True)
@@ -356,8 +358,9 @@ def notes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return shown
 
 
-@pytest.mark.parametrize("value", [[], (), 123, None, b"x.ozx", "valid.ozx\x00.zarr",
-                                   ["a.ozx", 5]], ids=repr)
+@pytest.mark.parametrize(
+    "value", [[], (), 123, None, b"x.ozx", "valid.ozx\x00.zarr", ["a.ozx", 5]], ids=repr
+)
 def test_get_reader_odd_values(value: Any) -> None:
     from napari_ozx._reader import get_reader
 
@@ -419,8 +422,7 @@ class BigShards:
 
         rng = np.random.default_rng(11)
         self.data = rng.integers(0, 60000, (2, 1, 1024, 1024), dtype=np.uint16)
-        write_image(root / "big.zarr", self.data, axes="czyx", levels=1,
-                    chunks=(1, 1, 256, 256))
+        write_image(root / "big.zarr", self.data, axes="czyx", levels=1, chunks=(1, 1, 256, 256))
         self.path = zip_dir(root / "big.zarr", root / "big.ozx")
         self.raw = self.path.read_bytes()
         with zipfile.ZipFile(self.path) as zf:
@@ -454,15 +456,23 @@ def big_shards(tmp_path_factory: pytest.TempPathFactory) -> BigShards:
 @pytest.mark.parametrize(
     "damage",
     [
-        pytest.param("bitflip", marks=pytest.mark.xfail(strict=True, reason=(
-            "documented limitation: a ZIP CRC-32 covers a whole member, so the ranged reads "
-            "of sharding cannot check it without reading the whole shard (which would break "
-            "tile latency and remote byte counts); `napari-ozx validate --deep` finds it"))),
+        pytest.param(
+            "bitflip",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason=(
+                    "documented limitation: a ZIP CRC-32 covers a whole member, so the ranged reads "
+                    "of sharding cannot check it without reading the whole shard (which would break "
+                    "tile latency and remote byte counts); `napari-ozx validate --deep` finds it"
+                ),
+            ),
+        ),
         "swapped_member",
     ],
 )
-def test_damaged_big_shard_never_wrong_pixels(big_shards: BigShards, tmp_path: Path,
-                                              damage: str) -> None:
+def test_damaged_big_shard_never_wrong_pixels(
+    big_shards: BigShards, tmp_path: Path, damage: str
+) -> None:
     """A damaged shard member must raise (ZipFormatError), never give made-up pixels."""
     import struct
 
@@ -475,16 +485,23 @@ def test_damaged_big_shard_never_wrong_pixels(big_shards: BigShards, tmp_path: P
     if damage == "bitflip":
         raw[big_shards.data_offset("0/c/0/0/0/0") + 1000] ^= 0x40
     else:
-        struct.pack_into("<I", raw, big_shards.central_offset("0/c/1/0/0/0") + 42,
-                         big_shards.infos["0/c/0/0/0/0"].header_offset)
+        struct.pack_into(
+            "<I",
+            raw,
+            big_shards.central_offset("0/c/1/0/0/0") + 42,
+            big_shards.infos["0/c/0/0/0/0"].header_offset,
+        )
     p = tmp_path / f"{damage}.ozx"
     p.write_bytes(bytes(raw))
     truth = big_shards.data
     reported = 0
     with open_ome_zarr(p) as oz:
         level = oz.images()[0].levels[0]
-        for box in [(0, 0, slice(0, 256), slice(0, 256)), (1, 0, slice(0, 256), slice(0, 256)),
-                    (slice(None),) * 4]:
+        for box in [
+            (0, 0, slice(0, 256), slice(0, 256)),
+            (1, 0, slice(0, 256), slice(0, 256)),
+            (slice(None),) * 4,
+        ]:
             try:
                 got = np.asarray(level[box])
             except ZipFormatError:

@@ -71,7 +71,9 @@ def test_estimates_change_with_options():
     assert base.levels == 4  # 2048 -> 1024 -> 512 -> 256
     assert base.metadata_entries == 1 + 4
     assert base.data_entries == 4 * 2 * 2 + 4 + 4 + 4  # level 0: 4 z-shards x 2 x 2
-    small = estimate_export(dataclasses.replace(WriteOptions(), shard_yx=512, shard_z=4), [plan], "x.ozx")
+    small = estimate_export(
+        dataclasses.replace(WriteOptions(), shard_yx=512, shard_z=4), [plan], "x.ozx"
+    )
     assert small.chunks_per_shard == 4 * 2 * 2
     assert small.first.shard_bytes == 4 * 512 * 512 * 2
     assert small.entries > base.entries
@@ -85,7 +87,9 @@ def test_estimates_change_with_options():
     assert v04.format == "directory" and v04.metadata_entries == 2 + 4 * 2
     assert v04.entries > 64 * 8 * 8  # one file per chunk without sharding
     rows = dict(base.rows())
-    assert rows["Shard size"] == "32.00 MiB uncompressed" and rows["Entries"].startswith(f"{base.entries:,} ")
+    assert rows["Shard size"] == "32.00 MiB uncompressed" and rows["Entries"].startswith(
+        f"{base.entries:,} "
+    )
 
 
 @pytest.mark.parametrize(
@@ -93,8 +97,16 @@ def test_estimates_change_with_options():
     [
         (WriteOptions(), "a.ozx"),
         (WriteOptions(format="directory", version="0.4"), "b.ome.zarr"),
-        (WriteOptions(format="directory", chunk_yx=64, shard_yx=128, shard_z=2, codec="blosc-lz4"), "c.ome.zarr"),
-        (WriteOptions(chunk_yx=32, shard_yx=32, shard_z=1, pyramid_levels=3, codec="none"), "d.ozx"),
+        (
+            WriteOptions(
+                format="directory", chunk_yx=64, shard_yx=128, shard_z=2, codec="blosc-lz4"
+            ),
+            "c.ome.zarr",
+        ),
+        (
+            WriteOptions(chunk_yx=32, shard_yx=32, shard_z=1, pyramid_levels=3, codec="none"),
+            "d.ozx",
+        ),
     ],
 )
 def test_entry_estimate_matches_what_is_written(tmp_path, opts, name):
@@ -104,7 +116,9 @@ def test_entry_estimate_matches_what_is_written(tmp_path, opts, name):
     out = export_layers(target, layers, opts)
     names = _stored_names(out)
     assert est.entries == len(names)
-    meta = [n for n in names if os.path.basename(n) in ("zarr.json", ".zattrs", ".zgroup", ".zarray")]
+    meta = [
+        n for n in names if os.path.basename(n) in ("zarr.json", ".zattrs", ".zgroup", ".zarray")
+    ]
     assert est.metadata_entries == len(meta)
     with open_ome_zarr(out) as oz:
         (img,) = oz.images()
@@ -117,7 +131,10 @@ def test_entry_estimate_matches_what_is_written(tmp_path, opts, name):
 def test_plans_follow_the_writer_rules():
     layers = _layers()
     plans = plans_from_layer_data(layers)
-    assert [(p.name, p.shape, p.is_labels) for p in plans] == [("image", (2, 5, 300, 200), False), ("cells", (5, 300, 200), True)]
+    assert [(p.name, p.shape, p.is_labels) for p in plans] == [
+        ("image", (2, 5, 300, 200), False),
+        ("cells", (5, 300, 200), True),
+    ]
     assert [a.name for a in plans[0].axes] == ["c", "z", "y", "x"]
     with pytest.raises(OzxError, match="need an image"):
         plans_from_layer_data([layers[2], (layers[2][0], {"name": "more"}, "labels")])
@@ -146,8 +163,17 @@ def test_valid_combinations():
 
 def test_options_round_trip(config_dir):
     assert load_options() == WriteOptions()  # nothing saved yet
-    opts = WriteOptions(format="directory", version="0.4", chunk_yx=128, shard_yx=512, shard_z=4, codec="gzip",
-                        level=6, pyramid_levels=3, downsample="nearest")
+    opts = WriteOptions(
+        format="directory",
+        version="0.4",
+        chunk_yx=128,
+        shard_yx=512,
+        shard_z=4,
+        codec="gzip",
+        level=6,
+        pyramid_levels=3,
+        downsample="nearest",
+    )
     p = save_options(opts)
     assert p == options_path() and p.parent == config_dir
     assert json.loads(p.read_text())["chunk_yx"] == 128
@@ -167,8 +193,18 @@ def test_damaged_options_fall_back_to_defaults(config_dir, caplog):
     config_dir.mkdir()
     options_path().write_text("{not json")
     assert load_options() == WriteOptions()
-    options_path().write_text(json.dumps({"chunk_yx": "big", "codec": "lzma", "level": 5, "shard_z": True,
-                                          "pyramid_levels": None, "unknown": 1}))
+    options_path().write_text(
+        json.dumps(
+            {
+                "chunk_yx": "big",
+                "codec": "lzma",
+                "level": 5,
+                "shard_z": True,
+                "pyramid_levels": None,
+                "unknown": 1,
+            }
+        )
+    )
     opts = load_options()
     assert opts == WriteOptions(level=5)
     assert "chunk_yx" in caplog.text and "codec" in caplog.text
@@ -179,7 +215,9 @@ def test_damaged_options_fall_back_to_defaults(config_dir, caplog):
 def test_file_save_uses_the_remembered_options(tmp_path, config_dir):
     from napari_ozx._writer import write_layers
 
-    save_options(WriteOptions(chunk_yx=64, shard_yx=128, shard_z=2, codec="gzip", level=1, pyramid_levels=2))
+    save_options(
+        WriteOptions(chunk_yx=64, shard_yx=128, shard_z=2, codec="gzip", level=1, pyramid_levels=2)
+    )
     img = RNG.integers(0, 255, (4, 256, 256), dtype=np.uint8)
     (out,) = write_layers(str(tmp_path / "saved.ozx"), [(img, {"name": "img"}, "image")])
     with open_ome_zarr(out) as oz:
@@ -191,7 +229,9 @@ def test_file_save_uses_the_remembered_options(tmp_path, config_dir):
         assert '"gzip"' in codecs
         np.testing.assert_array_equal(np.asarray(im.levels[0]), img)
     # explicit options still win
-    (out2,) = write_layers(str(tmp_path / "explicit.ozx"), [(img, {"name": "img"}, "image")], WriteOptions())
+    (out2,) = write_layers(
+        str(tmp_path / "explicit.ozx"), [(img, {"name": "img"}, "image")], WriteOptions()
+    )
     with open_ome_zarr(out2) as oz:
         assert tuple(oz.images()[0].arrays[0].array.chunks) == (1, 256, 256)
 
@@ -202,8 +242,12 @@ def test_file_save_uses_the_remembered_options(tmp_path, config_dir):
 def test_export_reports_progress_and_cancels_cleanly(tmp_path):
     layers = _layers()
     seen = []
-    out = export_layers(tmp_path / "p.ozx", layers, WriteOptions(chunk_yx=64, shard_yx=64, shard_z=1, workers=2),
-                        progress=lambda d, n: seen.append((d, n)))
+    out = export_layers(
+        tmp_path / "p.ozx",
+        layers,
+        WriteOptions(chunk_yx=64, shard_yx=64, shard_z=1, workers=2),
+        progress=lambda d, n: seen.append((d, n)),
+    )
     assert out.exists() and seen and seen[-1][0] == seen[-1][1]
     cancel = threading.Event()
 
@@ -212,7 +256,13 @@ def test_export_reports_progress_and_cancels_cleanly(tmp_path):
             cancel.set()
 
     with pytest.raises(WriteCancelled):
-        export_layers(tmp_path / "c.ozx", layers, WriteOptions(chunk_yx=64, shard_yx=64, shard_z=1, workers=1),
-                      progress=progress, cancel=cancel)
+        export_layers(
+            tmp_path / "c.ozx",
+            layers,
+            WriteOptions(chunk_yx=64, shard_yx=64, shard_z=1, workers=1),
+            progress=progress,
+            cancel=cancel,
+        )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config", "p.ozx"] or sorted(
-        p.name for p in tmp_path.iterdir()) == ["p.ozx"]
+        p.name for p in tmp_path.iterdir()
+    ) == ["p.ozx"]

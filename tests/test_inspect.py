@@ -19,8 +19,17 @@ from .omegen import write_image, zip_dir
 RNG = np.random.default_rng(1)
 OMERO = {
     "channels": [
-        {"label": "DAPI", "color": "0000FF", "window": {"start": 10, "end": 900, "min": 0, "max": 65535}},
-        {"label": "GFP", "color": "00FF00", "window": {"start": 0, "end": 500, "min": 0, "max": 65535}, "active": False},
+        {
+            "label": "DAPI",
+            "color": "0000FF",
+            "window": {"start": 10, "end": 900, "min": 0, "max": 65535},
+        },
+        {
+            "label": "GFP",
+            "color": "00FF00",
+            "window": {"start": 0, "end": 500, "min": 0, "max": 65535},
+            "active": False,
+        },
     ]
 }
 
@@ -38,7 +47,9 @@ def _open_fds_to(path: Path) -> list[str]:
     return out
 
 
-def _tree(insp: Inspection, node: TreeNode | None = None, depth: int = 0) -> list[tuple[int, str, str, str]]:
+def _tree(
+    insp: Inspection, node: TreeNode | None = None, depth: int = 0
+) -> list[tuple[int, str, str, str]]:
     """(depth, kind, path, title) of every node, loading everything."""
     node = node or insp.root
     out = [(depth, node.kind, node.path, node.title)]
@@ -54,8 +65,15 @@ def _rows(section) -> dict[str, str]:
 @pytest.fixture
 def image_dir(tmp_path):
     data = RNG.integers(0, 1000, (2, 3, 40, 70), dtype=np.uint16)
-    write_image(tmp_path / "img.zarr", data, version="0.5", levels=3, scale=[1, 2, 0.5, 0.5],
-                translation=[0, 1, 2, 3], omero=OMERO)
+    write_image(
+        tmp_path / "img.zarr",
+        data,
+        version="0.5",
+        levels=3,
+        scale=[1, 2, 0.5, 0.5],
+        translation=[0, 1, 2, 3],
+        omero=OMERO,
+    )
     return tmp_path / "img.zarr"
 
 
@@ -63,30 +81,54 @@ def image_dir(tmp_path):
 def image_labels_dir(tmp_path):
     data = RNG.integers(0, 1000, (2, 3, 40, 70), dtype=np.uint16)
     labels = (data[0] > 500).astype(np.uint32) + (data[0] > 800)
-    write_image(tmp_path / "lab.zarr", data, version="0.4", levels=2, omero=OMERO,
-                labels={"cells": labels}, label_colors={1: [255, 0, 0, 255], 2: [0, 128, 255, 128]})
+    write_image(
+        tmp_path / "lab.zarr",
+        data,
+        version="0.4",
+        levels=2,
+        omero=OMERO,
+        labels={"cells": labels},
+        label_colors={1: [255, 0, 0, 255], 2: [0, 128, 255, 128]},
+    )
     return tmp_path / "lab.zarr"
 
 
-def make_plate(path: Path, rows: str = "AB", cols: int = 3, fields: int = 2, wells=None, write_fields=True) -> Path:
+def make_plate(
+    path: Path, rows: str = "AB", cols: int = 3, fields: int = 2, wells=None, write_fields=True
+) -> Path:
     """A tiny OME-Zarr 0.5 HCS plate written with plain zarr (no plate writer needed)."""
     root = zarr.open_group(path, mode="w", zarr_format=3)
     columns = [str(c + 1) for c in range(cols)]
-    wells = wells if wells is not None else [(r, c) for r in range(len(rows)) for c in range(cols) if (r + c) % 2 == 0]
+    wells = (
+        wells
+        if wells is not None
+        else [(r, c) for r in range(len(rows)) for c in range(cols) if (r + c) % 2 == 0]
+    )
     for r, c in wells if write_fields else ():
         wpath = f"{rows[r]}/{columns[c]}"
         for f in range(fields):
-            write_image(path, RNG.integers(0, 255, (1, 16, 24), dtype=np.uint8), axes="cyx", levels=2,
-                        group_path=f"{wpath}/{f}")
+            write_image(
+                path,
+                RNG.integers(0, 255, (1, 16, 24), dtype=np.uint8),
+                axes="cyx",
+                levels=2,
+                group_path=f"{wpath}/{f}",
+            )
         well = zarr.open_group(path, mode="a", zarr_format=3, path=wpath)
-        well.attrs["ome"] = {"version": "0.5", "well": {"images": [{"path": str(f), "acquisition": 0} for f in range(fields)]}}
+        well.attrs["ome"] = {
+            "version": "0.5",
+            "well": {"images": [{"path": str(f), "acquisition": 0} for f in range(fields)]},
+        }
     root.attrs["ome"] = {
         "version": "0.5",
         "plate": {
             "name": "test plate",
             "rows": [{"name": r} for r in rows],
             "columns": [{"name": c} for c in columns],
-            "wells": [{"path": f"{rows[r]}/{columns[c]}", "rowIndex": r, "columnIndex": c} for r, c in wells],
+            "wells": [
+                {"path": f"{rows[r]}/{columns[c]}", "rowIndex": r, "columnIndex": c}
+                for r, c in wells
+            ],
             "acquisitions": [{"id": 0, "name": "first", "maximumfieldcount": fields}],
             "field_count": fields,
         },
@@ -113,13 +155,22 @@ def test_image_tree_and_summary(image_dir):
         d = insp.details(insp.root)
         assert d.error is None
         axes = _rows(d.section("Axes"))
-        assert axes == {"c": "channel", "z": "space, micrometer", "y": "space, micrometer", "x": "space, micrometer"}
+        assert axes == {
+            "c": "channel",
+            "z": "space, micrometer",
+            "y": "space, micrometer",
+            "x": "space, micrometer",
+        }
         levels = _rows(d.section("Levels"))
         assert levels["0"] == "2 × 3 × 40 × 70 · scale 1, 2, 0.5, 0.5 · translation 0, 1, 2, 3"
         assert levels["2"].startswith("2 × 3 × 10 × 18 · scale 1, 2, 2, 2")
         ch = d.section("Channels").rows
         assert [(r.label, r.color) for r in ch] == [("DAPI", "#0000FF"), ("GFP", "#00FF00")]
-        assert "window 10–900" in ch[0].value and "range 0–65535" in ch[0].value and "active" in ch[0].value
+        assert (
+            "window 10–900" in ch[0].value
+            and "range 0–65535" in ch[0].value
+            and "active" in ch[0].value
+        )
         assert "hidden" in ch[1].value
         assert _rows(d.section("Image"))["OME-Zarr version"] == "0.5"
         # an image also shows the facts of its full-resolution array
@@ -170,8 +221,10 @@ def test_image_with_labels_v04(image_labels_dir):
         colours = d.section("Label colours").rows
         assert [(r.label, r.color) for r in colours] == [("1", "#FF0000FF"), ("2", "#0080FF80")]
         assert _rows(d.section("Image label"))["Property keys"] == "name"
-        assert _rows(d.section("Image"
-                               if d.section("Image") else "Label image"))["OME-Zarr version"] == "0.4"
+        assert (
+            _rows(d.section("Image" if d.section("Image") else "Label image"))["OME-Zarr version"]
+            == "0.4"
+        )
         # Zarr v2: the raw view shows .zattrs and .zgroup, arrays .zarray
         assert set(d.raw_files) == {".zattrs", ".zgroup"}
         assert "// .zattrs" in d.raw_json and '"image-label"' in d.raw_json
@@ -189,12 +242,21 @@ def test_plate_tree_is_lazy_and_complete(tmp_path):
         assert insp.root.kind == "plate"
         assert insp.root.info == "2×3 · 3 wells"
         rows = insp.children(insp.root)
-        assert [(r.kind, r.title, r.info) for r in rows] == [("row", "Row A", "2 wells"), ("row", "Row B", "1 well")]
+        assert [(r.kind, r.title, r.info) for r in rows] == [
+            ("row", "Row A", "2 wells"),
+            ("row", "Row B", "1 well"),
+        ]
         wells = insp.children(rows[0])
-        assert [(w.kind, w.path, w.title) for w in wells] == [("well", "A/1", "A1"), ("well", "A/3", "A3")]
+        assert [(w.kind, w.path, w.title) for w in wells] == [
+            ("well", "A/1", "A1"),
+            ("well", "A/3", "A3"),
+        ]
         assert set(insp._raw) == {""}  # rows and wells come from the plate metadata alone
         fields = insp.children(wells[0])
-        assert [(f.kind, f.path, f.title) for f in fields] == [("field", "A/1/0", "Field 0"), ("field", "A/1/1", "Field 1")]
+        assert [(f.kind, f.path, f.title) for f in fields] == [
+            ("field", "A/1/0", "Field 0"),
+            ("field", "A/1/1", "Field 1"),
+        ]
         assert "A/3" not in insp._raw  # a well is read when it is expanded, not before
         levels = insp.children(fields[1])
         assert [(n.kind, n.path) for n in levels] == [("level", "A/1/1/0"), ("level", "A/1/1/1")]
@@ -202,12 +264,20 @@ def test_plate_tree_is_lazy_and_complete(tmp_path):
         assert [n.path for n in chain] == ["", "B", "B/2", "B/2/1", "B/2/1/1"]
         d = insp.details(insp.root)
         layout = _rows(d.section("Layout"))
-        assert layout["Rows"] == "2 (A…B)" and layout["Columns"] == "3 (1…3)" and layout["Wells"] == "3"
+        assert (
+            layout["Rows"] == "2 (A…B)"
+            and layout["Columns"] == "3 (1…3)"
+            and layout["Wells"] == "3"
+        )
         assert _rows(d.section("Acquisitions")) == {"0": "first · up to 2 fields"}
         wd = insp.details(wells[0])
         assert _rows(wd.section("Fields")) == {"0": "acquisition 0", "1": "acquisition 0"}
         fd = insp.details(fields[0])
-        assert _rows(fd.section("Axes")) == {"c": "channel", "y": "space, micrometer", "x": "space, micrometer"}
+        assert _rows(fd.section("Axes")) == {
+            "c": "channel",
+            "y": "space, micrometer",
+            "x": "space, micrometer",
+        }
         assert fd.array.shape == (1, 16, 24)
 
 
@@ -229,11 +299,25 @@ def test_1536_well_plate_lists_wells_from_plate_metadata_only(tmp_path):
 def test_ozx_archive_facts_and_findings(image_labels_dir, tmp_path):
     # a v3 copy zipped with Python's zipfile: no ZIP64 records -> an RFC-9 warning
     data = RNG.integers(0, 1000, (2, 3, 40, 70), dtype=np.uint16)
-    write_image(tmp_path / "v3.zarr", data, levels=2, omero=OMERO, labels={"nuc": (data[0] > 700).astype(np.uint8)})
+    write_image(
+        tmp_path / "v3.zarr",
+        data,
+        levels=2,
+        omero=OMERO,
+        labels={"nuc": (data[0] > 700).astype(np.uint8)},
+    )
     ozx = zip_dir(tmp_path / "v3.zarr", tmp_path / "plain.ozx")
     with Inspection(ozx) as insp:
         assert insp.is_ozx
-        assert [p for _, _, p, _ in _tree(insp)] == ["", "0", "1", "labels", "labels/nuc", "labels/nuc/0", "labels/nuc/1"]
+        assert [p for _, _, p, _ in _tree(insp)] == [
+            "",
+            "0",
+            "1",
+            "labels",
+            "labels/nuc",
+            "labels/nuc/0",
+            "labels/nuc/1",
+        ]
         facts = insp.archive()
         assert facts.entries == sum(1 for p in (tmp_path / "v3.zarr").rglob("*") if p.is_file())
         assert facts.zip64 is False
@@ -243,14 +327,22 @@ def test_ozx_archive_facts_and_findings(image_labels_dir, tmp_path):
         assert codes["zip64-missing"] == "warning"
         assert facts.ok  # warnings only
         rows = {r.label: r.value for r in facts.rows()}
-        assert rows["ZIP64"] == "no" and rows["RFC-9"].startswith("conformant (0 errors, 1 warnings")
+        assert rows["ZIP64"] == "no" and rows["RFC-9"].startswith(
+            "conformant (0 errors, 1 warnings"
+        )
         # stored size of an array = the sizes of its entries in the central directory
         import zipfile
 
         with zipfile.ZipFile(ozx) as zf:
-            want = [i for i in zf.infolist() if i.filename.startswith("labels/nuc/0/") and not i.filename.endswith("zarr.json")]
+            want = [
+                i
+                for i in zf.infolist()
+                if i.filename.startswith("labels/nuc/0/") and not i.filename.endswith("zarr.json")
+            ]
         a = insp.details(insp.find("labels/nuc/0")[-1]).array
-        assert a.stored_objects == len(want) and a.stored_bytes == sum(i.compress_size for i in want)
+        assert a.stored_objects == len(want) and a.stored_bytes == sum(
+            i.compress_size for i in want
+        )
     assert _open_fds_to(ozx) == []
 
 
@@ -259,7 +351,12 @@ def test_bundled_sample_is_conformant(tmp_path):
         facts = insp.archive()
         assert facts.zip64 and facts.ok and facts.counts()["warning"] == 0
         assert [f.severity for f in facts.findings] == ["info"]
-        assert [n.path for n in insp.find("labels/nuclei/1")] == ["", "labels", "labels/nuclei", "labels/nuclei/1"]
+        assert [n.path for n in insp.find("labels/nuclei/1")] == [
+            "",
+            "labels",
+            "labels/nuclei",
+            "labels/nuclei/1",
+        ]
         d = insp.details(insp.find("labels/nuclei")[-1])
         assert len(d.section("Label colours").rows) == 22
         assert insp.archive() is facts  # computed once
@@ -268,13 +365,23 @@ def test_bundled_sample_is_conformant(tmp_path):
 
 def test_extensions_are_listed_and_refusals_become_node_errors(tmp_path):
     data = RNG.integers(0, 9, (1, 8, 8), dtype=np.uint8)
-    write_image(tmp_path / "ext.zarr", data, axes="cyx", levels=1, array_extra={
-        "extensions": [
-            {"name": "array-statistics", "must_understand": False, "configuration": {"min": 0, "max": 8}},
-            {"name": "example.unknown", "must_understand": True},
-        ],
-        "my-note": {"must_understand": False, "text": "ignorable"},
-    })
+    write_image(
+        tmp_path / "ext.zarr",
+        data,
+        axes="cyx",
+        levels=1,
+        array_extra={
+            "extensions": [
+                {
+                    "name": "array-statistics",
+                    "must_understand": False,
+                    "configuration": {"min": 0, "max": 8},
+                },
+                {"name": "example.unknown", "must_understand": True},
+            ],
+            "my-note": {"must_understand": False, "text": "ignorable"},
+        },
+    )
     with Inspection(tmp_path / "ext.zarr") as insp:
         (lvl,) = insp.children(insp.root)
         assert lvl.error and "example.unknown" in lvl.error  # shown, not raised
@@ -298,7 +405,9 @@ def test_invalid_metadata_is_a_node_error(tmp_path):
         assert insp.root.error and "datasets" in insp.root.error
         kids = insp.children(insp.root)  # falls back to listing the group
         assert [(k.kind, k.path) for k in kids] == [("group", "child")]
-        assert _rows(insp.details(kids[0]).section("Group"))["Kind"] == "Zarr group (no OME metadata)"
+        assert (
+            _rows(insp.details(kids[0]).section("Group"))["Kind"] == "Zarr group (no OME metadata)"
+        )
 
 
 def test_not_zarr_raises_and_closes(tmp_path):
@@ -308,7 +417,13 @@ def test_not_zarr_raises_and_closes(tmp_path):
 
 
 def test_details_from_many_threads(tmp_path):
-    plate = make_plate(tmp_path / "plate.zarr", rows="ABC", cols=4, wells=[(r, c) for r in range(3) for c in range(4)], fields=1)
+    plate = make_plate(
+        tmp_path / "plate.zarr",
+        rows="ABC",
+        cols=4,
+        wells=[(r, c) for r in range(3) for c in range(4)],
+        fields=1,
+    )
     with Inspection(plate) as insp:
         wells = [w for r in insp.children(insp.root) for w in insp.children(r)]
         errors = []
@@ -319,7 +434,7 @@ def test_details_from_many_threads(tmp_path):
                     insp.details(f)
                     for lv in insp.children(f):
                         assert insp.details(lv).array.shape[0] == 1
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(e)
 
         threads = [threading.Thread(target=work, args=(w,)) for w in wells]
@@ -352,11 +467,24 @@ def test_layer_source_from_reader_metadata():
     assert layer_source({"ome_zarr": ome}) == ("/d/cells.ozx", "labels/nuclei")
     plate = {"plate_id": 1, "source": "/d/plate.zarr", "path": "", "kind": "plate", "name": "p"}
     # a plate overview points at the plate, a field at its own node
-    assert layer_source({"ome_zarr": {"source": "/d/plate.zarr", "path": "overview"}, "ozx_plate": plate}) == ("/d/plate.zarr", "")
-    field = {"ome_zarr": {"source": "/d/plate.zarr", "path": "A/1/0"}, "ozx_plate": plate, "ozx_well": {"well": "A/1", "field": "A/1/0"}}
+    assert layer_source(
+        {"ome_zarr": {"source": "/d/plate.zarr", "path": "overview"}, "ozx_plate": plate}
+    ) == ("/d/plate.zarr", "")
+    field = {
+        "ome_zarr": {"source": "/d/plate.zarr", "path": "A/1/0"},
+        "ozx_plate": plate,
+        "ozx_well": {"well": "A/1", "field": "A/1/0"},
+    }
     assert layer_source(field) == ("/d/plate.zarr", "A/1/0")
-    assert layer_source({"ozx_plate": plate, "ozx_well": {"well": "A/1", "field": "A/1/1"}}) == ("/d/plate.zarr", "A/1/1")
-    assert layer_source({}) is None and layer_source(None) is None and layer_source({"ome_zarr": "x"}) is None
+    assert layer_source({"ozx_plate": plate, "ozx_well": {"well": "A/1", "field": "A/1/1"}}) == (
+        "/d/plate.zarr",
+        "A/1/1",
+    )
+    assert (
+        layer_source({}) is None
+        and layer_source(None) is None
+        and layer_source({"ome_zarr": "x"}) is None
+    )
 
 
 def test_remote_sources(tmp_path):
@@ -366,7 +494,12 @@ def test_remote_sources(tmp_path):
     from .httpserver import Server
 
     shutil.copy(sample_path(), tmp_path / "cells.ozx")
-    write_image(tmp_path / "img.ome.zarr", RNG.integers(0, 9, (1, 16, 16), dtype=np.uint8), axes="cyx", levels=1)
+    write_image(
+        tmp_path / "img.ome.zarr",
+        RNG.integers(0, 9, (1, 16, 16), dtype=np.uint8),
+        axes="cyx",
+        levels=1,
+    )
     with Server(tmp_path) as srv:
         with Inspection(f"{srv.url}/cells.ozx") as insp:
             assert insp.is_ozx and insp.name == "cells.ozx"
@@ -384,8 +517,14 @@ def test_remote_sources(tmp_path):
 def test_pretty_json_keeps_short_lists_on_one_line():
     from napari_ozx.inspect import pretty_json
 
-    doc = {"shape": [2, 16, 256], "codecs": [{"name": "zstd", "configuration": {"level": 3}}], "e": {}, "l": [],
-           "long": list(range(100)), "text": "ü \"q\""}
+    doc = {
+        "shape": [2, 16, 256],
+        "codecs": [{"name": "zstd", "configuration": {"level": 3}}],
+        "e": {},
+        "l": [],
+        "long": list(range(100)),
+        "text": 'ü "q"',
+    }
     text = pretty_json(doc)
     assert json.loads(text) == doc
     assert '"shape": [2, 16, 256]' in text and '"e": {}' in text

@@ -10,7 +10,13 @@ import pytest
 
 @pytest.mark.parametrize(
     "module",
-    ["napari_ozx.ozx", "napari_ozx.ozx.store", "napari_ozx.ngff", "napari_ozx.ngff.open", "napari_ozx._reader"],
+    [
+        "napari_ozx.ozx",
+        "napari_ozx.ozx.store",
+        "napari_ozx.ngff",
+        "napari_ozx.ngff.open",
+        "napari_ozx._reader",
+    ],
 )
 def test_core_loads_no_qt_and_no_napari(module):
     code = (

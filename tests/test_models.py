@@ -76,7 +76,9 @@ def test_v01_v02_axes_implied_from_ndim(version):
 
 
 def test_v03_axes_as_strings():
-    attrs = {"multiscales": [{"version": "0.3", "axes": ["c", "y", "x"], "datasets": [{"path": "0"}]}]}
+    attrs = {
+        "multiscales": [{"version": "0.3", "axes": ["c", "y", "x"], "datasets": [{"path": "0"}]}]
+    }
     ms = parse_node_attributes(attrs, 2).multiscales[0]
     assert [a.type for a in ms.axes] == ["channel", "space", "space"]
     assert ms.channel_axis == 0
@@ -89,7 +91,11 @@ def test_omero_colours_windows():
             "multiscales": [_ms()],
             "omero": {
                 "channels": [
-                    {"label": "DAPI", "color": "0000ff", "window": {"start": 5, "end": 500, "min": 0, "max": 65535}},
+                    {
+                        "label": "DAPI",
+                        "color": "0000ff",
+                        "window": {"start": 5, "end": 500, "min": 0, "max": 65535},
+                    },
                     {"label": "GFP", "color": "#00FF00", "active": False},
                     {"color": "nonsense", "window": {"start": 10, "end": 5}},
                 ],
@@ -112,7 +118,10 @@ def test_image_label_colors_and_properties():
             "version": "0.5",
             "multiscales": [_ms()],
             "image-label": {
-                "colors": [{"label-value": 1, "rgba": [255, 0, 0, 255]}, {"label-value": 2, "rgba": [1, 2]}],
+                "colors": [
+                    {"label-value": 1, "rgba": [255, 0, 0, 255]},
+                    {"label-value": 2, "rgba": [1, 2]},
+                ],
                 "properties": [{"label-value": 1, "area": 12}],
                 "source": {"image": "../../"},
             },
@@ -131,7 +140,10 @@ def test_plate_and_well_all_versions():
             "version": "0.4",
             "rows": [{"name": "A"}, {"name": "B"}],
             "columns": [{"name": "1"}, {"name": "2"}, {"name": "3"}],
-            "wells": [{"path": "A/1", "rowIndex": 0, "columnIndex": 0}, {"path": "B/3", "rowIndex": 1, "columnIndex": 2}],
+            "wells": [
+                {"path": "A/1", "rowIndex": 0, "columnIndex": 0},
+                {"path": "B/3", "rowIndex": 1, "columnIndex": 2},
+            ],
             "acquisitions": [{"id": 0, "maximumfieldcount": 2}],
             "field_count": 2,
         }
@@ -141,7 +153,9 @@ def test_plate_and_well_all_versions():
     assert p.acquisitions[0].maximum_field_count == 2
     v02 = {"plate": {**v04["plate"], "version": "0.2", "wells": [{"path": "B/2"}]}}
     assert parse_node_attributes(v02, 2).plate.wells[0].column == 1
-    well = parse_node_attributes({"ome": {"version": "0.5", "well": {"images": [{"path": "0", "acquisition": 0}]}}}, 3)
+    well = parse_node_attributes(
+        {"ome": {"version": "0.5", "well": {"images": [{"path": "0", "acquisition": 0}]}}}, 3
+    )
     assert well.kind == "well" and well.well.images[0].acquisition == 0
 
 
@@ -151,20 +165,96 @@ def test_plate_and_well_all_versions():
         ({"ome": {"version": "0.5", "multiscales": []}}, "non-empty"),
         ({"ome": {"version": "0.5", "multiscales": [{"axes": AXES_04}]}}, "datasets"),
         (
-            {"ome": {"version": "0.5", "multiscales": [{"axes": AXES_04, "datasets": [{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1, 1]}]}]}]}},
+            {
+                "ome": {
+                    "version": "0.5",
+                    "multiscales": [
+                        {
+                            "axes": AXES_04,
+                            "datasets": [
+                                {
+                                    "path": "0",
+                                    "coordinateTransformations": [
+                                        {"type": "scale", "scale": [1, 1]}
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                }
+            },
             "one value per axis",
         ),
         (
-            {"ome": {"version": "0.5", "multiscales": [{"axes": AXES_04, "datasets": [{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1, 0, 1, 1]}]}]}]}},
+            {
+                "ome": {
+                    "version": "0.5",
+                    "multiscales": [
+                        {
+                            "axes": AXES_04,
+                            "datasets": [
+                                {
+                                    "path": "0",
+                                    "coordinateTransformations": [
+                                        {"type": "scale", "scale": [1, 0, 1, 1]}
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                }
+            },
             "positive",
         ),
         (
-            {"ome": {"version": "0.5", "multiscales": [{"axes": AXES_04, "datasets": [{"path": "0", "coordinateTransformations": [{"type": "affine"}]}]}]}},
+            {
+                "ome": {
+                    "version": "0.5",
+                    "multiscales": [
+                        {
+                            "axes": AXES_04,
+                            "datasets": [
+                                {"path": "0", "coordinateTransformations": [{"type": "affine"}]}
+                            ],
+                        }
+                    ],
+                }
+            },
             "unsupported coordinate transformation",
         ),
-        ({"ome": {"version": "0.5", "multiscales": [{"axes": [{"name": "x"}, {"name": "x"}], "datasets": [{"path": "0"}]}]}}, "duplicate axis"),
-        ({"ome": {"version": "0.5", "multiscales": [{"axes": AXES_04, "datasets": [{"path": "../x"}]}]}}, "invalid or duplicate"),
-        ({"ome": {"version": "0.5", "plate": {"rows": [{"name": "A"}], "columns": [{"name": "1"}], "wells": [{"path": "A/1", "rowIndex": 3, "columnIndex": 0}]}}}, "outside the plate"),
+        (
+            {
+                "ome": {
+                    "version": "0.5",
+                    "multiscales": [
+                        {"axes": [{"name": "x"}, {"name": "x"}], "datasets": [{"path": "0"}]}
+                    ],
+                }
+            },
+            "duplicate axis",
+        ),
+        (
+            {
+                "ome": {
+                    "version": "0.5",
+                    "multiscales": [{"axes": AXES_04, "datasets": [{"path": "../x"}]}],
+                }
+            },
+            "invalid or duplicate",
+        ),
+        (
+            {
+                "ome": {
+                    "version": "0.5",
+                    "plate": {
+                        "rows": [{"name": "A"}],
+                        "columns": [{"name": "1"}],
+                        "wells": [{"path": "A/1", "rowIndex": 3, "columnIndex": 0}],
+                    },
+                }
+            },
+            "outside the plate",
+        ),
     ],
 )
 def test_invalid_metadata_is_a_clear_error(attrs, match):
@@ -200,7 +290,11 @@ def _array_doc(**extra):
 def test_zep10_optional_extension_is_stripped_and_statistics_used():
     doc = _array_doc(
         extensions=[
-            {"name": "array-statistics", "must_understand": False, "configuration": {"min": 5, "max": 1023}},
+            {
+                "name": "array-statistics",
+                "must_understand": False,
+                "configuration": {"min": 5, "max": 1023},
+            },
             {"name": "https://example.com/zarr/whatever", "must_understand": False},
         ]
     )
@@ -227,7 +321,9 @@ def test_zep9_unknown_top_level_key():
         check_document(_array_doc(future_thing={"x": 1}), "0")
 
 
-@pytest.mark.parametrize("bad", [[], "x", [{"name": "Bad Name!"}], [{"name": "ok", "must_understand": "no"}]])
+@pytest.mark.parametrize(
+    "bad", [[], "x", [{"name": "Bad Name!"}], [{"name": "ok", "must_understand": "no"}]]
+)
 def test_zep10_malformed_extensions(bad):
     with pytest.raises(MetadataError):
         check_document(_array_doc(extensions=bad), "0")

@@ -16,8 +16,16 @@ from .omegen import write_image
 RNG = np.random.default_rng(0)
 OMERO = {
     "channels": [
-        {"label": "DAPI", "color": "0000FF", "window": {"start": 10, "end": 900, "min": 0, "max": 65535}},
-        {"label": "GFP", "color": "00FF00", "window": {"start": 0, "end": 500, "min": 0, "max": 65535}},
+        {
+            "label": "DAPI",
+            "color": "0000FF",
+            "window": {"start": 10, "end": 900, "min": 0, "max": 65535},
+        },
+        {
+            "label": "GFP",
+            "color": "00FF00",
+            "window": {"start": 0, "end": 500, "min": 0, "max": 65535},
+        },
     ]
 }
 
@@ -30,8 +38,16 @@ def data():
 @pytest.mark.parametrize("version", ["0.4", "0.5"])
 def test_open_pixels_and_metadata(tmp_path, data, version):
     labels = (data[0] > 500).astype(np.uint32)
-    lv = write_image(tmp_path / "img.zarr", data, version=version, levels=3, scale=[1, 2, 0.5, 0.5],
-                     translation=[0, 1, 2, 3], omero=OMERO, labels={"cells": labels})
+    lv = write_image(
+        tmp_path / "img.zarr",
+        data,
+        version=version,
+        levels=3,
+        scale=[1, 2, 0.5, 0.5],
+        translation=[0, 1, 2, 3],
+        omero=OMERO,
+        labels={"cells": labels},
+    )
     with open_ome_zarr(tmp_path / "img.zarr") as oz:
         assert oz.zarr_format == (3 if version == "0.5" else 2)
         (img,) = oz.images()
@@ -62,7 +78,9 @@ def test_open_reads_no_chunks(tmp_path, data, monkeypatch):
     with open_ome_zarr(tmp_path / "img.zarr") as oz:
         (img,) = oz.images()
         _ = img.levels, img.labels[0].levels
-    assert keys and all(k.endswith(("zarr.json", ".zattrs", ".zgroup", ".zarray")) for k in keys), keys
+    assert keys and all(k.endswith(("zarr.json", ".zattrs", ".zgroup", ".zarray")) for k in keys), (
+        keys
+    )
 
 
 def test_v05_preferred_when_both_versions_present(tmp_path, data):
@@ -86,7 +104,14 @@ def test_old_versions(tmp_path, version):
     ms = {"version": version, "datasets": [{"path": "0"}, {"path": "1"}]}
     if version == "0.3":
         ms["axes"] = ["t", "c", "z", "y", "x"]
-    root.attrs.update({"multiscales": [ms], "omero": {"channels": [{"label": "a", "color": "FF0000"}, {"label": "b", "color": "00FF00"}]}})
+    root.attrs.update(
+        {
+            "multiscales": [ms],
+            "omero": {
+                "channels": [{"label": "a", "color": "FF0000"}, {"label": "b", "color": "00FF00"}]
+            },
+        }
+    )
     with open_ome_zarr(p) as oz:
         (img,) = oz.images()
         assert img.multiscale.axis_names == ("t", "c", "z", "y", "x")
@@ -105,14 +130,20 @@ def test_missing_level_is_clear(tmp_path, data):
     import shutil
 
     shutil.rmtree(tmp_path / "img.zarr" / "1")
-    with open_ome_zarr(tmp_path / "img.zarr") as oz, pytest.raises(MetadataError, match="level '1' is missing"):
+    with (
+        open_ome_zarr(tmp_path / "img.zarr") as oz,
+        pytest.raises(MetadataError, match="level '1' is missing"),
+    ):
         oz.images()
 
 
 def test_dimension_names_must_match_axes(tmp_path, data):
     # RFC-2: "The dimension_names attribute in the Zarr metadata must match the axes names"
     write_image(tmp_path / "img.zarr", data, array_extra={"dimension_names": ["c", "z", "x", "y"]})
-    with open_ome_zarr(tmp_path / "img.zarr") as oz, pytest.raises(MetadataError, match="dimension_names"):
+    with (
+        open_ome_zarr(tmp_path / "img.zarr") as oz,
+        pytest.raises(MetadataError, match="dimension_names"),
+    ):
         oz.images()
 
 
@@ -130,11 +161,29 @@ def test_levels_must_not_grow(tmp_path, data):
 def test_must_understand_extension_refused_optional_ignored(tmp_path, data):
     # ZEP 10: must_understand (default true) -> "the node must not be loaded"
     p = tmp_path / "img.zarr"
-    write_image(p, data, array_extra={"extensions": [{"name": "example.offset", "configuration": {"offset": [0, 0, 1, 1]}}]})
+    write_image(
+        p,
+        data,
+        array_extra={
+            "extensions": [{"name": "example.offset", "configuration": {"offset": [0, 0, 1, 1]}}]
+        },
+    )
     with open_ome_zarr(p) as oz, pytest.raises(UnsupportedExtensionError, match="example.offset"):
         oz.images()
     q = tmp_path / "ok.zarr"
-    write_image(q, data, array_extra={"extensions": [{"name": "array-statistics", "must_understand": False, "configuration": {"min": 0, "max": 999}}]})
+    write_image(
+        q,
+        data,
+        array_extra={
+            "extensions": [
+                {
+                    "name": "array-statistics",
+                    "must_understand": False,
+                    "configuration": {"min": 0, "max": 999},
+                }
+            ]
+        },
+    )
     with open_ome_zarr(q) as oz:
         (img,) = oz.images()
         assert img.arrays[0].extensions.statistics.max == 999
@@ -171,7 +220,9 @@ def test_our_zstd_chunks_carry_a_checksum_so_bitflips_are_errors(tmp_path):
 
     data = RNG.integers(0, 60000, (4, 256, 256), dtype=np.uint16)
     axes = [Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
-    path = write_ome_zarr(tmp_path / "a.ozx", ImageSpec(data, axes), options=WriteOptions(pyramid_levels=1))
+    path = write_ome_zarr(
+        tmp_path / "a.ozx", ImageSpec(data, axes), options=WriteOptions(pyramid_levels=1)
+    )
     with OzxStore(path) as st:
         entry = st.index.by_name["0/c/0/0/0"]
         from napari_ozx.ozx._zip import data_offset

@@ -21,7 +21,6 @@ from zarr.core.buffer.core import default_buffer_prototype
 from zarr.core.sync import sync
 
 from napari_ozx.errors import MetadataError, OzxError
-
 from napari_ozx.ozx.writer import (
     DEFAULT_COMMENT,
     DuplicateEntryError,
@@ -84,8 +83,25 @@ def parse_zip(path: Path) -> dict:
     pos = cd_off
     for _ in range(n1):
         fields = struct.unpack_from("<IHHHHHHIIIHHHHHII", raw, pos)
-        (sig, made_by, needed, flags, method, _t, _d, crc, csize, usize, nlen, xlen, klen,
-         disk_start, _iattr, eattr, loff) = fields
+        (
+            sig,
+            made_by,
+            needed,
+            flags,
+            method,
+            _t,
+            _d,
+            crc,
+            csize,
+            usize,
+            nlen,
+            xlen,
+            klen,
+            disk_start,
+            _iattr,
+            eattr,
+            loff,
+        ) = fields
         assert sig == 0x02014B50
         name = raw[pos + 46 : pos + 46 + nlen]
         extras = _extra_fields(raw[pos + 46 + nlen : pos + 46 + nlen + xlen])
@@ -93,9 +109,20 @@ def parse_zip(path: Path) -> dict:
         assert (csize, usize, loff) == (0xFFFFFFFF,) * 3
         z_usize, z_csize, z_off = struct.unpack("<QQQ", extras[0x0001])
         central.append(
-            dict(name=name.decode("utf-8"), flags=flags, method=method, crc=crc,
-                 size=z_usize, csize=z_csize, offset=z_off, needed=needed, made_by=made_by,
-                 eattr=eattr, klen=klen, disk_start=disk_start)
+            dict(
+                name=name.decode("utf-8"),
+                flags=flags,
+                method=method,
+                crc=crc,
+                size=z_usize,
+                csize=z_csize,
+                offset=z_off,
+                needed=needed,
+                made_by=made_by,
+                eattr=eattr,
+                klen=klen,
+                disk_start=disk_start,
+            )
         )
         pos += 46 + nlen + xlen + klen
     assert pos == cd_off + cd_size, "central directory size mismatch"
@@ -113,13 +140,29 @@ def parse_zip(path: Path) -> dict:
         z_usize, z_csize = struct.unpack("<QQ", extras[0x0001])
         data_off = off + 30 + nlen + xlen
         local.append(
-            dict(name=name, flags=flags, method=method, crc=crc, size=z_usize, csize=z_csize,
-                 offset=off, header_len=30 + nlen + xlen, data_offset=data_off,
-                 needed=needed, data=raw[data_off : data_off + z_csize])
+            dict(
+                name=name,
+                flags=flags,
+                method=method,
+                crc=crc,
+                size=z_usize,
+                csize=z_csize,
+                offset=off,
+                header_len=30 + nlen + xlen,
+                data_offset=data_off,
+                needed=needed,
+                data=raw[data_off : data_off + z_csize],
+            )
         )
     return dict(
-        raw=raw, comment=comment, central=central, local=local, cd_off=cd_off,
-        cd_size=cd_size, z64_off=z64_off, eocd_pos=eocd_pos,
+        raw=raw,
+        comment=comment,
+        central=central,
+        local=local,
+        cd_off=cd_off,
+        cd_size=cd_size,
+        z64_off=z64_off,
+        eocd_pos=eocd_pos,
     )
 
 
@@ -198,10 +241,18 @@ def build_hierarchy(store, rng=None):
                             {"name": "x", "type": "space"},
                         ],
                         "datasets": [
-                            {"path": "0", "coordinateTransformations": [
-                                {"type": "scale", "scale": [1, 1, 1]}]},
-                            {"path": "1", "coordinateTransformations": [
-                                {"type": "scale", "scale": [1, 2, 2]}]},
+                            {
+                                "path": "0",
+                                "coordinateTransformations": [
+                                    {"type": "scale", "scale": [1, 1, 1]}
+                                ],
+                            },
+                            {
+                                "path": "1",
+                                "coordinateTransformations": [
+                                    {"type": "scale", "scale": [1, 2, 2]}
+                                ],
+                            },
                         ],
                     }
                 ],
@@ -210,22 +261,40 @@ def build_hierarchy(store, rng=None):
     )
     zstd = zarr.codecs.ZstdCodec(level=3)
     a0 = root.create_array(
-        "0", shape=(8, 64, 96), dtype="uint16", chunks=(1, 16, 32), shards=(4, 32, 96),
-        compressors=zstd, dimension_names=("z", "y", "x"),
+        "0",
+        shape=(8, 64, 96),
+        dtype="uint16",
+        chunks=(1, 16, 32),
+        shards=(4, 32, 96),
+        compressors=zstd,
+        dimension_names=("z", "y", "x"),
     )
     a1 = root.create_array(
-        "1", shape=(8, 32, 48), dtype="uint16", chunks=(1, 16, 16), shards=(4, 32, 48),
-        compressors=zstd, dimension_names=("z", "y", "x"),
+        "1",
+        shape=(8, 32, 48),
+        dtype="uint16",
+        chunks=(1, 16, 16),
+        shards=(4, 32, 48),
+        compressors=zstd,
+        dimension_names=("z", "y", "x"),
     )
     labels = root.create_group(
         "labels", attributes={"ome": {"version": "0.5", "labels": ["cells"]}}
     )
     cells = labels.create_group("cells")
-    cells.attrs["ome"] = {"version": "0.5", "image-label": {"colors": []},
-                          "multiscales": [{"datasets": [{"path": "0"}]}]}
+    cells.attrs["ome"] = {
+        "version": "0.5",
+        "image-label": {"colors": []},
+        "multiscales": [{"datasets": [{"path": "0"}]}],
+    }
     lab = cells.create_array(
-        "0", shape=(8, 64, 96), dtype="uint32", chunks=(1, 32, 32), shards=(8, 64, 96),
-        compressors=zstd, fill_value=0,
+        "0",
+        shape=(8, 64, 96),
+        dtype="uint32",
+        chunks=(1, 32, 32),
+        shards=(8, 64, 96),
+        compressors=zstd,
+        fill_value=0,
     )
     src = {
         "0": rng.integers(0, 4000, size=(8, 64, 96), dtype=np.uint16),
@@ -265,7 +334,11 @@ def test_hierarchy_layout_is_rfc9(hierarchy_ozx):
     z = check_rfc9(path)
     names = [c["name"] for c in z["central"]]
     assert names[:5] == [
-        "zarr.json", "0/zarr.json", "1/zarr.json", "labels/zarr.json", "labels/cells/zarr.json"
+        "zarr.json",
+        "0/zarr.json",
+        "1/zarr.json",
+        "labels/zarr.json",
+        "labels/cells/zarr.json",
     ]
     assert names[5] == "labels/cells/0/zarr.json"
     # one entry per shard, each exactly once
@@ -290,13 +363,23 @@ def test_metadata_buffered_then_written_sorted(tmp_path):
         w.add("b/c/0", b"data0")
         w.add("a/0", b"data1")
         assert w.metadata_flushed
-        assert w.names[:5] == ("zarr.json", "a/zarr.json", "b/zarr.json", "a/b/zarr.json",
-                               "b/c/zarr.json")
+        assert w.names[:5] == (
+            "zarr.json",
+            "a/zarr.json",
+            "b/zarr.json",
+            "a/b/zarr.json",
+            "b/c/zarr.json",
+        )
     z = check_rfc9(path)
     local = sorted(z["local"], key=lambda e: e["offset"])
     assert [e["name"] for e in local] == [
-        "zarr.json", "a/zarr.json", "b/zarr.json", "a/b/zarr.json", "b/c/zarr.json",
-        "b/c/0", "a/0",
+        "zarr.json",
+        "a/zarr.json",
+        "b/zarr.json",
+        "a/b/zarr.json",
+        "b/c/zarr.json",
+        "b/c/0",
+        "a/0",
     ]
     assert local[1]["data"] == b'{"x":1}'
 
@@ -305,14 +388,24 @@ def test_names_and_listing_while_metadata_buffered(tmp_path):
     path = tmp_path / "flows.ozx"
     with OzxWriteStore(path) as store:
         zarr.open_group(store=store, mode="w", attributes={"a": 1})
-        arr = zarr.create_array(store=store, name="x/0", shape=(4,), dtype="i4", chunks=(2,),
-                                shards=(4,), overwrite=True)  # zarr deletes the prefix first
+        arr = zarr.create_array(
+            store=store,
+            name="x/0",
+            shape=(4,),
+            dtype="i4",
+            chunks=(2,),
+            shards=(4,),
+            overwrite=True,
+        )  # zarr deletes the prefix first
         assert store.writer.names == ("zarr.json", "x/zarr.json", "x/0/zarr.json")
         assert not store.writer.metadata_flushed
         arr[...] = np.arange(4)
         assert store.writer.names[-1] == "x/0/c/0"
     assert zipfile.ZipFile(path).namelist() == [
-        "zarr.json", "x/zarr.json", "x/0/zarr.json", "x/0/c/0"
+        "zarr.json",
+        "x/zarr.json",
+        "x/0/zarr.json",
+        "x/0/c/0",
     ]
     check_rfc9(path)
 
@@ -392,7 +485,7 @@ BIG = 5 * 2**32 + 12345
 
 
 def test_pack_local_header_zip64_values():
-    name = "0/c/0/0/0".encode()
+    name = b"0/c/0/0/0"
     rec = pack_local_header(name, 0xDEADBEEF, BIG, flags=0x800, dos_time=1, dos_date=2)
     sig, needed, flags, method, t, d, crc, cs, us, nlen, xlen = struct.unpack_from(
         "<IHHHHHIIIHH", rec
@@ -488,10 +581,22 @@ def test_dask_store_two_threads_aligned_to_shards(tmp_path):
     src2 = rng.integers(0, 255, size=(8, 128, 128), dtype=np.uint8)
     with OzxWriteStore(path) as store:
         root = zarr.create_group(store=store, attributes={"ome": {"version": "0.5"}})
-        arr = root.create_array("0", shape=src.shape, dtype=src.dtype, chunks=(1, 32, 32),
-                                shards=(2, 64, 64), compressors=zarr.codecs.ZstdCodec())
-        arr2 = root.create_array("1", shape=src2.shape, dtype=src2.dtype, chunks=(1, 32, 32),
-                                 shards=(4, 64, 128), compressors=zarr.codecs.ZstdCodec())
+        arr = root.create_array(
+            "0",
+            shape=src.shape,
+            dtype=src.dtype,
+            chunks=(1, 32, 32),
+            shards=(2, 64, 64),
+            compressors=zarr.codecs.ZstdCodec(),
+        )
+        arr2 = root.create_array(
+            "1",
+            shape=src2.shape,
+            dtype=src2.dtype,
+            chunks=(1, 32, 32),
+            shards=(4, 64, 128),
+            compressors=zarr.codecs.ZstdCodec(),
+        )
         darr = da.from_array(src, chunks=(2, 64, 64))
         with dask.config.set(scheduler="threads", num_workers=2):
             da.store(darr, arr, lock=False)
@@ -509,8 +614,9 @@ def test_all_fill_value_shards_are_skipped(tmp_path):
     path = tmp_path / "empty.ozx"
     with OzxWriteStore(path) as store:
         root = zarr.create_group(store=store)
-        arr = root.create_array("0", shape=(4, 32), dtype="uint8", chunks=(1, 16),
-                                shards=(2, 32), fill_value=0)
+        arr = root.create_array(
+            "0", shape=(4, 32), dtype="uint8", chunks=(1, 16), shards=(2, 32), fill_value=0
+        )
         data = np.zeros((4, 32), np.uint8)
         data[3, 5] = 1
         arr[...] = data  # first shard is all fill value: zarr deletes it, never written
@@ -524,8 +630,9 @@ def test_separate_writes_of_distinct_shards(tmp_path):
     path = tmp_path / "rows.ozx"
     data = np.arange(4 * 32, dtype=np.int32).reshape(4, 32)
     with OzxWriteStore(path) as store:
-        arr = zarr.create_array(store=store, shape=(4, 32), dtype="int32", chunks=(1, 16),
-                                shards=(2, 32))
+        arr = zarr.create_array(
+            store=store, shape=(4, 32), dtype="int32", chunks=(1, 16), shards=(2, 32)
+        )
         arr[0:2] = data[0:2]
         arr[2:4] = data[2:4]
     check_rfc9(path)
@@ -599,8 +706,13 @@ def test_exception_in_dask_task_leaves_target_intact(existing_target):
     darr = da.from_array(src, chunks=(2, 64, 64)).map_blocks(boom, dtype=src.dtype)
     with pytest.raises(RuntimeError, match="injected"):
         with OzxWriteStore(path) as store:
-            arr = zarr.create_array(store=store, shape=src.shape, dtype=src.dtype,
-                                    chunks=(1, 32, 32), shards=(2, 64, 64))
+            arr = zarr.create_array(
+                store=store,
+                shape=src.shape,
+                dtype=src.dtype,
+                chunks=(1, 32, 32),
+                shards=(2, 64, 64),
+            )
             with dask.config.set(scheduler="threads", num_workers=2):
                 da.store(darr, arr, lock=False)
     assert path.read_bytes() == before
@@ -693,8 +805,20 @@ def test_new_file_has_normal_permissions(tmp_path):
 
 @pytest.mark.parametrize(
     "name",
-    ["", "/abs/zarr.json", "C:/x", "a/../b", "../x", "./x", "a//b", "a/", "a\\b",
-     "nested.ozx", "a/b.OZX", "nul\x00"],
+    [
+        "",
+        "/abs/zarr.json",
+        "C:/x",
+        "a/../b",
+        "../x",
+        "./x",
+        "a//b",
+        "a/",
+        "a\\b",
+        "nested.ozx",
+        "a/b.OZX",
+        "nul\x00",
+    ],
 )
 def test_refused_names(tmp_path, name):
     with OzxWriter(tmp_path / "n.ozx") as w:
@@ -718,8 +842,9 @@ def test_duplicate_entries_refused(tmp_path):
 def test_store_refuses_rewriting_a_shard(tmp_path):
     path = tmp_path / "rewrite.ozx"
     store = OzxWriteStore(path)
-    arr = zarr.create_array(store=store, shape=(4, 32), dtype="uint8", chunks=(1, 16),
-                            shards=(2, 32))
+    arr = zarr.create_array(
+        store=store, shape=(4, 32), dtype="uint8", chunks=(1, 16), shards=(2, 32)
+    )
     arr[0:2] = 1
     with pytest.raises(DuplicateEntryError, match="align"):
         arr[0:2] = 2
@@ -764,7 +889,9 @@ def test_metadata_after_data_strict_and_lenient(tmp_path):
     z = parse_zip(path)
     assert [c["name"] for c in z["central"]] == ["zarr.json", "b/zarr.json", "a/c/0"]
     assert [e["name"] for e in sorted(z["local"], key=lambda e: e["offset"])] == [
-        "zarr.json", "a/c/0", "b/zarr.json"
+        "zarr.json",
+        "a/c/0",
+        "b/zarr.json",
     ]
 
 

@@ -32,7 +32,9 @@ def tile(ov, arr, r, c, shape):
 
 
 def well_tile(ov, arr, r, c):
-    return arr[..., r * ov.pitch[0] : (r + 1) * ov.pitch[0], c * ov.pitch[1] : (c + 1) * ov.pitch[1]]
+    return arr[
+        ..., r * ov.pitch[0] : (r + 1) * ov.pitch[0], c * ov.pitch[1] : (c + 1) * ov.pitch[1]
+    ]
 
 
 # ------------------------------------------------------------------ metadata
@@ -80,27 +82,45 @@ def test_open_reads_no_chunks(plates, monkeypatch):
             return await _orig(self, key, *a, **k)
 
         monkeypatch.setattr(cls, "get", spy)
-    for name, form in (("p96_v04_py", "dir"), ("p96_v05", "dir"), ("p96_v05", "ozx"), ("sparse_v05", "ozx")):
+    for name, form in (
+        ("p96_v04_py", "dir"),
+        ("p96_v05", "dir"),
+        ("p96_v05", "ozx"),
+        ("sparse_v05", "ozx"),
+    ):
         keys.clear()
         layers = read_layer_data(str(plates(name)[0][form]))
         assert [t for _, _, t in layers] == ["image", "points"]
         assert len(keys) > 96, (name, form)
-        assert all(k.endswith(("zarr.json", ".zattrs", ".zgroup", ".zarray")) for k in keys), (name, form, keys[:20])
+        assert all(k.endswith(("zarr.json", ".zattrs", ".zgroup", ".zarray")) for k in keys), (
+            name,
+            form,
+            keys[:20],
+        )
 
 
 # ------------------------------------------------------------------ overview
 
 
-@pytest.mark.parametrize(("name", "form"), [("p96_v04_py", "dir"), ("p96_v05", "ozx"), ("p384_v05", "dir"), ("p384_v04_py", "dir")])
+@pytest.mark.parametrize(
+    ("name", "form"),
+    [("p96_v04_py", "dir"), ("p96_v05", "ozx"), ("p384_v05", "dir"), ("p384_v04_py", "dir")],
+)
 def test_overview_pixels_match_fields(plates, name, form):
     paths, spec = plates(name)
     with open_ome_zarr(paths[form]) as oz:
         ov = HcsPlate(oz).overview()
         assert ov.level == 0  # 64 px fields: the full level is the nearest to the target
-        assert ov.tile == (64, 64) and ov.data.shape == (2, spec.n_rows * ov.pitch[0], spec.n_cols * ov.pitch[1])
+        assert ov.tile == (64, 64) and ov.data.shape == (
+            2,
+            spec.n_rows * ov.pitch[0],
+            spec.n_cols * ov.pitch[1],
+        )
         py = ov.pitch[0]
         for r, c in [(0, 0), (1, 2), (spec.n_rows - 1, spec.n_cols - 1), (spec.n_rows // 2, 5)]:
-            rows = ov.data[:, r * py : (r + 1) * py].compute()  # one plate row: one task per channel
+            rows = ov.data[
+                :, r * py : (r + 1) * py
+            ].compute()  # one plate row: one task per channel
             got = rows[:, ov.inset[0] : ov.inset[0] + 64, c * ov.pitch[1] + ov.inset[1] :][..., :64]
             np.testing.assert_array_equal(got, spec.field_data(r, c, 0))
         # the gaps between tiles are empty
@@ -120,10 +140,19 @@ def test_overview_chunks_are_plate_rows(plates):
     with open_ome_zarr(paths["dir"]) as oz:
         ov = HcsPlate(oz).overview()
         d = ov.data
-        assert d.chunks[0] == (1, 1) and d.chunks[1] == (ov.pitch[0],) * 16 and d.chunks[2] == (d.shape[2],)
+        assert (
+            d.chunks[0] == (1, 1)
+            and d.chunks[1] == (ov.pitch[0],) * 16
+            and d.chunks[2] == (d.shape[2],)
+        )
         # one plate row of one channel is one task and reads only that row's wells
         part = d[0, 3 * ov.pitch[0] : 4 * ov.pitch[0]].compute()
-        np.testing.assert_array_equal(part[ov.inset[0] : ov.inset[0] + 64, 1 + 7 * ov.pitch[1] : 1 + 7 * ov.pitch[1] + 64][..., :64], spec.field_data(3, 7, 0)[0])
+        np.testing.assert_array_equal(
+            part[ov.inset[0] : ov.inset[0] + 64, 1 + 7 * ov.pitch[1] : 1 + 7 * ov.pitch[1] + 64][
+                ..., :64
+            ],
+            spec.field_data(3, 7, 0)[0],
+        )
 
 
 def test_sparse_plate_absent_wells_are_zero(plates):
@@ -141,7 +170,9 @@ def test_sparse_plate_absent_wells_are_zero(plates):
             np.testing.assert_array_equal(tile(ov, arr, 0, 0, (64, 64)), spec.field_data(0, 0, 0))
             assert not well_tile(ov, arr, 0, 1).any()  # absent
             assert not well_tile(ov, arr, 0, 3).any()  # listed, group missing
-            np.testing.assert_array_equal(tile(ov, arr, 15, 21, (64, 64)), spec.field_data(15, 21, 0))
+            np.testing.assert_array_equal(
+                tile(ov, arr, 15, 21, (64, 64)), spec.field_data(15, 21, 0)
+            )
             # field 1 of B1 is listed but its group is missing: the overview of field 1 skips it
             ov1 = plate.overview(1)
             assert "B/1" in ov1.skipped and "missing" in ov1.skipped["B/1"]
@@ -151,7 +182,9 @@ def test_sparse_plate_absent_wells_are_zero(plates):
 
 
 def test_sparse_plate_absent_rows_cost_no_io(tmp_path, monkeypatch):
-    spec = PlateSpec(4, 6, fields=1, labels=False, missing={(r, c) for r in (1, 2) for c in range(6)})
+    spec = PlateSpec(
+        4, 6, fields=1, labels=False, missing={(r, c) for r in (1, 2) for c in range(6)}
+    )
     p = write_plate(tmp_path / "rows.zarr", spec, "0.5")
     from zarr.storage import LocalStore
 
@@ -227,7 +260,15 @@ def test_choose_level():
 
 def test_target_tile_scales_with_plate_size(tmp_path):
     for rows, cols, want in ((2, 3, 256), (8, 12, 256), (16, 24, 170), (32, 48, 85)):
-        spec = PlateSpec(rows, cols, fields=1, labels=False, size=(8, 8), levels=1, missing={(r, c) for r in range(rows) for c in range(cols)} - {(0, 0)})
+        spec = PlateSpec(
+            rows,
+            cols,
+            fields=1,
+            labels=False,
+            size=(8, 8),
+            levels=1,
+            missing={(r, c) for r in range(rows) for c in range(cols)} - {(0, 0)},
+        )
         with open_ome_zarr(write_plate(tmp_path / f"{rows}.zarr", spec)) as oz:
             plate = HcsPlate(oz)
             assert plate.target_tile() == want
@@ -290,7 +331,9 @@ def test_sharded_zarr_plate(plates):
             (img,) = plate.open_fields("A/3", [1])
             assert img.arrays[0].shards is not None
             np.testing.assert_array_equal(np.asarray(img.levels[0]), spec.field_data(0, 2, 1))
-            np.testing.assert_array_equal(np.asarray(img.labels[0].levels[0]), spec.label_data(0, 2, 1))
+            np.testing.assert_array_equal(
+                np.asarray(img.labels[0].levels[0]), spec.label_data(0, 2, 1)
+            )
 
 
 def test_plate_of_fields_written_by_our_writer(plates):
@@ -306,7 +349,9 @@ def test_plate_of_fields_written_by_our_writer(plates):
             assert errors == [] and [t for *_, t in layers] == ["image", "labels"] * 2
             np.testing.assert_array_equal(np.asarray(layers[2][0][0]), spec.field_data(0, 1, 1))
             np.testing.assert_array_equal(np.asarray(layers[3][0][0]), spec.label_data(0, 1, 1))
-            assert layers[2][1]["translate"][-1] > layers[0][1]["translate"][-1]  # second field to the right
+            assert (
+                layers[2][1]["translate"][-1] > layers[0][1]["translate"][-1]
+            )  # second field to the right
 
 
 # ------------------------------------------------------------------ reader
@@ -321,7 +366,11 @@ def test_reader_plate_layers(plates):
     assert kw["multiscale"] is False and kw["axis_labels"] == ("y", "x")
     assert tuple(kw["scale"]) == (0.5, 0.5) and tuple(kw["units"]) == ("micrometer", "micrometer")
     info = kw["metadata"][PLATE_KEY]
-    assert info["source"] == str(paths["ozx"]) and info["kind"] == "plate" and info["overview"]["level"] == 0
+    assert (
+        info["source"] == str(paths["ozx"])
+        and info["kind"] == "plate"
+        and info["overview"]["level"] == 0
+    )
     assert plate_by_id(info["plate_id"]) is not None
     assert pts.shape == (20, 2) and pkw["features"]["label"][:3] == ["A", "B", "C"]
     assert pkw["text"]["string"] == "{label}" and pkw["metadata"][PLATE_KEY] == info
@@ -333,7 +382,11 @@ def test_reader_single_well_shows_fields_as_grid(plates):
         layers = read_layer_data(str(paths[form]))
         names = [k["name"] for _, k, _ in layers]
         base = paths["dir"].name.removesuffix(".ome.zarr") if form == "dir" else "well"
-        assert names == [[f"{base} f{f} DAPI", f"{base} f{f} GFP"] if i % 2 == 0 else f"{base} f{f} cells" for f in range(3) for i in range(2)]
+        assert names == [
+            [f"{base} f{f} DAPI", f"{base} f{f} GFP"] if i % 2 == 0 else f"{base} f{f} cells"
+            for f in range(3)
+            for i in range(2)
+        ]
         xs = [k["translate"][-1] for _, k, t in layers if t == "image"]
         ys = [k["translate"][-2] for _, k, t in layers if t == "image"]
         assert xs[0] == 0 and xs[1] > 32 and xs[2] == 0 and ys[2] > 32  # 2 x 2 grid
@@ -354,7 +407,9 @@ def test_open_fields_errors_are_per_field(plates):
         good, bad = plate.open_fields("B/1")
         assert good.path == "B/1/0" and isinstance(bad, MetadataError)
         layers, errors = well_layer_data(plate, plate.well("B/1"), grid=True)
-        assert len(layers) == 1 and len(errors) == 1 and "B1" in errors[0] and "missing" in errors[0]
+        assert (
+            len(layers) == 1 and len(errors) == 1 and "B1" in errors[0] and "missing" in errors[0]
+        )
         with pytest.raises(MetadataError, match="well group is missing"):
             plate.open_fields("A/4")
 
@@ -423,19 +478,30 @@ def test_hostile_plate_metadata(tmp_path):
     g = zarr.open_group(p, mode="w", zarr_format=3)
     rows = [{"name": f"r{i}"} for i in range(1000)]
     cols = [{"name": f"c{i}"} for i in range(1000)]
-    g.attrs["ome"] = {"version": "0.5", "plate": {"rows": rows, "columns": cols, "wells": [{"path": "r0/c0", "rowIndex": 0, "columnIndex": 0}]}}
+    g.attrs["ome"] = {
+        "version": "0.5",
+        "plate": {
+            "rows": rows,
+            "columns": cols,
+            "wells": [{"path": "r0/c0", "rowIndex": 0, "columnIndex": 0}],
+        },
+    }
     with pytest.raises(MetadataError, match="beyond"):
         read_layer_data(str(p))
     spec = PlateSpec(1, 2, fields=1, labels=False)
     d = write_plate(tmp_path / "dup.zarr", spec)
     doc = json.loads((d / "zarr.json").read_text())
-    doc["attributes"]["ome"]["plate"]["wells"].append({"path": "A/2", "rowIndex": 0, "columnIndex": 0})
+    doc["attributes"]["ome"]["plate"]["wells"].append(
+        {"path": "A/2", "rowIndex": 0, "columnIndex": 0}
+    )
     (d / "zarr.json").write_text(json.dumps(doc))
     with open_ome_zarr(d) as oz:
         plate = HcsPlate(oz)
         assert [w.path for w in plate.wells] == ["A/1", "A/2"]
     # paths that leave the plate or the well are ignored
-    doc["attributes"]["ome"]["plate"]["wells"].append({"path": "../A/1", "rowIndex": 0, "columnIndex": 1})
+    doc["attributes"]["ome"]["plate"]["wells"].append(
+        {"path": "../A/1", "rowIndex": 0, "columnIndex": 1}
+    )
     (d / "zarr.json").write_text(json.dumps(doc))
     wdoc = json.loads((d / "A" / "1" / "zarr.json").read_text())
     wdoc["attributes"]["ome"]["well"]["images"].append({"path": "../../../secret"})

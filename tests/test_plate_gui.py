@@ -16,7 +16,6 @@ from .plategen import built_plate
 pytestmark = pytest.mark.gui
 
 
-
 @pytest.fixture(scope="session")
 def plates(tmp_path_factory):
     return lambda name: built_plate(tmp_path_factory, name)
@@ -42,7 +41,11 @@ def open_plate(make_napari_viewer, qtbot):
 
 
 def _navigator(viewer) -> PlateNavigator:
-    docks = [d for name, d in viewer.window._wrapped_dock_widgets.items() if name.startswith("Plate navigator")]
+    docks = [
+        d
+        for name, d in viewer.window._wrapped_dock_widgets.items()
+        if name.startswith("Plate navigator")
+    ]
     assert len(docks) == 1, list(viewer.window._wrapped_dock_widgets)
     nav = docks[0].inner_widget()
     assert isinstance(nav, PlateNavigator)
@@ -77,11 +80,17 @@ def test_open_plate_docks_navigator_with_overview(open_plate, plates, qtbot):
     # the overview shown on the canvas is the plate: check a tile of the displayed slice
     ov = nav._entries[nav.plate.id].overview
     y0, x0 = 2 * ov.pitch[0] + ov.inset[0], 5 * ov.pitch[1] + ov.inset[1]
-    np.testing.assert_array_equal(np.asarray(ov_layer.data[y0 : y0 + 64, x0 : x0 + 64]), spec.field_data(2, 5, 0)[0])
+    np.testing.assert_array_equal(
+        np.asarray(ov_layer.data[y0 : y0 + 64, x0 : x0 + 64]), spec.field_data(2, 5, 0)[0]
+    )
     assert nav.plate.kind == "plate" and len(nav.plate.wells) == 96
     assert nav.map.state(0, 0) == PRESENT and nav.field_combo.count() == 2
     assert not nav.acq_combo.isVisible()
-    assert "B3" in nav.map.tooltip(1, 2) and "B/3/0" in nav.map.tooltip(1, 2) and "2 fields" in nav.map.tooltip(1, 2)
+    assert (
+        "B3" in nav.map.tooltip(1, 2)
+        and "B/3/0" in nav.map.tooltip(1, 2)
+        and "2 fields" in nav.map.tooltip(1, 2)
+    )
     # hovering shows it
     from qtpy.QtGui import QHelpEvent
     from qtpy.QtWidgets import QApplication, QToolTip
@@ -117,7 +126,14 @@ def test_click_loads_well_then_replaces_it(open_plate, plates, qtbot):
     # ... unless "keep" is checked
     nav.keep_check.setChecked(True)
     _click(qtbot, nav, 0, 0)
-    assert _names(viewer)[3:] == ["D6 f0 DAPI", "D6 f0 GFP", "D6 f0 cells", "A1 f0 DAPI", "A1 f0 GFP", "A1 f0 cells"]
+    assert _names(viewer)[3:] == [
+        "D6 f0 DAPI",
+        "D6 f0 GFP",
+        "D6 f0 cells",
+        "A1 f0 DAPI",
+        "A1 f0 GFP",
+        "A1 f0 cells",
+    ]
     # deleting the well layers by hand is noticed
     viewer.layers.remove("A1 f0 cells")
     assert len(nav.well_layers) == 5
@@ -148,13 +164,22 @@ def test_field_selector_and_grid(open_plate, plates, qtbot):
     with qtbot.waitSignal(nav.wellLoaded, timeout=10_000):
         nav.field_combo.setCurrentIndex(1)
     assert _names(viewer)[3:] == ["D5 f1 DAPI", "D5 f1 GFP", "D5 f1 cells"]
-    np.testing.assert_array_equal(np.asarray(viewer.layers["D5 f1 DAPI"].data[0]), spec.field_data(3, 4, 1)[0])
+    np.testing.assert_array_equal(
+        np.asarray(viewer.layers["D5 f1 DAPI"].data[0]), spec.field_data(3, 4, 1)[0]
+    )
     ov = nav._entries[nav.plate.id].overview
     np.testing.assert_allclose(viewer.layers["D5 f1 DAPI"].translate, ov.tile_origin(3, 4))
     # all fields as a grid: both fields side by side
     with qtbot.waitSignal(nav.wellLoaded, timeout=10_000):
         nav.grid_check.setChecked(True)
-    assert _names(viewer)[3:] == ["D5 f0 DAPI", "D5 f0 GFP", "D5 f0 cells", "D5 f1 DAPI", "D5 f1 GFP", "D5 f1 cells"]
+    assert _names(viewer)[3:] == [
+        "D5 f0 DAPI",
+        "D5 f0 GFP",
+        "D5 f0 cells",
+        "D5 f1 DAPI",
+        "D5 f1 GFP",
+        "D5 f1 cells",
+    ]
     t0, t1 = viewer.layers["D5 f0 DAPI"].translate, viewer.layers["D5 f1 DAPI"].translate
     assert t0[0] == t1[0] and t1[1] - t0[1] >= 64 * 0.5
 
@@ -169,7 +194,9 @@ def test_acquisition_filter(open_plate, plates, qtbot):
     nav.field_combo.setCurrentIndex(1)
     _click(qtbot, nav, 1, 2)
     assert _names(viewer)[3:] == ["B3 f3 DAPI", "B3 f3 GFP"]
-    np.testing.assert_array_equal(np.asarray(viewer.layers["B3 f3 GFP"].data[0]), spec.field_data(1, 2, 3)[1])
+    np.testing.assert_array_equal(
+        np.asarray(viewer.layers["B3 f3 GFP"].data[0]), spec.field_data(1, 2, 3)[1]
+    )
 
 
 def test_failing_well_is_one_message_and_rest_works(open_plate, plates, qtbot):
@@ -177,7 +204,11 @@ def test_failing_well_is_one_message_and_rest_works(open_plate, plates, qtbot):
 
     paths, spec = plates("small_sparse_v05")
     viewer, nav = open_plate(paths["ozx"], show=False)
-    assert nav.map.state(0, 1) == ABSENT and nav.map.state(0, 3) == ERROR and nav.map.state(0, 0) == PRESENT
+    assert (
+        nav.map.state(0, 1) == ABSENT
+        and nav.map.state(0, 3) == ERROR
+        and nav.map.state(0, 0) == PRESENT
+    )
     seen = []
     notification_manager.notification_ready.connect(seen.append)
     try:
@@ -200,12 +231,18 @@ def test_failing_well_is_one_message_and_rest_works(open_plate, plates, qtbot):
         notification_manager.notification_ready.disconnect(seen.append)
     errors = [str(n.message) for n in seen if "napari-ozx" in str(n.message)]
     assert len(errors) == 2 and "A4" in errors[0] and "B1" in errors[1]
-    np.testing.assert_array_equal(np.asarray(viewer.layers["A1 f1 DAPI"].data[0]), spec.field_data(0, 0, 1)[0])
+    np.testing.assert_array_equal(
+        np.asarray(viewer.layers["A1 f1 DAPI"].data[0]), spec.field_data(0, 0, 1)[0]
+    )
 
 
 def test_canvas_click_opens_well(open_plate, plates, qtbot):
     from napari.utils._test_utils import read_only_mouse_event
-    from napari.utils.interactions import mouse_move_callbacks, mouse_press_callbacks, mouse_release_callbacks
+    from napari.utils.interactions import (
+        mouse_move_callbacks,
+        mouse_press_callbacks,
+        mouse_release_callbacks,
+    )
 
     paths, _ = plates("p24_v05")
     viewer, nav = open_plate(paths["dir"], show=False)
@@ -214,10 +251,20 @@ def test_canvas_click_opens_well(open_plate, plates, qtbot):
     pos = (y + 5, x + 5)
 
     def click(position, drag_to=None):
-        mouse_press_callbacks(viewer, read_only_mouse_event(type="mouse_press", position=position, button=1))
+        mouse_press_callbacks(
+            viewer, read_only_mouse_event(type="mouse_press", position=position, button=1)
+        )
         if drag_to is not None:
-            mouse_move_callbacks(viewer, read_only_mouse_event(type="mouse_move", position=drag_to, button=1, is_dragging=True))
-        mouse_release_callbacks(viewer, read_only_mouse_event(type="mouse_release", position=drag_to or position, button=1))
+            mouse_move_callbacks(
+                viewer,
+                read_only_mouse_event(
+                    type="mouse_move", position=drag_to, button=1, is_dragging=True
+                ),
+            )
+        mouse_release_callbacks(
+            viewer,
+            read_only_mouse_event(type="mouse_release", position=drag_to or position, button=1),
+        )
 
     click(pos, drag_to=(y + 40, x + 40))  # a pan is not a click
     assert not nav.loading and len(viewer.layers) == 3
@@ -247,7 +294,10 @@ def test_real_mouse_click_on_canvas(open_plate, plates, qtbot):
     cy, cx = viewer.scene.camera.center[-2:]
     z = viewer.scene.camera.zoom
     dpr = native.devicePixelRatioF() if hasattr(native, "devicePixelRatioF") else 1
-    px = QPoint(int(native.width() / 2 + (wx - cx) * z / dpr), int(native.height() / 2 + (wy - cy) * z / dpr))
+    px = QPoint(
+        int(native.width() / 2 + (wx - cx) * z / dpr),
+        int(native.height() / 2 + (wy - cy) * z / dpr),
+    )
     with qtbot.waitSignal(nav.wellLoaded, timeout=10_000) as sig:
         qtbot.mouseClick(native, Qt.MouseButton.LeftButton, pos=px)
     assert sig.args == ["C/4"]
@@ -259,7 +309,9 @@ def test_single_well_opens_fields_as_grid(open_plate, plates, qtbot):
     assert _names(viewer) == [f"well f{f} {n}" for f in range(3) for n in ("DAPI", "GFP", "cells")]
     assert nav.plate.kind == "well" and nav.map.state(0, 0) == PRESENT
     assert nav.field_combo.count() == 3
-    np.testing.assert_array_equal(np.asarray(viewer.layers["well f2 GFP"].data[0]), spec.field_data(0, 0, 2)[1])
+    np.testing.assert_array_equal(
+        np.asarray(viewer.layers["well f2 GFP"].data[0]), spec.field_data(0, 0, 2)[1]
+    )
     # the reader's fields are the navigator's well layers: one field replaces the grid
     assert nav.grid_check.isChecked() and len(nav.well_layers) == 9 and nav.map.is_loaded(0, 0)
     with qtbot.waitSignal(nav.wellLoaded, timeout=10_000):
@@ -268,7 +320,9 @@ def test_single_well_opens_fields_as_grid(open_plate, plates, qtbot):
     with qtbot.waitSignal(nav.wellLoaded, timeout=10_000):
         nav.field_combo.setCurrentIndex(2)
     assert _names(viewer) == ["well f2 DAPI", "well f2 GFP", "well f2 cells"]
-    np.testing.assert_array_equal(np.asarray(viewer.layers["well f2 cells"].data[0]), spec.label_data(0, 0, 2))
+    np.testing.assert_array_equal(
+        np.asarray(viewer.layers["well f2 cells"].data[0]), spec.label_data(0, 0, 2)
+    )
 
 
 def test_navigator_from_menu_finds_open_plates(make_napari_viewer, plates, qtbot):
@@ -283,7 +337,11 @@ def test_navigator_from_menu_finds_open_plates(make_napari_viewer, plates, qtbot
     try:
         assert nav.plate_combo.count() == 2
         assert nav.map.state(1, 2) == ABSENT and nav.map.state(1, 1) == PRESENT
-        for lyr in [lyr for lyr in viewer.layers if str(paths["ozx"]) in str(lyr.metadata.get("ozx_plate", {}).get("source"))]:
+        for lyr in [
+            lyr
+            for lyr in viewer.layers
+            if str(paths["ozx"]) in str(lyr.metadata.get("ozx_plate", {}).get("source"))
+        ]:
             viewer.layers.remove(lyr)
         assert nav.plate_combo.count() == 1
     finally:

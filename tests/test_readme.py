@@ -12,7 +12,11 @@ def _quickstart_commands() -> list[str]:
     text = (ROOT / "README.md").read_text()
     section = text.split("## Quick start", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
-    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.split("#", 1)[0].strip()]
+    return [
+        line.split("#", 1)[0].strip()
+        for line in block.splitlines()
+        if line.split("#", 1)[0].strip()
+    ]
 
 
 def test_readme_quickstart_is_two_commands_that_exist():

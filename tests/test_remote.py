@@ -23,7 +23,9 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("www")
     shutil.copy(sample_path(), root / "cells.ozx")
     data = np.random.default_rng(3).integers(0, 999, (2, 4, 96, 128), dtype=np.uint16)
-    write_image(root / "img.ome.zarr", data, levels=2, labels={"cells": (data[0] > 800).astype(np.uint8)})
+    write_image(
+        root / "img.ome.zarr", data, levels=2, labels={"cells": (data[0] > 800).astype(np.uint8)}
+    )
     with Server(root) as srv:
         yield srv, data
 
@@ -105,5 +107,7 @@ def test_remote_plate_ozx_overview_equals_local(tmp_path_factory):
             # every well, field and level document came from the prefetched metadata
             assert len(srv.requests) <= 4, srv.requests
             ov_local = HcsPlate(local).overview()
-            np.testing.assert_array_equal(ov_remote.data[0, : ov_remote.pitch[0]].compute(),
-                                          ov_local.data[0, : ov_local.pitch[0]].compute())
+            np.testing.assert_array_equal(
+                ov_remote.data[0, : ov_remote.pitch[0]].compute(),
+                ov_local.data[0, : ov_local.pitch[0]].compute(),
+            )

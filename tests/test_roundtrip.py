@@ -196,7 +196,9 @@ def _make_cases() -> dict[str, Case]:
             [Channel("signed", "FFFFFF", Window(-1000.0, 1000.0))],
             lab((3, y, x)),
         ),
-        "czyx_uint16_labels": Case("czyx", rng.integers(0, 4000, (2, 3, y, x), dtype=np.uint16), two, lab((3, y, x))),
+        "czyx_uint16_labels": Case(
+            "czyx", rng.integers(0, 4000, (2, 3, y, x), dtype=np.uint16), two, lab((3, y, x))
+        ),
         "tczyx_float32": Case(
             "tczyx", rng.normal(100, 30, (2, 2, 3, 32, 48)).astype(np.float32), two
         ),
@@ -253,7 +255,9 @@ def test_roundtrip_our_reader(case, target, written):
         ms = img.multiscale
         assert ms.version == ("0.4" if target == "dir04" else "0.5")
         assert ms.axis_names == tuple(cs.axes)
-        assert {a.name: a.unit for a in ms.axes if a.unit} == {a: UNITS[a] for a in cs.axes if a in UNITS}
+        assert {a.name: a.unit for a in ms.axes if a.unit} == {
+            a: UNITS[a] for a in cs.axes if a in UNITS
+        }
         assert ms.name == cs.name
         ref = ref_pyramid(cs.data, "mean")
         assert [tuple(lv.shape) for lv in img.levels] == expected_shapes(cs.data.shape)
@@ -282,7 +286,10 @@ def test_roundtrip_our_reader(case, target, written):
             assert lab.multiscale.datasets[i].translation == pytest.approx(tr)
         il = lab.meta.image_label
         assert {c.value: c.rgba for c in il.colors} == LABEL_COLORS
-        props = {p["label-value"]: {k: v for k, v in p.items() if k != "label-value"} for p in il.properties}
+        props = {
+            p["label-value"]: {k: v for k, v in p.items() if k != "label-value"}
+            for p in il.properties
+        }
         assert props == LABEL_PROPS
         assert il.source_image == "../../"
 
@@ -412,7 +419,9 @@ def _check_ome_zarr_py(cs: Case, target: str, nodes: list[Any], how: str) -> Non
         got_s, got_t = _transform(ct)
         assert got_s == pytest.approx(sc) and got_t == pytest.approx(tr)
     assert md["channel_names"] == [c.label for c in cs.channels]
-    assert [list(cl) for cl in md["contrast_limits"]] == [[c.window.start, c.window.end] for c in cs.channels]
+    assert [list(cl) for cl in md["contrast_limits"]] == [
+        [c.window.start, c.window.end] for c in cs.channels
+    ]
     # ome-zarr-py turns omero colours into a black -> colour ramp of 0..1 floats
     want_rgb = [[int(c.color[i : i + 2], 16) / 255 for i in (0, 2, 4)] for c in cs.channels]
     got_rgb = [list(cm[-1]) for cm in md["colormap"]]
@@ -448,13 +457,17 @@ def test_roundtrip_ngff_zarr(case, target, written):
         sc, tr = expected_transforms(cs.axes, i, "mean")
         assert [im.scale[a] for a in cs.axes] == pytest.approx(sc)
         assert [im.translation[a] for a in cs.axes] == pytest.approx(tr)
-        assert {a: u for a, u in (im.axes_units or {}).items() if u} == {a: UNITS[a] for a in cs.axes if a in UNITS}
+        assert {a: u for a, u in (im.axes_units or {}).items() if u} == {
+            a: UNITS[a] for a in cs.axes if a in UNITS
+        }
     assert_pixels(ms.images[0].data, ref[0], "level 0")
     assert_pixels(ms.images[1].data, ref[1], "level 1")
     chans = ms.metadata.omero.channels
     assert [c.label for c in chans] == [c.label for c in cs.channels]
     assert [c.color.upper() for c in chans] == [c.color for c in cs.channels]
-    assert [(c.window.start, c.window.end) for c in chans] == [(c.window.start, c.window.end) for c in cs.channels]
+    assert [(c.window.start, c.window.end) for c in chans] == [
+        (c.window.start, c.window.end) for c in cs.channels
+    ]
     assert ms.metadata.name == cs.name
 
 
@@ -472,7 +485,9 @@ ODD = Case(
 def odd_written(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("odd")
     return {
-        t: write_ome_zarr(_target(root, "odd", t)[0], ODD.spec(), options=_target(root, "odd", t)[1])
+        t: write_ome_zarr(
+            _target(root, "odd", t)[0], ODD.spec(), options=_target(root, "odd", t)[1]
+        )
         for t in ("ozx", "dir04")
     }
 
@@ -525,13 +540,24 @@ def _napari_layers() -> tuple[list[tuple[Any, dict[str, Any], str]], np.ndarray,
     lab = np.zeros((4, 64, 80), np.int32)
     lab[:, 10:20, 10:30] = 3
     lab[:, 30:50, 40:70] = 9
-    kw = {"scale": (2.0, 0.5, 0.25), "translate": (1.0, 10.0, 20.0), "axis_labels": ("z", "y", "x"),
-          "units": ("micrometer",) * 3}
+    kw = {
+        "scale": (2.0, 0.5, 0.25),
+        "translate": (1.0, 10.0, 20.0),
+        "axis_labels": ("z", "y", "x"),
+        "units": ("micrometer",) * 3,
+    }
     layers = [
         Image(data[0], name="DAPI", colormap="blue", contrast_limits=(10, 2000), **kw),
-        Image(data[1], name="GFP", colormap="green", contrast_limits=(5, 2500), visible=False, **kw),
-        Labels(lab, name="nuclei", colormap={None: (0.5, 0.5, 0.5, 1), 3: (1, 0, 0, 1), 9: (0, 0, 1, 1)},
-               features={"index": [3, 9], "area": [200, 600]}, **kw),
+        Image(
+            data[1], name="GFP", colormap="green", contrast_limits=(5, 2500), visible=False, **kw
+        ),
+        Labels(
+            lab,
+            name="nuclei",
+            colormap={None: (0.5, 0.5, 0.5, 1), 3: (1, 0, 0, 1), 9: (0, 0, 1, 1)},
+            features={"index": [3, 9], "area": [200, 600]},
+            **kw,
+        ),
     ]
     return [lyr.as_layer_data_tuple() for lyr in layers], data, lab
 
@@ -540,7 +566,9 @@ def _napari_layers() -> tuple[list[tuple[Any, dict[str, Any], str]], np.ndarray,
 def test_write_layers_read_back(suffix, tmp_path):
     tuples, data, lab = _napari_layers()
     path = tmp_path / f"layers{suffix}"
-    out = write_layers(str(path), tuples, WriteOptions(chunk_yx=CHUNK, shard_yx=2 * CHUNK, shard_z=2))
+    out = write_layers(
+        str(path), tuples, WriteOptions(chunk_yx=CHUNK, shard_yx=2 * CHUNK, shard_z=2)
+    )
     assert out == [str(path)]
 
     ms = ngff_zarr.from_ngff_zarr(str(path))
@@ -561,7 +589,10 @@ def test_write_layers_read_back(suffix, tmp_path):
         assert_pixels(nuc.levels[0], lab)
         il = nuc.meta.image_label
         assert {c.value: c.rgba for c in il.colors} == {3: (255, 0, 0, 255), 9: (0, 0, 255, 255)}
-        assert [dict(p) for p in il.properties] == [{"label-value": 3, "area": 200}, {"label-value": 9, "area": 600}]
+        assert [dict(p) for p in il.properties] == [
+            {"label-value": 3, "area": 200},
+            {"label-value": 9, "area": 600},
+        ]
 
     if suffix == ".ome.zarr":
         with _ome_zarr_py_nodes(path) as (nodes, _):
@@ -613,7 +644,9 @@ def parse_zip(raw: bytes) -> dict[str, Any]:
     """A minimal independent ZIP parser: end records, central directory, local headers."""
     eocd = raw.rfind(struct.pack("<I", EOCD_SIG))
     assert eocd >= 0, "no end of central directory record"
-    (_, disk, cd_disk, n_disk, n_total, cd_size32, cd_off32, clen) = struct.unpack_from("<IHHHHIIH", raw, eocd)
+    (_, disk, cd_disk, n_disk, n_total, cd_size32, cd_off32, clen) = struct.unpack_from(
+        "<IHHHHIIH", raw, eocd
+    )
     assert eocd + 22 + clen == len(raw), "bytes after the end of central directory record"
     comment = raw[eocd + 22 :]
     # ZIP64 end of central directory locator: the 20 bytes right before the EOCD
@@ -627,14 +660,36 @@ def parse_zip(raw: bytes) -> dict[str, Any]:
     assert z64_off + 12 + rec_size == loc
     assert (d, cdd) == (0, 0) and n64_disk == n64
     # the classic record holds the real values or the ZIP64 "see the other record" marks
-    assert n_total in (n64, 0xFFFF) and cd_size32 in (cd_size, 0xFFFFFFFF) and cd_off32 in (cd_off, 0xFFFFFFFF)
+    assert (
+        n_total in (n64, 0xFFFF)
+        and cd_size32 in (cd_size, 0xFFFFFFFF)
+        and cd_off32 in (cd_off, 0xFFFFFFFF)
+    )
     assert cd_off + cd_size == z64_off, "dead space between central directory and end records"
 
     central = []
     p = cd_off
     for _ in range(n64):
         f = struct.unpack_from("<IHHHHHHIIIHHHHHII", raw, p)
-        (sig, _made, _need, flags, method, _t, _d, crc, csize, usize, nlen, elen, cmlen, _disk, _ia, _ea, off) = f
+        (
+            sig,
+            _made,
+            _need,
+            flags,
+            method,
+            _t,
+            _d,
+            crc,
+            csize,
+            usize,
+            nlen,
+            elen,
+            cmlen,
+            _disk,
+            _ia,
+            _ea,
+            off,
+        ) = f
         assert sig == CD_SIG
         name = raw[p + 46 : p + 46 + nlen].decode("utf-8")
         extra = raw[p + 46 + nlen : p + 46 + nlen + elen]
@@ -651,7 +706,9 @@ def parse_zip(raw: bytes) -> dict[str, Any]:
         name = raw[e["offset"] + 30 : e["offset"] + 30 + nlen].decode("utf-8")
         assert name == e["name"] and method == e["method"]
         start = e["offset"] + 30 + nlen + elen
-        local.append({**e, "local_flags": flags, "data_start": start, "data_end": start + e["csize"]})
+        local.append(
+            {**e, "local_flags": flags, "data_start": start, "data_end": start + e["csize"]}
+        )
     return {
         "comment": comment,
         "central": central,
@@ -730,9 +787,13 @@ def test_rfc9_byte_layout(kind, ozx_files):
         assert names[0] == "zarr.json", order_name
         is_meta = [n.rsplit("/", 1)[-1] == "zarr.json" for n in names]
         n_meta = sum(is_meta)
-        assert all(is_meta[:n_meta]) and not any(is_meta[n_meta:]), f"{order_name}: zarr.json not all first"
+        assert all(is_meta[:n_meta]) and not any(is_meta[n_meta:]), (
+            f"{order_name}: zarr.json not all first"
+        )
         depths = [_depth(n) for n in names[:n_meta]]
-        assert depths == sorted(depths), f"{order_name}: zarr.json not breadth-first: {names[:n_meta]}"
+        assert depths == sorted(depths), (
+            f"{order_name}: zarr.json not breadth-first: {names[:n_meta]}"
+        )
     assert [e["name"] for e in z["local"]] == [e["name"] for e in z["central"]]
 
     # every entry STORED, sizes equal, no data descriptors, CRC right
@@ -767,11 +828,19 @@ FAIL_OPTS = WriteOptions(chunk_yx=CHUNK, shard_yx=2 * CHUNK, shard_z=2, workers=
 def _snapshot(path: Path) -> dict[str, bytes]:
     if path.is_file():
         return {"": path.read_bytes()}
-    return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(path).as_posix(): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _leftovers(folder: Path) -> list[str]:
-    return sorted(n for n in os.listdir(folder) if n.startswith(".") and (n.endswith(".partial") or n.endswith(".old")))
+    return sorted(
+        n
+        for n in os.listdir(folder)
+        if n.startswith(".") and (n.endswith(".partial") or n.endswith(".old"))
+    )
 
 
 def _failing_source(fail_at: tuple[int, int, int]) -> da.Array:
@@ -822,7 +891,9 @@ def test_cancel_after_first_shard(suffix, tmp_path):
         cancel.set()
 
     with pytest.raises(WriteCancelled):
-        write_ome_zarr(target, ImageSpec(SRC + 5, ZYX), options=FAIL_OPTS, progress=progress, cancel=cancel)
+        write_ome_zarr(
+            target, ImageSpec(SRC + 5, ZYX), options=FAIL_OPTS, progress=progress, cancel=cancel
+        )
     assert calls and calls[0][0] == 1 and calls[-1][0] < calls[-1][1]
     assert _snapshot(target) == before
     assert _leftovers(tmp_path) == []
@@ -866,9 +937,14 @@ def test_save_over_the_ozx_being_read(tmp_path):
         assert_pixels(img.levels[0], original)
         assert [c.label for c in img.meta.omero.channels] == ["DAPI", "GFP"]
         assert [c.color for c in img.meta.omero.channels] == ["0000FF", "00FF00"]
-        assert [(c.window.start, c.window.end) for c in img.meta.omero.channels] == [(10, 3000), (20, 3500)]
+        assert [(c.window.start, c.window.end) for c in img.meta.omero.channels] == [
+            (10, 3000),
+            (20, 3500),
+        ]
         assert img.multiscale.datasets[0].scale == pytest.approx([1.0, *(SCALE0[a] for a in "zyx")])
-        assert img.multiscale.datasets[0].translation == pytest.approx([0.0, *(OFFSET0[a] for a in "zyx")])
+        assert img.multiscale.datasets[0].translation == pytest.approx(
+            [0.0, *(OFFSET0[a] for a in "zyx")]
+        )
         (lab,) = img.labels
         assert_pixels(lab.levels[0], original_labels)
         il = lab.meta.image_label
@@ -960,7 +1036,9 @@ def big_write(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
     target = tmp_path_factory.mktemp("big") / "big.ozx"
     res = subprocess.run(
         [sys.executable, "-c", _BIG_SCRIPT, str(target), json.dumps(BIG_SHAPE)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     return target, json.loads(res.stdout.strip().splitlines()[-1])
@@ -974,12 +1052,21 @@ def test_large_lazy_source_written_correctly(big_write):
     with open_ome_zarr(path) as oz:
         (img,) = oz.images()
         assert [tuple(lv.shape) for lv in img.levels] == [
-            (16, 4096, 4096), (16, 2048, 2048), (16, 1024, 1024), (16, 512, 512), (16, 256, 256)
+            (16, 4096, 4096),
+            (16, 2048, 2048),
+            (16, 1024, 1024),
+            (16, 512, 512),
+            (16, 256, 256),
         ]
         lv0 = img.levels[0]
-        for z, ys, xs in [(0, slice(0, 64), slice(0, 64)), (15, slice(4000, 4096), slice(1000, 1100)),
-                          (7, slice(2040, 2060), slice(3070, 3080))]:
-            zz, yy, xx = np.meshgrid([z], np.arange(ys.start, ys.stop), np.arange(xs.start, xs.stop), indexing="ij")
+        for z, ys, xs in [
+            (0, slice(0, 64), slice(0, 64)),
+            (15, slice(4000, 4096), slice(1000, 1100)),
+            (7, slice(2040, 2060), slice(3070, 3080)),
+        ]:
+            zz, yy, xx = np.meshgrid(
+                [z], np.arange(ys.start, ys.stop), np.arange(xs.start, xs.stop), indexing="ij"
+            )
             assert_pixels(lv0[z : z + 1, ys, xs], _pattern(zz, yy, xx))
         # level 1 = 2x2 means of level 0 on a patch
         patch0 = np.asarray(lv0[3:4, 1000:1064, 2000:2064])

@@ -408,7 +408,9 @@ def _valid_ozx(built) -> bytes:
     return Path(built["ngffzarr_v05_ozx"].path).read_bytes()
 
 
-@pytest.mark.parametrize("kind", ["truncated_tail", "truncated_half", "garbage", "empty", "missing"])
+@pytest.mark.parametrize(
+    "kind", ["truncated_tail", "truncated_half", "garbage", "empty", "missing"]
+)
 def test_broken_ozx_reports_one_error(kind, built, tmp_path, notifications):
     from napari.utils.notifications import NotificationSeverity
 

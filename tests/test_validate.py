@@ -23,10 +23,10 @@ from napari_ozx.ozx._zip import (
     FileObjRangeReader,
     read_zip_index,
 )
-
-from .zipbuild import build_central_header, build_end_records, build_local_header
 from napari_ozx.ozx.store import OzxStore
 from napari_ozx.ozx.validate import MAX_PER_CODE, RULES, ValidationReport, validate
+
+from .zipbuild import build_central_header, build_end_records, build_local_header
 
 OME_COMMENT = b'{"ome": {"version": "0.5"}}'
 
@@ -537,7 +537,8 @@ _FUZZ_SEED = make_zip(good_members()[:2] + [("0/c/0/0", b"\x00" * 64, METHOD_DEF
 @settings(max_examples=300, deadline=1000, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
-        st.tuples(st.integers(0, len(_FUZZ_SEED) - 1), st.integers(0, 255)), min_size=1,
+        st.tuples(st.integers(0, len(_FUZZ_SEED) - 1), st.integers(0, 255)),
+        min_size=1,
         max_size=6,
     ),
     st.integers(0, 40),

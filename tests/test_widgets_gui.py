@@ -66,7 +66,9 @@ def _keep_screenshot(png: Path, name: str) -> None:
     from PIL import Image
 
     # fast octree keeps small pure colours (channel swatches) that median cut merges away
-    Image.open(png).convert("RGB").quantize(128, method=Image.Quantize.FASTOCTREE).save(Path(out) / name, optimize=True)
+    Image.open(png).convert("RGB").quantize(128, method=Image.Quantize.FASTOCTREE).save(
+        Path(out) / name, optimize=True
+    )
 
 
 # ------------------------------------------------------------------------ inspector
@@ -78,7 +80,10 @@ def test_inspector_follows_the_active_layer(no_leaks, make_napari_viewer, qtbot,
     viewer.open(str(sample_path()), plugin="napari-ozx")
     dock, w = viewer.window.add_plugin_dock_widget("napari-ozx", "Metadata inspector")
     # the active layer after opening is the labels layer: its node is selected
-    qtbot.waitUntil(lambda: w.current_node() is not None and w.current_node().path == "labels/nuclei", timeout=10_000)
+    qtbot.waitUntil(
+        lambda: w.current_node() is not None and w.current_node().path == "labels/nuclei",
+        timeout=10_000,
+    )
     root = w.tree.topLevelItem(0)
     assert root.text(0) == "cells.ozx" and "2 levels" in root.text(1)
     assert _child_titles(root) == ["Level 0", "Level 1", "labels"]
@@ -141,7 +146,10 @@ def test_inspector_follows_the_active_layer(no_leaks, make_napari_viewer, qtbot,
     assert insp is not None and not insp.closed
 
     def followed():
-        return any(isinstance(cb, tuple) and cb[0]() is w for cb in viewer.layers.selection.events.active.callbacks)
+        return any(
+            isinstance(cb, tuple) and cb[0]() is w
+            for cb in viewer.layers.selection.events.active.callbacks
+        )
 
     assert followed()
     viewer.window.remove_dock_widget(dock)
@@ -206,14 +214,23 @@ def test_inspector_follows_plate_layers(no_leaks, make_napari_viewer, qtbot, tmp
     info = {"plate_id": 1, "source": str(plate), "path": "", "kind": "plate", "name": "test plate"}
     viewer.add_image(np.zeros((8, 8), np.uint8), name="overview", metadata={"ozx_plate": info})
     _, w = viewer.window.add_plugin_dock_widget("napari-ozx", "Metadata inspector")
-    qtbot.waitUntil(lambda: w.current_node() is not None and w.current_node().kind == "plate", timeout=10_000)
-    field_meta = {"ome_zarr": {"source": str(plate), "path": "B/2/1"}, "ozx_plate": info,
-                  "ozx_well": {"well": "B/2", "field": "B/2/1"}}
+    qtbot.waitUntil(
+        lambda: w.current_node() is not None and w.current_node().kind == "plate", timeout=10_000
+    )
+    field_meta = {
+        "ome_zarr": {"source": str(plate), "path": "B/2/1"},
+        "ozx_plate": info,
+        "ozx_well": {"well": "B/2", "field": "B/2/1"},
+    }
     with qtbot.waitSignal(w.details_shown, timeout=10_000) as sig:
         viewer.add_image(np.zeros((8, 8), np.uint8), name="B2 f1", metadata=field_meta)
     assert sig.args == ["B/2/1"]
     item = w.tree.currentItem()
-    assert [item.text(0), item.parent().text(0), item.parent().parent().text(0)] == ["Field 1", "B2", "Row B"]
+    assert [item.text(0), item.parent().text(0), item.parent().parent().text(0)] == [
+        "Field 1",
+        "B2",
+        "Row B",
+    ]
     assert "Axes" in w.summary.toPlainText()
 
 
@@ -225,15 +242,24 @@ def _export_widget(viewer):
     return w
 
 
-def test_editing_options_updates_estimates_and_is_remembered(no_leaks, make_napari_viewer, qtbot, tmp_path):
+def test_editing_options_updates_estimates_and_is_remembered(
+    no_leaks, make_napari_viewer, qtbot, tmp_path
+):
     import dask.array as da
 
     viewer = make_napari_viewer()
     chunks = (1, 2048, 2048)
-    viewer.add_image(da.zeros((32, 2048, 2048), dtype=np.uint16, chunks=chunks), name="big", contrast_limits=[0, 1])
+    viewer.add_image(
+        da.zeros((32, 2048, 2048), dtype=np.uint16, chunks=chunks),
+        name="big",
+        contrast_limits=[0, 1],
+    )
     viewer.add_labels(da.zeros((32, 2048, 2048), dtype=np.uint8, chunks=chunks), name="cells")
     w = _export_widget(viewer)
-    assert [w.layer_list.item(i).text().split()[0] for i in range(w.layer_list.count())] == ["cells", "big"]
+    assert [w.layer_list.item(i).text().split()[0] for i in range(w.layer_list.count())] == [
+        "cells",
+        "big",
+    ]
     est = w.estimate
     assert est is not None and est.first.shard_shape == (16, 1024, 1024)
     assert w.estimate_labels["Shard size"].text().startswith("32.00 MiB per shard")
@@ -279,8 +305,15 @@ def test_editing_options_updates_estimates_and_is_remembered(no_leaks, make_napa
 
     # remembered between sessions, and what File > Save uses
     saved = load_options()
-    assert (saved.format, saved.version, saved.chunk_yx, saved.shard_yx, saved.shard_z, saved.codec,
-            saved.pyramid_levels) == ("ozx", "0.5", 128, 512, 4, "none", 2)
+    assert (
+        saved.format,
+        saved.version,
+        saved.chunk_yx,
+        saved.shard_yx,
+        saved.shard_z,
+        saved.codec,
+        saved.pyramid_levels,
+    ) == ("ozx", "0.5", 128, 512, 4, "none", 2)
     from napari_ozx._qt.export import ExportWidget
 
     again = ExportWidget(viewer)  # a new panel (next session) starts from what was chosen
@@ -316,8 +349,12 @@ def test_export_runs_to_ozx_and_reads_back(no_leaks, make_napari_viewer, qtbot, 
     layers = read_layer_data(str(target))
     assert [kw["name"] for _, kw, _ in layers] == [["Nuclei", "Membrane"], "nuclei"]
     (img_data, img_kw, _), (lab_data, _, _) = layers
-    np.testing.assert_array_equal(np.asarray(img_data[0][0]), np.asarray(viewer.layers["Nuclei"].data[0]))
-    np.testing.assert_array_equal(np.asarray(lab_data[0]), np.asarray(viewer.layers["nuclei"].data[0]))
+    np.testing.assert_array_equal(
+        np.asarray(img_data[0][0]), np.asarray(viewer.layers["Nuclei"].data[0])
+    )
+    np.testing.assert_array_equal(
+        np.asarray(lab_data[0]), np.asarray(viewer.layers["nuclei"].data[0])
+    )
     with open_ome_zarr(target) as oz:
         a = oz.images()[0].arrays[0].array
         assert tuple(a.chunks)[-2:] == (128, 128) and tuple(a.shards)[-3:] == (4, 128, 128)
@@ -346,7 +383,9 @@ def test_cancel_leaves_nothing_behind(no_leaks, make_napari_viewer, qtbot, tmp_p
                 gate.wait(30)
         return np.full(shape, loc[0][0] % 200, dtype=np.uint16)
 
-    big = da.map_blocks(block, chunks=((1,) * 64, (1024,) * 2, (1024,) * 2), dtype=np.uint16)  # 64x2048x2048, 512 MiB
+    big = da.map_blocks(
+        block, chunks=((1,) * 64, (1024,) * 2, (1024,) * 2), dtype=np.uint16
+    )  # 64x2048x2048, 512 MiB
     viewer = make_napari_viewer()
     viewer.add_image(big, name="lazy", contrast_limits=[0, 200])
     w = _export_widget(viewer)

@@ -67,8 +67,14 @@ def make_zip(
         out += payload
         records.append(
             build_central_header(
-                nb, header_offset=offset, crc32=crc, compressed_size=len(payload),
-                uncompressed_size=len(data), method=method, flags=flags, zip64=zip64,
+                nb,
+                header_offset=offset,
+                crc32=crc,
+                compressed_size=len(payload),
+                uncompressed_size=len(data),
+                method=method,
+                flags=flags,
+                zip64=zip64,
             )  # fmt: skip
         )
     order = cd_order if cd_order is not None else range(len(records))

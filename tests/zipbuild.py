@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 from napari_ozx.ozx._zip import (
+    _EXTRA_HEADER,
+    _U64,
     CENTRAL_HEADER,
     EOCD,
     FLAG_UTF8,
@@ -20,8 +22,6 @@ from napari_ozx.ozx._zip import (
     ZIP64_EOCD,
     ZIP64_EXTRA_ID,
     ZIP64_LOCATOR,
-    _EXTRA_HEADER,
-    _U64,
 )
 
 _DOS_EPOCH = (0, (1 << 5) | 1)  # 1980-01-01 00:00:00 as (time, date)

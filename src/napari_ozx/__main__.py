@@ -25,6 +25,7 @@ def _out(text: str = "") -> None:
 
 def _array_facts(node: Any) -> dict[str, Any]:
     a = node.array
+
     def name(c: Any) -> str:
         return str(c.to_dict().get("name", type(c).__name__))
 
@@ -48,7 +49,12 @@ def info(path: str) -> dict[str, Any]:
     from .ngff.open import open_ome_zarr
 
     with open_ome_zarr(path) as oz:
-        out: dict[str, Any] = {"source": path, "zarr_format": oz.zarr_format, "kind": oz.root.meta.kind, "images": []}
+        out: dict[str, Any] = {
+            "source": path,
+            "zarr_format": oz.zarr_format,
+            "kind": oz.root.meta.kind,
+            "images": [],
+        }
         if oz.root.meta.kind in ("plate", "well"):
             return out
         for img in oz.images():
@@ -83,9 +89,13 @@ def _print_info(d: dict[str, Any]) -> None:
     _out(f"{d['source']}: {d['kind']} (Zarr v{d['zarr_format']})")
     if "archive" in d:
         a = d["archive"]
-        _out(f"  archive: {a['entries']} entries, {a['size']:,} bytes, ZIP64 {'yes' if a['zip64'] else 'no'}, comment {a['comment']!r}")
+        _out(
+            f"  archive: {a['entries']} entries, {a['size']:,} bytes, ZIP64 {'yes' if a['zip64'] else 'no'}, comment {a['comment']!r}"
+        )
     for img in d["images"]:
-        axes = " ".join(f"{a['name']}[{a['unit']}]" if a["unit"] else a["name"] for a in img["axes"])
+        axes = " ".join(
+            f"{a['name']}[{a['unit']}]" if a["unit"] else a["name"] for a in img["axes"]
+        )
         _out(f"  image {img['path']} {img['name']!r} OME-Zarr {img['version']}  axes: {axes}")
         if img["channels"]:
             _out(f"    channels: {', '.join(str(c) for c in img['channels'])}")
@@ -128,7 +138,9 @@ def validate_path(path: str, deep: bool) -> tuple[int, dict[str, Any]]:
                 for img in oz.images():
                     _ = img.labels
     except (OzxError, OSError) as e:
-        report["findings"].append({"severity": "error", "code": "ome-metadata", "message": str(e), "member": None})
+        report["findings"].append(
+            {"severity": "error", "code": "ome-metadata", "message": str(e), "member": None}
+        )
         code = max(code, 1)
     report["ok"] = code == 0
     return code, report
@@ -151,7 +163,9 @@ def _cluster_client(address: str, timeout: float) -> Any:
     try:
         from distributed import Client
     except ImportError:
-        raise OzxError("--scheduler needs dask.distributed (pip install 'napari-ozx[cluster]')") from None
+        raise OzxError(
+            "--scheduler needs dask.distributed (pip install 'napari-ozx[cluster]')"
+        ) from None
     try:
         return Client(address, set_as_default=False, timeout=timeout)
     except (OSError, TimeoutError) as e:
@@ -198,7 +212,9 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="napari-ozx", description="OME-Zarr directories and .ozx files")
+    ap = argparse.ArgumentParser(
+        prog="napari-ozx", description="OME-Zarr directories and .ozx files"
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("info", help="hierarchy, shapes, dtypes, chunks/shards, codecs, versions")
     p.add_argument("path")
@@ -207,7 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+")
     p.add_argument("--json", action="store_true")
     p.add_argument("--deep", action="store_true", help="also check the CRC-32 of every entry")
-    p = sub.add_parser("convert", help="directory <-> .ozx, 0.4 -> 0.5, rechunk / reshard / recompress")
+    p = sub.add_parser(
+        "convert", help="directory <-> .ozx, 0.4 -> 0.5, rechunk / reshard / recompress"
+    )
     p.add_argument("src")
     p.add_argument("dst")
     p.add_argument("--format", choices=["auto", "ozx", "directory"], default="auto")
@@ -215,14 +233,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk", type=int, default=256, help="inner chunk edge in y/x")
     p.add_argument("--shard", type=int, default=1024, help="shard edge in y/x")
     p.add_argument("--shard-z", type=int, default=16, help="planes per shard")
-    p.add_argument("--codec", choices=["zstd", "blosc-lz4", "blosc-zstd", "gzip", "none"], default="zstd")
+    p.add_argument(
+        "--codec", choices=["zstd", "blosc-lz4", "blosc-zstd", "gzip", "none"], default="zstd"
+    )
     p.add_argument("--level", type=int, default=3)
-    p.add_argument("--levels", type=int, default=None, help="pyramid levels (default: until one chunk)")
+    p.add_argument(
+        "--levels", type=int, default=None, help="pyramid levels (default: until one chunk)"
+    )
     p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="compute the source on an existing dask.distributed scheduler (tcp://host:8786)")
-    p.add_argument("--scheduler-timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="how long to try to reach the scheduler")
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="compute the source on an existing dask.distributed scheduler (tcp://host:8786)",
+    )
+    p.add_argument(
+        "--scheduler-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long to try to reach the scheduler",
+    )
     return ap
 
 

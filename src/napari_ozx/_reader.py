@@ -51,7 +51,7 @@ def get_reader(path: str | Sequence[str]) -> Any:
         paths = [path] if isinstance(path, str | os.PathLike) else list(path)
         if not paths or not all(_claims(os.fspath(p)) for p in paths):
             return None
-    except Exception:  # noqa: BLE001 - get_reader must never raise
+    except Exception:
         logger.debug("get_reader(%r) declined after an error", path, exc_info=True)
         return None
     return read
@@ -105,9 +105,12 @@ def read(path: str | Sequence[str]) -> list[Any]:
             layers.extend(read_layer_data(os.fspath(p)))
         except (OzxError, OSError) as e:
             _report(os.fspath(p), e)
-        except Exception as e:  # noqa: BLE001 - a bug of ours must still be one clear message
+        except Exception as e:
             logger.exception("unexpected error reading %s", p)
-            _report(os.fspath(p), RuntimeError(f"unexpected {type(e).__name__}: {e} (please report this)"))
+            _report(
+                os.fspath(p),
+                RuntimeError(f"unexpected {type(e).__name__}: {e} (please report this)"),
+            )
     return layers or _NULL_LAYER
 
 
@@ -197,14 +200,21 @@ def image_layer_data(image: Any) -> LayerData:
         if channels:
             logger.warning(
                 "%s: omero lists %d channels for %d in the data; ignoring omero",
-                image.root.source, len(channels), n_channels,
+                image.root.source,
+                len(channels),
+                n_channels,
             )
         channels = []
 
     def limits(ch: Any) -> list[float] | None:
         if ch is not None and ch.window is not None:
             return [ch.window.start, ch.window.end]
-        if stats is not None and stats.min is not None and stats.max is not None and stats.max > stats.min:
+        if (
+            stats is not None
+            and stats.min is not None
+            and stats.max is not None
+            and stats.max > stats.min
+        ):
             return [float(stats.min), float(stats.max)]
         return None
 
@@ -324,17 +334,28 @@ def plate_layer_data(root: Any) -> list[LayerData]:
 
 
 def plate_info(plate: Any) -> dict[str, Any]:
-    return {"plate_id": plate.id, "source": plate.oz.source, "path": plate.path, "kind": plate.kind, "name": plate.name}
+    return {
+        "plate_id": plate.id,
+        "source": plate.oz.source,
+        "path": plate.path,
+        "kind": plate.kind,
+        "name": plate.name,
+    }
 
 
 def overview_layer_data(ov: Any) -> list[LayerData]:
     """The overview's image layer data (channel axis split by napari) and the well labels."""
     plate = ov.plate
     data, kw, kind = image_layer_data(ov.as_image())
-    info = {**plate_info(plate), "overview": {"field": ov.field_index, "acquisition": ov.acquisition, "level": ov.level}}
+    info = {
+        **plate_info(plate),
+        "overview": {"field": ov.field_index, "acquisition": ov.acquisition, "level": ov.level},
+    }
     kw["metadata"] = {**kw["metadata"], PLATE_KEY: info}
     names = kw["name"]
-    kw["name"] = [f"overview {n}" for n in names] if isinstance(names, list) else f"overview {names}"
+    kw["name"] = (
+        [f"overview {n}" for n in names] if isinstance(names, list) else f"overview {names}"
+    )
     y, x = ov.yx
     units = _units(ov.axes)
     ann = ov.annotations()
@@ -387,7 +408,9 @@ def well_layer_data(
     return out, errors
 
 
-def _place(kw: dict[str, Any], image: Any, off: tuple[float, float], prefix: str, meta: dict[str, Any]) -> None:
+def _place(
+    kw: dict[str, Any], image: Any, off: tuple[float, float], prefix: str, meta: dict[str, Any]
+) -> None:
     from .ngff.plate import yx_axes
 
     ms = image.multiscale
@@ -399,7 +422,9 @@ def _place(kw: dict[str, Any], image: Any, off: tuple[float, float], prefix: str
     t[keep.index(x)] += off[1]
     kw["translate"] = tuple(t)
     names = kw["name"]
-    kw["name"] = [f"{prefix} {n}" for n in names] if isinstance(names, list) else f"{prefix} {names}"
+    kw["name"] = (
+        [f"{prefix} {n}" for n in names] if isinstance(names, list) else f"{prefix} {names}"
+    )
     kw["metadata"] = {**kw["metadata"], **meta}
 
 
@@ -418,5 +443,5 @@ def _dock_navigator(plate: Any) -> None:
         from ._qt.plate_navigator import dock_for_plate
 
         dock_for_plate(plate)
-    except Exception:  # noqa: BLE001 - docking is a convenience; the layers still open
+    except Exception:
         logger.warning("napari-ozx: could not dock the plate navigator", exc_info=True)

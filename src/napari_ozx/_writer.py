@@ -34,16 +34,24 @@ _OME_NAMES = ("t", "c", "z", "y", "x")
 # --------------------------------------------------------------------- axes
 
 
-def layer_axes(labels: Sequence[str] | None, units: Sequence[Any] | None, ndim: int, with_channel: bool) -> list[Axis]:
+def layer_axes(
+    labels: Sequence[str] | None, units: Sequence[Any] | None, ndim: int, with_channel: bool
+) -> list[Axis]:
     """OME axes for a napari layer of *ndim* dims (+ a leading channel axis if asked).
 
     napari's own axis labels are kept when they are OME names (t, z, y, x ...); its
     defaults ('-1', 'axis 0' ...) become the conventional ``t z y x`` by position.
     """
     names = [str(x) for x in (labels or ())]
-    if len(names) != ndim or len(set(names)) != ndim or not all(n in _OME_NAMES and n != "c" for n in names):
+    if (
+        len(names) != ndim
+        or len(set(names)) != ndim
+        or not all(n in _OME_NAMES and n != "c" for n in names)
+    ):
         if ndim > 4:
-            raise OzxError(f"cannot save {ndim}-D layers as OME-Zarr (at most t, z, y, x besides channels)")
+            raise OzxError(
+                f"cannot save {ndim}-D layers as OME-Zarr (at most t, z, y, x besides channels)"
+            )
         names = list(("t", "z", "y", "x")[4 - ndim :])
     unit_strs = [str(u) if u is not None else "" for u in (units or [None] * ndim)]
     axes = []
@@ -65,12 +73,14 @@ def _hex(cmap: Any) -> str | None:
         colors = cmap.colors
     if colors is None or len(colors) == 0:
         return None
-    r, g, b = (int(round(float(c) * 255)) for c in np.asarray(colors)[-1][:3])
+    r, g, b = (round(float(c) * 255) for c in np.asarray(colors)[-1][:3])
     return f"{r:02X}{g:02X}{b:02X}"
 
 
 def _level0(data: Any, meta: dict[str, Any]) -> Any:
-    if meta.get("multiscale") or (isinstance(data, list | tuple) and len(data) and hasattr(data[0], "shape")):
+    if meta.get("multiscale") or (
+        isinstance(data, list | tuple) and len(data) and hasattr(data[0], "shape")
+    ):
         return data[0]
     return data
 
@@ -84,7 +94,11 @@ def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
     shape, dtype = datas[0].shape, np.dtype(datas[0].dtype)
     scale = [float(s) for s in first_meta.get("scale", [1.0] * len(shape))]
     for d, (_, m, _) in zip(datas, images, strict=True):
-        if d.shape != shape or np.dtype(d.dtype) != dtype or [float(s) for s in m.get("scale", scale)] != scale:
+        if (
+            d.shape != shape
+            or np.dtype(d.dtype) != dtype
+            or [float(s) for s in m.get("scale", scale)] != scale
+        ):
             names = [m.get("name") for _, m, _ in images]
             raise OzxError(
                 f"image layers {names} differ in shape, data type or scale and cannot be saved as the "
@@ -105,8 +119,19 @@ def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
     channels = []
     for _, m, _ in images:
         lims = m.get("contrast_limits")
-        window = Window(float(lims[0]), float(lims[1])) if lims is not None and lims[1] > lims[0] else None
-        channels.append(Channel(label=m.get("name"), color=_hex(m.get("colormap")), window=window, active=bool(m.get("visible", True))))
+        window = (
+            Window(float(lims[0]), float(lims[1]))
+            if lims is not None and lims[1] > lims[0]
+            else None
+        )
+        channels.append(
+            Channel(
+                label=m.get("name"),
+                color=_hex(m.get("colormap")),
+                window=window,
+                active=bool(m.get("visible", True)),
+            )
+        )
     name = _common_name([m.get("name") or "" for _, m, _ in images])
     return ImageSpec(data, axes, scale, translate, channels, name)
 
@@ -139,7 +164,9 @@ def labels_spec_from_layer(layer: FullLayerData, used: set[str]) -> LabelsSpec:
         for k, v in color_dict.items():
             if k is None or k == 0 or not isinstance(k, int | np.integer):
                 continue
-            colors.append(LabelColor(int(k), tuple(int(round(float(x) * 255)) for x in np.asarray(v)[:4])))  # type: ignore[arg-type]
+            colors.append(
+                LabelColor(int(k), tuple(round(float(x) * 255) for x in np.asarray(v)[:4]))
+            )  # type: ignore[arg-type]
     props: list[dict[str, Any]] = []
     feats = m.get("features")
     if feats is not None and len(feats) and "index" in feats:
@@ -176,7 +203,9 @@ def _jsonable(v: Any) -> Any:
 # ----------------------------------------------------------------- writers
 
 
-def write_layers(path: str, layers: list[FullLayerData], options: WriteOptions | None = None) -> list[str]:
+def write_layers(
+    path: str, layers: list[FullLayerData], options: WriteOptions | None = None
+) -> list[str]:
     """Save image and label layers to *path* (``.ozx`` or directory)."""
     images = [lyr for lyr in layers if lyr[2] == "image"]
     labels = [lyr for lyr in layers if lyr[2] == "labels"]
@@ -186,6 +215,7 @@ def write_layers(path: str, layers: list[FullLayerData], options: WriteOptions |
     used: set[str] = set()
     lspecs = [labels_spec_from_layer(lyr, used) for lyr in labels]
     image = image_spec_from_layers(images) if images else None
+
     def progress(done: int, n: int) -> None:
         if bar is not None:
             bar.total = n

@@ -56,12 +56,12 @@ __all__ = [
     "ExportEstimate",
     "LevelEstimate",
     "MultiscaleEstimate",
+    "constrain",
     "estimate_export",
     "estimate_multiscale",
     "export_layers",
-    "load_options",
-    "constrain",
     "level_range",
+    "load_options",
     "options_from_dict",
     "options_path",
     "options_to_dict",
@@ -101,9 +101,20 @@ def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:
     image, labels = _specs(layers)
     plans = []
     if image is not None:
-        plans.append(ArrayPlan(image.name or "image", tuple(image.data.shape), np.dtype(image.data.dtype), tuple(image.axes)))
+        plans.append(
+            ArrayPlan(
+                image.name or "image",
+                tuple(image.data.shape),
+                np.dtype(image.data.dtype),
+                tuple(image.axes),
+            )
+        )
     for lab in labels:
-        plans.append(ArrayPlan(lab.name, tuple(lab.data.shape), np.dtype(lab.data.dtype), tuple(lab.axes), True))
+        plans.append(
+            ArrayPlan(
+                lab.name, tuple(lab.data.shape), np.dtype(lab.data.dtype), tuple(lab.axes), True
+            )
+        )
     return plans
 
 
@@ -120,7 +131,9 @@ def _specs(layers: Sequence[FullLayerData]) -> tuple[ImageSpec | None, list[Labe
     if not images and len(labels) > 1:
         raise OzxError("several label layers need an image to belong to (or save them one by one)")
     used: set[str] = set()
-    return (image_spec_from_layers(images) if images else None), [labels_spec_from_layer(lyr, used) for lyr in labels]
+    return (image_spec_from_layers(images) if images else None), [
+        labels_spec_from_layer(lyr, used) for lyr in labels
+    ]
 
 
 # --------------------------------------------------------------------- estimates
@@ -152,7 +165,9 @@ class LevelEstimate:
     @property
     def objects(self) -> int:
         """Entries / files holding data (at most: empty shards are not stored)."""
-        return math.prod(math.ceil(s / u) for s, u in zip(self.shape, self.stored_shape, strict=True))
+        return math.prod(
+            math.ceil(s / u) for s, u in zip(self.shape, self.stored_shape, strict=True)
+        )
 
     @property
     def nbytes(self) -> int:
@@ -222,7 +237,12 @@ class ExportEstimate:
         shard = "shard" if first.shard_shape else "chunk"
         rows = [
             ("Chunk shape", " × ".join(map(str, first.chunk_shape))),
-            ("Shard shape", " × ".join(map(str, first.shard_shape)) if first.shard_shape else "no sharding (0.4)"),
+            (
+                "Shard shape",
+                " × ".join(map(str, first.shard_shape))
+                if first.shard_shape
+                else "no sharding (0.4)",
+            ),
             ("Chunks per shard", f"{self.chunks_per_shard:,}"),
             (f"{shard.capitalize()} size", f"{first.shard_bytes / 2**20:.2f} MiB uncompressed"),
             (what.capitalize(), f"{self.entries:,} ({self.metadata_entries} metadata)"),
@@ -241,7 +261,9 @@ def estimate_multiscale(options: WriteOptions, plan: ArrayPlan) -> MultiscaleEst
     levels = []
     for shp in pyramid_shapes(plan.shape, axes, options):
         chunks, shards = chunk_and_shard(shp, axes, options)
-        levels.append(LevelEstimate(tuple(shp), tuple(chunks), tuple(shards) if shards else None, itemsize))
+        levels.append(
+            LevelEstimate(tuple(shp), tuple(chunks), tuple(shards) if shards else None, itemsize)
+        )
     return MultiscaleEstimate(plan, tuple(levels))
 
 
@@ -255,7 +277,9 @@ def estimate_export(
     labels = [m for m in ms if m.plan.is_labels]
     groups = len(ms) + (1 if image and labels else 0)  # each multiscale + the labels/ group
     arrays = sum(len(m.levels) for m in ms)
-    per_group, per_array = (1, 1) if options.version == "0.5" else (2, 2)  # zarr.json | .zgroup+.zattrs, .zarray+.zattrs
+    per_group, per_array = (
+        (1, 1) if options.version == "0.5" else (2, 2)
+    )  # zarr.json | .zgroup+.zattrs, .zarray+.zattrs
     return ExportEstimate(fmt, options.version, ms, groups * per_group + arrays * per_array)
 
 
@@ -299,7 +323,7 @@ def retarget(path: str, fmt: str) -> str:
             break
     if fmt == "ozx":
         return stem + ".ozx"
-    return stem + (".ome.zarr" if not low.endswith(".zarr") else path[len(stem):])
+    return stem + (".ome.zarr" if not low.endswith(".zarr") else path[len(stem) :])
 
 
 # ------------------------------------------------------------------- persistence
@@ -351,8 +375,14 @@ def options_from_dict(data: Any) -> WriteOptions:
     return opts
 
 
-_BOUNDS = {"chunk_yx": (1, 1 << 16), "shard_yx": (1, 1 << 20), "shard_z": (1, 1 << 16), "level": (-131072, 22),
-           "pyramid_levels": (1, 64), "workers": (1, 1024)}
+_BOUNDS = {
+    "chunk_yx": (1, 1 << 16),
+    "shard_yx": (1, 1 << 20),
+    "shard_z": (1, 1 << 16),
+    "level": (-131072, 22),
+    "pyramid_levels": (1, 64),
+    "workers": (1, 1024),
+}
 
 
 def _valid(value: Any, hint: Any, name: str) -> bool:
@@ -407,7 +437,9 @@ def load_options(
         try:
             opts = options_from_dict(json.loads(text))
         except json.JSONDecodeError as e:
-            logger.warning("remembered export options %s are not valid JSON (%s); using the defaults", p, e)
+            logger.warning(
+                "remembered export options %s are not valid JSON (%s); using the defaults", p, e
+            )
     if target is not None:
         opts = dataclasses.replace(opts, format="auto")
         if opts.resolved_format(target) == "ozx" and opts.version != "0.5":

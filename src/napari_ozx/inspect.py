@@ -62,7 +62,14 @@ _META_FILES = ("zarr.json", ".zarray", ".zattrs", ".zgroup")
 MAX_ROWS = 64
 
 # node kinds
-GROUP, IMAGE, LABEL_IMAGE, LABELS, LEVEL, ARRAY = "group", "image", "label-image", "labels", "level", "array"
+GROUP, IMAGE, LABEL_IMAGE, LABELS, LEVEL, ARRAY = (
+    "group",
+    "image",
+    "label-image",
+    "labels",
+    "level",
+    "array",
+)
 PLATE, ROW, WELL, FIELD, COLLECTION = "plate", "row", "well", "field", "collection"
 
 
@@ -110,7 +117,10 @@ def pretty_json(doc: Any, indent: int = 2, width: int = 88) -> str:
         if isinstance(v, dict):
             if not v:
                 return "{}"
-            items = [f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {dump(x, level + 1)}" for k, x in v.items()]
+            items = [
+                f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {dump(x, level + 1)}"
+                for k, x in v.items()
+            ]
             return "{\n" + ",\n".join(items) + f"\n{pad}}}"
         if isinstance(v, list):
             if not v:
@@ -228,9 +238,15 @@ class ArrayFacts:
             Row("Codecs", " → ".join(self.codecs) or "none"),
             Row("Fill value", json.dumps(self.fill_value)),
             Row("Uncompressed size", format_bytes(self.nbytes)),
-            Row("Stored size", f"{format_bytes(self.stored_bytes)} in {self.stored_objects:,} "
-                f"{'entries' if self.stored_objects != 1 else 'entry'}"),
-            Row("Compression ratio", f"{self.ratio:.2f} : 1" if self.ratio else "– (no chunk stored)"),
+            Row(
+                "Stored size",
+                f"{format_bytes(self.stored_bytes)} in {self.stored_objects:,} "
+                f"{'entries' if self.stored_objects != 1 else 'entry'}",
+            ),
+            Row(
+                "Compression ratio",
+                f"{self.ratio:.2f} : 1" if self.ratio else "– (no chunk stored)",
+            ),
             Row("Zarr format", str(self.zarr_format)),
         ]
         if self.dimension_names:
@@ -262,12 +278,16 @@ class NodeDetails:
             out.append(f"Error: {self.error}")
         for s in self.sections:
             out.append(f"[{s.title}]")
-            out += [f"  {r.label}: {r.value}" + (f" ({r.color})" if r.color else "") for r in s.rows]
+            out += [
+                f"  {r.label}: {r.value}" + (f" ({r.color})" if r.color else "") for r in s.rows
+            ]
         if self.array is not None:
             out.append("[Array]")
             out += [f"  {r.label}: {r.value}" for r in self.array.rows()]
         for e in self.extensions:
-            out.append(f"[Extension] {e.name} must_understand={e.must_understand} understood={e.understood}")
+            out.append(
+                f"[Extension] {e.name} must_understand={e.must_understand} understood={e.understood}"
+            )
         return "\n".join(out)
 
 
@@ -286,7 +306,9 @@ class ArchiveFacts:
 
     @property
     def ok(self) -> bool:
-        return self.validation_error is None and not any(f.severity == "error" for f in self.findings)
+        return self.validation_error is None and not any(
+            f.severity == "error" for f in self.findings
+        )
 
     def counts(self) -> dict[str, int]:
         c = Counter(f.severity for f in self.findings)
@@ -342,11 +364,25 @@ def _extensions_of(doc: Mapping[str, Any]) -> tuple[ExtensionInfo, ...]:
             name = str(r.get("name"))
             must = r.get("must_understand", True)
             conf = r.get("configuration")
-            out.append(ExtensionInfo(name, must is not False, name in UNDERSTOOD, dict(conf) if isinstance(conf, Mapping) else {}))
+            out.append(
+                ExtensionInfo(
+                    name,
+                    must is not False,
+                    name in UNDERSTOOD,
+                    dict(conf) if isinstance(conf, Mapping) else {},
+                )
+            )
     for key, value in doc.items():
         if isinstance(value, Mapping) and "must_understand" in value and key != "extensions":
-            out.append(ExtensionInfo(key, value.get("must_understand") is not False, False,
-                                     {k: v for k, v in value.items() if k != "must_understand"}, "key"))
+            out.append(
+                ExtensionInfo(
+                    key,
+                    value.get("must_understand") is not False,
+                    False,
+                    {k: v for k, v in value.items() if k != "must_understand"},
+                    "key",
+                )
+            )
     return tuple(out)
 
 
@@ -381,7 +417,6 @@ class Inspection:
 
     def __init__(self, source: str | os.PathLike[str]) -> None:
         from .ngff.open import open_store
-
         from .ozx.store import OzxStore
 
         self.source = os.fspath(source)
@@ -472,21 +507,43 @@ class Inspection:
                 if got is not None:
                     doc, err = got
                     if err or not isinstance(doc, dict):
-                        return _Raw(p, 3, "group", {}, {}, (("zarr.json", doc),), error=err or "zarr.json is not a JSON object")
+                        return _Raw(
+                            p,
+                            3,
+                            "group",
+                            {},
+                            {},
+                            (("zarr.json", doc),),
+                            error=err or "zarr.json is not a JSON object",
+                        )
                     return self._raw_v3(p, doc)
                 if fmt == 3:
                     return None
             zattrs, zgroup, zarray = await asyncio.gather(
-                get_json(join_path(p, ".zattrs")), get_json(join_path(p, ".zgroup")), get_json(join_path(p, ".zarray"))
+                get_json(join_path(p, ".zattrs")),
+                get_json(join_path(p, ".zgroup")),
+                get_json(join_path(p, ".zarray")),
             )
             if zattrs is None and zgroup is None and zarray is None:
                 return None
-            files = tuple((n, g[0]) for n, g in ((".zarray", zarray), (".zgroup", zgroup), (".zattrs", zattrs)) if g is not None)
+            files = tuple(
+                (n, g[0])
+                for n, g in ((".zarray", zarray), (".zgroup", zgroup), (".zattrs", zattrs))
+                if g is not None
+            )
             errors = [g[1] for g in (zattrs, zgroup, zarray) if g is not None and g[1]]
             attrs = zattrs[0] if zattrs is not None and isinstance(zattrs[0], dict) else {}
             is_array = zarray is not None and isinstance(zarray[0], dict)
             doc = zarray[0] if is_array else {}
-            raw = _Raw(p, 2, "array" if is_array else "group", doc, attrs, files, error=errors[0] if errors else None)
+            raw = _Raw(
+                p,
+                2,
+                "array" if is_array else "group",
+                doc,
+                attrs,
+                files,
+                error=errors[0] if errors else None,
+            )
             return self._with_meta(raw)
 
         results = await asyncio.gather(*(one(p) for p in paths))
@@ -508,7 +565,16 @@ class Inspection:
                 check_document(doc, p)
             except OzxError as e:
                 err = f"the reader refuses this node: {e}"
-        raw = _Raw(p, 3, node_type, doc, attrs, (("zarr.json", doc),), extensions=_extensions_of(doc), error=err)
+        raw = _Raw(
+            p,
+            3,
+            node_type,
+            doc,
+            attrs,
+            (("zarr.json", doc),),
+            extensions=_extensions_of(doc),
+            error=err,
+        )
         return self._with_meta(raw)
 
     @staticmethod
@@ -525,14 +591,25 @@ class Inspection:
         return self._read([path])[0]
 
     # -- tree --------------------------------------------------------------------------
-    def _make_node(self, path: str, raw: _Raw | None, parent: TreeNode | None, title: str | None = None, kind: str | None = None) -> TreeNode:
+    def _make_node(
+        self,
+        path: str,
+        raw: _Raw | None,
+        parent: TreeNode | None,
+        title: str | None = None,
+        kind: str | None = None,
+    ) -> TreeNode:
         name = title or (path.rsplit("/", 1)[-1] if path else self.name)
         if raw is None:
-            return TreeNode(kind or GROUP, path, name, "missing", False, f"no node at {path or '/'!r}", parent)
+            return TreeNode(
+                kind or GROUP, path, name, "missing", False, f"no node at {path or '/'!r}", parent
+            )
         if raw.node_type == "array":
             shape = raw.doc.get("shape") or []
             dt = raw.doc.get("data_type") or raw.doc.get("dtype")
-            return TreeNode(kind or ARRAY, path, name, f"{_shape(shape)}  {dt}", False, raw.error, parent)
+            return TreeNode(
+                kind or ARRAY, path, name, f"{_shape(shape)}  {dt}", False, raw.error, parent
+            )
         meta = raw.meta
         mk = meta.kind if meta is not None else "none"
         if kind is None:
@@ -598,11 +675,15 @@ class Inspection:
             return out
         if meta.labels:
             paths = [join_path(node.path, n) for n in meta.labels]
-            return [self._make_node(p, r, node, kind=LABEL_IMAGE if r is not None else None)
-                    for p, r in zip(paths, self._read(paths), strict=True)]
+            return [
+                self._make_node(p, r, node, kind=LABEL_IMAGE if r is not None else None)
+                for p, r in zip(paths, self._read(paths), strict=True)
+            ]
         if meta.series:
             paths = list(meta.series)
-            return [self._make_node(p, r, node) for p, r in zip(paths, self._read(paths), strict=True)]
+            return [
+                self._make_node(p, r, node) for p, r in zip(paths, self._read(paths), strict=True)
+            ]
         return self._listed_children(node)
 
     def _image_children(self, node: TreeNode, ms: Multiscale) -> list[TreeNode]:
@@ -611,12 +692,23 @@ class Inspection:
         raws = self._read([*paths, labels_path] if node.kind != LABEL_IMAGE else paths)
         out = []
         for i, (ds, p, r) in enumerate(zip(ms.datasets, paths, raws, strict=False)):
-            n = self._make_node(p, r, node, title=f"Level {i}" + (f" ({ds.path})" if ds.path != str(i) else ""), kind=LEVEL)
+            n = self._make_node(
+                p,
+                r,
+                node,
+                title=f"Level {i}" + (f" ({ds.path})" if ds.path != str(i) else ""),
+                kind=LEVEL,
+            )
             n.level = i
             out.append(n)
         if node.kind != LABEL_IMAGE:
             lab = raws[-1]
-            if lab is not None and lab.node_type == "group" and lab.meta is not None and lab.meta.labels:
+            if (
+                lab is not None
+                and lab.node_type == "group"
+                and lab.meta is not None
+                and lab.meta.labels
+            ):
                 out.append(self._make_node(labels_path, lab, node, title="labels", kind=LABELS))
         return out
 
@@ -630,10 +722,25 @@ class Inspection:
         for r in sorted(by_row):
             wells = sorted(by_row[r], key=lambda w: w.column)
             rname = plate.rows[r]
-            row = TreeNode(ROW, join_path(node.path, rname), f"Row {rname}",
-                           f"{len(wells)} well{'s' if len(wells) != 1 else ''}", True, None, node)
+            row = TreeNode(
+                ROW,
+                join_path(node.path, rname),
+                f"Row {rname}",
+                f"{len(wells)} well{'s' if len(wells) != 1 else ''}",
+                True,
+                None,
+                node,
+            )
             row.children = [
-                TreeNode(WELL, join_path(node.path, w.path), f"{rname}{plate.columns[w.column]}", w.path, True, None, row)
+                TreeNode(
+                    WELL,
+                    join_path(node.path, w.path),
+                    f"{rname}{plate.columns[w.column]}",
+                    w.path,
+                    True,
+                    None,
+                    row,
+                )
                 for w in wells
             ]
             rows.append(row)
@@ -649,7 +756,9 @@ class Inspection:
         names = sorted({n.rstrip("/") for n in sync(listing())} - set(_META_FILES))
         paths = [join_path(node.path, n) for n in names if not n.startswith(".")]
         raws = self._read(paths)
-        return [self._make_node(p, r, node) for p, r in zip(paths, raws, strict=True) if r is not None]
+        return [
+            self._make_node(p, r, node) for p, r in zip(paths, raws, strict=True) if r is not None
+        ]
 
     def find(self, path: str) -> list[TreeNode]:
         """Load the tree down to *path* and return the chain root..node (as far as found)."""
@@ -673,29 +782,55 @@ class Inspection:
         """Everything the detail pane shows for *node* (metadata reads only)."""
         if node.kind == ROW:
             wells = node.children or []
-            return NodeDetails(node, node.kind, (Section("Row", (Row("Name", node.title.removeprefix("Row ")), Row("Wells", ", ".join(w.title for w in wells)))),))
+            return NodeDetails(
+                node,
+                node.kind,
+                (
+                    Section(
+                        "Row",
+                        (
+                            Row("Name", node.title.removeprefix("Row ")),
+                            Row("Wells", ", ".join(w.title for w in wells)),
+                        ),
+                    ),
+                ),
+            )
         raw = self._raw_of(node.path)
         if raw is None:
-            return NodeDetails(node, node.kind, error=node.error or f"no Zarr node at {node.path or '/'!r}")
+            return NodeDetails(
+                node, node.kind, error=node.error or f"no Zarr node at {node.path or '/'!r}"
+            )
         sections: list[Section] = []
         facts = None
         if raw.node_type == "array":
             facts = self._array_facts(raw)
             parent = node.parent
             praw = self._raw_of(parent.path) if parent is not None else None
-            if praw is not None and praw.meta is not None and praw.meta.multiscales and node.level is not None:
+            if (
+                praw is not None
+                and praw.meta is not None
+                and praw.meta.multiscales
+                and node.level is not None
+            ):
                 ms = praw.meta.multiscales[0]
                 ds = ms.datasets[node.level]
-                sections.append(Section("Level", (
-                    Row("Dataset path", ds.path),
-                    Row("Level", f"{node.level} (of {len(ms.datasets)} levels)"),
-                    Row("Scale", self._per_axis(ms, ds.scale)),
-                    Row("Translation", self._per_axis(ms, ds.translation)),
-                )))
+                sections.append(
+                    Section(
+                        "Level",
+                        (
+                            Row("Dataset path", ds.path),
+                            Row("Level", f"{node.level} (of {len(ms.datasets)} levels)"),
+                            Row("Scale", self._per_axis(ms, ds.scale)),
+                            Row("Translation", self._per_axis(ms, ds.translation)),
+                        ),
+                    )
+                )
         else:
             sections += self._group_sections(node, raw)
             if raw.meta is not None and raw.meta.multiscales:  # the full-resolution array
-                facts = self.array_facts(join_path(node.path, raw.meta.multiscales[0].datasets[0].path))
+                facts = self.array_facts(
+                    join_path(node.path, raw.meta.multiscales[0].datasets[0].path)
+                )
         return NodeDetails(
             node,
             node.kind,
@@ -723,10 +858,17 @@ class Inspection:
         meta = raw.meta
         secs: list[Section] = []
         if meta is None:
-            return [Section("Group", (Row("Zarr format", str(raw.zarr_format)), Row("OME-Zarr", "invalid metadata")))]
-        general = [Row("Kind", {"none": "Zarr group (no OME metadata)"}.get(meta.kind, meta.kind)),
-                   Row("OME-Zarr version", meta.version or "not declared"),
-                   Row("Zarr format", str(raw.zarr_format))]
+            return [
+                Section(
+                    "Group",
+                    (Row("Zarr format", str(raw.zarr_format)), Row("OME-Zarr", "invalid metadata")),
+                )
+            ]
+        general = [
+            Row("Kind", {"none": "Zarr group (no OME metadata)"}.get(meta.kind, meta.kind)),
+            Row("OME-Zarr version", meta.version or "not declared"),
+            Row("Zarr format", str(raw.zarr_format)),
+        ]
         if meta.multiscales:
             ms = meta.multiscales[0]
             if ms.name:
@@ -736,12 +878,31 @@ class Inspection:
                 general.append(Row("Downsampling", ms.type))
             if len(meta.multiscales) > 1:
                 general.append(Row("Multiscales", f"{len(meta.multiscales)} (the first is shown)"))
-        secs.append(Section({IMAGE: "Image", FIELD: "Image", LABEL_IMAGE: "Label image", PLATE: "Plate", WELL: "Well",
-                             LABELS: "Labels", COLLECTION: "Collection"}.get(node.kind, "Group"), tuple(general)))
+        secs.append(
+            Section(
+                {
+                    IMAGE: "Image",
+                    FIELD: "Image",
+                    LABEL_IMAGE: "Label image",
+                    PLATE: "Plate",
+                    WELL: "Well",
+                    LABELS: "Labels",
+                    COLLECTION: "Collection",
+                }.get(node.kind, "Group"),
+                tuple(general),
+            )
+        )
         if meta.multiscales:
             ms = meta.multiscales[0]
-            secs.append(Section("Axes", tuple(
-                Row(a.name, ", ".join(x for x in (a.type or "untyped", a.unit) if x)) for a in ms.axes)))
+            secs.append(
+                Section(
+                    "Axes",
+                    tuple(
+                        Row(a.name, ", ".join(x for x in (a.type or "untyped", a.unit) if x))
+                        for a in ms.axes
+                    ),
+                )
+            )
             level_paths = [join_path(node.path, d.path) for d in ms.datasets]
             level_raws = self._read(level_paths)
             rows = []
@@ -766,12 +927,24 @@ class Inspection:
                     parts.append("inverted")
                 if ch.color:
                     parts.append(f"#{ch.color}")
-                rows.append(Row(ch.label or f"channel {i}", " · ".join(parts), f"#{ch.color}" if ch.color else None))
+                rows.append(
+                    Row(
+                        ch.label or f"channel {i}",
+                        " · ".join(parts),
+                        f"#{ch.color}" if ch.color else None,
+                    )
+                )
             secs.append(Section("Channels", tuple(rows)))
         if meta.image_label is not None:
             il = meta.image_label
-            rows = [Row(str(c.value), "rgba(" + ", ".join(str(x) for x in c.rgba) + ")",
-                        "#" + "".join(f"{x:02X}" for x in c.rgba)) for c in il.colors[:MAX_ROWS]]
+            rows = [
+                Row(
+                    str(c.value),
+                    "rgba(" + ", ".join(str(x) for x in c.rgba) + ")",
+                    "#" + "".join(f"{x:02X}" for x in c.rgba),
+                )
+                for c in il.colors[:MAX_ROWS]
+            ]
             if len(il.colors) > MAX_ROWS:
                 rows.append(Row("…", f"{len(il.colors) - MAX_ROWS} more colours"))
             info = [Row("Colours", str(len(il.colors))), Row("Properties", str(len(il.properties)))]
@@ -784,25 +957,60 @@ class Inspection:
             if rows:
                 secs.append(Section("Label colours", tuple(rows)))
         if meta.labels:
-            secs.append(Section("Label images", tuple(Row(str(i), n) for i, n in enumerate(meta.labels))))
+            secs.append(
+                Section("Label images", tuple(Row(str(i), n) for i, n in enumerate(meta.labels)))
+            )
         if meta.plate is not None:
             p = meta.plate
-            rows = [Row("Name", p.name or "–"), Row("Rows", f"{len(p.rows)} ({p.rows[0]}…{p.rows[-1]})" if p.rows else "0"),
-                    Row("Columns", f"{len(p.columns)} ({p.columns[0]}…{p.columns[-1]})" if p.columns else "0"),
-                    Row("Wells", str(len(p.wells)))]
+            rows = [
+                Row("Name", p.name or "–"),
+                Row("Rows", f"{len(p.rows)} ({p.rows[0]}…{p.rows[-1]})" if p.rows else "0"),
+                Row(
+                    "Columns",
+                    f"{len(p.columns)} ({p.columns[0]}…{p.columns[-1]})" if p.columns else "0",
+                ),
+                Row("Wells", str(len(p.wells))),
+            ]
             if p.field_count is not None:
                 rows.append(Row("Fields per well", str(p.field_count)))
             secs.append(Section("Layout", tuple(rows)))
             if p.acquisitions:
-                secs.append(Section("Acquisitions", tuple(
-                    Row(str(a.id), (a.name or "–") + (f" · up to {a.maximum_field_count} fields" if a.maximum_field_count else ""))
-                    for a in p.acquisitions)))
+                secs.append(
+                    Section(
+                        "Acquisitions",
+                        tuple(
+                            Row(
+                                str(a.id),
+                                (a.name or "–")
+                                + (
+                                    f" · up to {a.maximum_field_count} fields"
+                                    if a.maximum_field_count
+                                    else ""
+                                ),
+                            )
+                            for a in p.acquisitions
+                        ),
+                    )
+                )
         if meta.well is not None:
-            secs.append(Section("Fields", tuple(
-                Row(im.path, f"acquisition {im.acquisition}" if im.acquisition is not None else "–")
-                for im in meta.well.images[:MAX_ROWS])))
+            secs.append(
+                Section(
+                    "Fields",
+                    tuple(
+                        Row(
+                            im.path,
+                            f"acquisition {im.acquisition}" if im.acquisition is not None else "–",
+                        )
+                        for im in meta.well.images[:MAX_ROWS]
+                    ),
+                )
+            )
         if meta.series:
-            secs.append(Section("Series", tuple(Row(str(i), s) for i, s in enumerate(meta.series[:MAX_ROWS]))))
+            secs.append(
+                Section(
+                    "Series", tuple(Row(str(i), s) for i, s in enumerate(meta.series[:MAX_ROWS]))
+                )
+            )
         return secs
 
     # -- arrays --------------------------------------------------------------------------
@@ -820,7 +1028,9 @@ class Inspection:
         if raw.zarr_format == 3:
             dtype = doc.get("data_type")
             grid = doc.get("chunk_grid") or {}
-            outer = tuple(int(c) for c in (grid.get("configuration") or {}).get("chunk_shape") or shape)
+            outer = tuple(
+                int(c) for c in (grid.get("configuration") or {}).get("chunk_shape") or shape
+            )
             chunk = outer
             for c in doc.get("codecs") or []:
                 name, conf = _codec_parts(c)
@@ -828,8 +1038,11 @@ class Inspection:
                     shard = outer
                     chunk = tuple(int(x) for x in conf.get("chunk_shape") or outer)
                     codecs += [_describe_codec(x) for x in conf.get("codecs") or []]
-                    codecs += [f"{_describe_codec(x)} (index)" for x in conf.get("index_codecs") or []
-                               if _codec_parts(x)[0] != "bytes"]
+                    codecs += [
+                        f"{_describe_codec(x)} (index)"
+                        for x in conf.get("index_codecs") or []
+                        if _codec_parts(x)[0] != "bytes"
+                    ]
                 else:
                     codecs.append(_describe_codec(c))
             names = doc.get("dimension_names")
@@ -844,11 +1057,21 @@ class Inspection:
                 codecs.append(_describe_codec(comp))
             dims = None
         try:
-            itemsize: int | None = np.dtype(str(dtype)).itemsize if not isinstance(dtype, dict) else None
+            itemsize: int | None = (
+                np.dtype(str(dtype)).itemsize if not isinstance(dtype, dict) else None
+            )
         except TypeError:
             itemsize = None
-        n_chunks = math.prod(math.ceil(s / c) for s, c in zip(shape, chunk, strict=False) if c) if shape else 1
-        n_shards = math.prod(math.ceil(s / c) for s, c in zip(shape, shard, strict=False) if c) if shard else None
+        n_chunks = (
+            math.prod(math.ceil(s / c) for s, c in zip(shape, chunk, strict=False) if c)
+            if shape
+            else 1
+        )
+        n_shards = (
+            math.prod(math.ceil(s / c) for s, c in zip(shape, shard, strict=False) if c)
+            if shard
+            else None
+        )
         stored, objects = self.stored_size(raw.path)
         return ArrayFacts(
             path=raw.path,
@@ -985,7 +1208,11 @@ def _describe_codec(c: Any) -> str:
         cname = conf.get("cname", "?")
         level = conf.get("clevel", "?")
         shuffle = conf.get("shuffle")
-        shuffle = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}.get(shuffle, shuffle) if shuffle is not None else None
+        shuffle = (
+            {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}.get(shuffle, shuffle)
+            if shuffle is not None
+            else None
+        )
         return f"blosc {cname} level {level}" + (f" {shuffle}" if shuffle else "")
     if name == "transpose":
         return f"transpose {conf.get('order')}"

@@ -35,8 +35,8 @@ import os
 import sys
 import threading
 import time
-import tracemalloc
 import traceback
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +71,7 @@ class Sampler:
 
     def __enter__(self) -> Sampler:
         self.base = self.peak = self.proc.memory_info().rss
-        self._thread = threading.Thread(target=self._run, name="corpus-rss-sampler",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name="corpus-rss-sampler", daemon=True)
         self._thread.start()
         return self
 
@@ -109,10 +108,10 @@ def level0(data: Any) -> Any:
 
 class Runner:
     def __init__(self, files: Path) -> None:
+        import make_corpus
         import numpy as np
         from napari.utils import notifications
 
-        import make_corpus
         from napari_ozx import _reader
 
         self.np = np
@@ -146,7 +145,7 @@ class Runner:
                 try:
                     got = self.np.asarray(level0(data)[box])
                     rec["equal"] = bool((got == self.truth[kind][box]).all())
-                except BaseException as e:  # noqa: BLE001
+                except BaseException as e:
                     rec["error"] = f"{type(e).__name__}: {e}"[:300]
                 out.append(rec)
         return out
@@ -162,7 +161,7 @@ class Runner:
         try:
             r = self.reader.get_reader(path)
             res["get_reader"] = "callable" if callable(r) else "none" if r is None else repr(r)
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             res["get_reader"] = f"raised: {type(e).__name__}: {e}"
         res["get_reader_seconds"] = time.perf_counter() - t0
         progress(res, "open")
@@ -176,7 +175,7 @@ class Runner:
         with Sampler(name) as sampler:
             try:
                 layers = self.reader.read_layer_data(path)
-            except BaseException as e:  # noqa: BLE001
+            except BaseException as e:
                 res["error"] = describe(e, "open")
             if layers is not None:
                 res["layers"] = [[lt, kw.get("name")] for _, kw, lt in layers]
@@ -188,7 +187,7 @@ class Runner:
                         truth = self.truth[key]
                         same = arr.shape == truth.shape and bool((arr == truth).all())
                         res["pixels"][key] = same
-                except BaseException as e:  # noqa: BLE001
+                except BaseException as e:
                     res["error"] = describe(e, "read")
         res["seconds"] = time.perf_counter() - t0
         res["tracemalloc_peak"] = tracemalloc.get_traced_memory()[1] - t_base
@@ -200,7 +199,7 @@ class Runner:
         try:
             out = self.reader.read(path)
             res["read"] = {"null": out == [(None,)], "n_layers": len(out)}
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             res["read"] = {"raised": describe(e, "read()")}
         res["read"]["notifications"] = list(self.notes)
         return res
@@ -220,7 +219,7 @@ def main() -> int:
         try:
             res = runner.run(name, lambda res, phase: emit({**res, "phase": phase}))
             emit({**res, "phase": "done"})
-        except BaseException as e:  # noqa: BLE001 - a bug in this harness, not in the case
+        except BaseException as e:
             emit({"name": name, "harness_error": "".join(traceback.format_exception(e))})
     return 0
 

@@ -133,8 +133,11 @@ def zstd_frame(raw: bytes) -> bytes:
     return header + block + raw
 
 
-def encode_shard(block: np.ndarray, inner: tuple[int, ...],
-                 chunk_bytes: Callable[[tuple[int, ...], bytes], bytes] | None = None) -> bytes:
+def encode_shard(
+    block: np.ndarray,
+    inner: tuple[int, ...],
+    chunk_bytes: Callable[[tuple[int, ...], bytes], bytes] | None = None,
+) -> bytes:
     """The ``sharding_indexed`` encoding (index at the end, bytes + crc32c index codecs) of
     one shard; inner chunks are ``bytes`` (little endian) + ``zstd``. ``chunk_bytes`` may
     replace the encoded bytes of an inner chunk (to corrupt it)."""
@@ -155,8 +158,13 @@ def encode_shard(block: np.ndarray, inner: tuple[int, ...],
     return bytes(body) + idx + struct.pack("<I", crc32c(idx))
 
 
-def array_doc(shape: tuple[int, ...], dtype: str, shard: tuple[int, ...],
-              inner: tuple[int, ...], dims: list[str]) -> dict[str, Any]:
+def array_doc(
+    shape: tuple[int, ...],
+    dtype: str,
+    shard: tuple[int, ...],
+    inner: tuple[int, ...],
+    dims: list[str],
+) -> dict[str, Any]:
     return {
         "zarr_format": 3,
         "node_type": "array",
@@ -226,10 +234,18 @@ def multiscales(name: str, axes: list[dict[str, Any]], n_levels: int = 2) -> dic
 
 OMERO = {
     "channels": [
-        {"label": "DAPI", "color": "0000FF", "active": True,
-         "window": {"start": 0, "end": 3000, "min": 0, "max": 65535}},
-        {"label": "GFP", "color": "00FF00", "active": True,
-         "window": {"start": 100, "end": 3500, "min": 0, "max": 65535}},
+        {
+            "label": "DAPI",
+            "color": "0000FF",
+            "active": True,
+            "window": {"start": 0, "end": 3000, "min": 0, "max": 65535},
+        },
+        {
+            "label": "GFP",
+            "color": "00FF00",
+            "active": True,
+            "window": {"start": 100, "end": 3500, "min": 0, "max": 65535},
+        },
     ],
     "rdefs": {"model": "color"},
 }
@@ -266,8 +282,10 @@ def base_tree(
                 "version": "0.5",
                 "multiscales": [multiscales("cells", LABEL_AXES)],
                 "image-label": {
-                    "colors": [{"label-value": v, "rgba": [60 * v, 255 - 60 * v, 128, 255]}
-                               for v in (1, 2, 3)],
+                    "colors": [
+                        {"label-value": v, "rgba": [60 * v, 255 - 60 * v, 128, 255]}
+                        for v in (1, 2, 3)
+                    ],
                     "source": {"image": "../../"},
                 },
             }
@@ -285,7 +303,7 @@ def base_tree(
             sl = tuple(slice(p * c, (p + 1) * c) for p, c in zip(pos, shard, strict=True))
             cb = None
             if chunk_bytes is not None and not is_label and pos[0] == 0:
-                cb = (lambda p, e, _path=path: chunk_bytes(_path, p, e))
+                cb = lambda p, e, _path=path: chunk_bytes(_path, p, e)
             key = f"{path}/c/" + "/".join(str(p) for p in pos)
             t.chunks[key] = encode_shard(arr[sl], inner, cb)
     return t
@@ -293,16 +311,54 @@ def base_tree(
 
 # --------------------------------------------------------------------------- ZIP writer
 
-LOCAL_FIELDS = ("sig", "need", "flags", "method", "time", "date", "crc", "csize", "usize",
-                "nlen", "elen")
+LOCAL_FIELDS = (
+    "sig",
+    "need",
+    "flags",
+    "method",
+    "time",
+    "date",
+    "crc",
+    "csize",
+    "usize",
+    "nlen",
+    "elen",
+)
 LOCAL = struct.Struct("<4sHHHHHIIIHH")
-CENTRAL_FIELDS = ("sig", "made", "need", "flags", "method", "time", "date", "crc", "csize",
-                  "usize", "nlen", "elen", "clen", "disk", "iattr", "eattr", "hoff")
+CENTRAL_FIELDS = (
+    "sig",
+    "made",
+    "need",
+    "flags",
+    "method",
+    "time",
+    "date",
+    "crc",
+    "csize",
+    "usize",
+    "nlen",
+    "elen",
+    "clen",
+    "disk",
+    "iattr",
+    "eattr",
+    "hoff",
+)
 CENTRAL = struct.Struct("<4sHHHHHHIIIHHHHHII")
 EOCD_FIELDS = ("sig", "disk", "cd_disk", "n_disk", "n_total", "cd_size", "cd_offset", "clen")
 EOCD = struct.Struct("<4sHHHHIIH")
-Z64_FIELDS = ("sig", "rec_size", "made", "need", "disk", "cd_disk", "n_disk", "n_total",
-              "cd_size", "cd_offset")
+Z64_FIELDS = (
+    "sig",
+    "rec_size",
+    "made",
+    "need",
+    "disk",
+    "cd_disk",
+    "n_disk",
+    "n_total",
+    "cd_size",
+    "cd_offset",
+)
 Z64 = struct.Struct("<4sQHHIIQQQQ")
 LOC_FIELDS = ("sig", "disk", "offset", "total_disks")
 LOC = struct.Struct("<4sIQI")
@@ -499,10 +555,16 @@ def build_zip(
         csize = len(payload)
         offset = len(out)
         if m.zip64:
-            lextra = m.z64_extra if m.z64_extra is not None else struct.pack(
-                "<HHQQ", 1, 16, usize, csize)
-            cextra = m.z64_extra if m.z64_extra is not None else struct.pack(
-                "<HHQQQ", 1, 24, usize, csize, offset)
+            lextra = (
+                m.z64_extra
+                if m.z64_extra is not None
+                else struct.pack("<HHQQ", 1, 16, usize, csize)
+            )
+            cextra = (
+                m.z64_extra
+                if m.z64_extra is not None
+                else struct.pack("<HHQQQ", 1, 24, usize, csize, offset)
+            )
             l32 = (0xFFFFFFFF, 0xFFFFFFFF)
             c32 = (0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)
             need = 45
@@ -511,9 +573,19 @@ def build_zip(
             l32 = (csize, usize)
             c32 = (csize, usize, offset)
             need = 20
-        lv = dict(sig=b"PK\x03\x04", need=need, flags=m.flags, method=m.method, time=DOS_TIME,
-                  date=DOS_DATE, crc=crc, csize=l32[0], usize=l32[1], nlen=len(name),
-                  elen=len(lextra))
+        lv = dict(
+            sig=b"PK\x03\x04",
+            need=need,
+            flags=m.flags,
+            method=m.method,
+            time=DOS_TIME,
+            date=DOS_DATE,
+            crc=crc,
+            csize=l32[0],
+            usize=l32[1],
+            nlen=len(name),
+            elen=len(lextra),
+        )
         if m.descriptor:
             lv.update(flags=m.flags | 0x8, crc=0, csize=0, usize=0)
         lv.update(m.local)
@@ -523,10 +595,25 @@ def build_zip(
         out += payload
         if m.descriptor:
             out += b"PK\x07\x08" + struct.pack("<III", crc, csize, usize)
-        cv = dict(sig=b"PK\x01\x02", made=(3 << 8) | need, need=need, flags=m.flags,
-                  method=m.method, time=DOS_TIME, date=DOS_DATE, crc=crc, csize=c32[0],
-                  usize=c32[1], nlen=len(name), elen=len(cextra), clen=0, disk=0, iattr=0,
-                  eattr=0o100644 << 16, hoff=c32[2])
+        cv = dict(
+            sig=b"PK\x01\x02",
+            made=(3 << 8) | need,
+            need=need,
+            flags=m.flags,
+            method=m.method,
+            time=DOS_TIME,
+            date=DOS_DATE,
+            crc=crc,
+            csize=c32[0],
+            usize=c32[1],
+            nlen=len(name),
+            elen=len(cextra),
+            clen=0,
+            disk=0,
+            iattr=0,
+            eattr=0o100644 << 16,
+            hoff=c32[2],
+        )
         if m.descriptor:
             cv["flags"] = m.flags | 0x8
         cv.update(m.central)
@@ -539,9 +626,18 @@ def build_zip(
     n = len(members)
     if zip64_end:
         lay.z64_offset = len(out)
-        zv = dict(sig=b"PK\x06\x06", rec_size=Z64.size - 12, made=(3 << 8) | 45, need=45,
-                  disk=0, cd_disk=0, n_disk=n, n_total=n, cd_size=lay.cd_size,
-                  cd_offset=lay.cd_offset)
+        zv = dict(
+            sig=b"PK\x06\x06",
+            rec_size=Z64.size - 12,
+            made=(3 << 8) | 45,
+            need=45,
+            disk=0,
+            cd_disk=0,
+            n_disk=n,
+            n_total=n,
+            cd_size=lay.cd_size,
+            cd_offset=lay.cd_offset,
+        )
         zv.update(z64 or {})
         out += _pack(Z64, Z64_FIELDS, zv)
         lay.loc_offset = len(out)
@@ -549,8 +645,16 @@ def build_zip(
         lv2.update(locator or {})
         out += _pack(LOC, LOC_FIELDS, lv2)
     lay.eocd_offset = len(out)
-    ev = dict(sig=b"PK\x05\x06", disk=0, cd_disk=0, n_disk=n, n_total=n, cd_size=lay.cd_size,
-              cd_offset=lay.cd_offset, clen=len(comment))
+    ev = dict(
+        sig=b"PK\x05\x06",
+        disk=0,
+        cd_disk=0,
+        n_disk=n,
+        n_total=n,
+        cd_size=lay.cd_size,
+        cd_offset=lay.cd_offset,
+        clen=len(comment),
+    )
     ev.update(eocd or {})
     out += _pack(EOCD, EOCD_FIELDS, ev) + comment
     return bytes(out), lay
@@ -585,62 +689,107 @@ R_Z64EXTRA = f"{APPNOTE} 4.5.3 'Zip64 Extended Information Extra Field'"
 R_CRC = f"{APPNOTE} 4.4.7 'CRC-32'"
 R_METHOD = f"{APPNOTE} 4.4.5 'compression method'"
 R_ENCRYPT = f"{APPNOTE} 4.4.4 'general purpose bit flag' bit 0 (encrypted file)"
-R_MULTI = ("RFC-9 'OME-Zarr zip files' 4: OME-Zarr zip files SHALL NOT be split into "
-           "multiple parts.")
-R_ROOT = ("RFC-9 'OME-Zarr zip files' 2: The root of the ZIP archive MUST correspond to "
-          "the root of the OME-Zarr hierarchy. The ZIP file MUST contain the the OME-Zarr's "
-          "root-level zarr.json.")
-R_NESTED = ("RFC-9 'OME-Zarr zip files' 3: OME-Zarr zip files SHALL NOT be embedded in a "
-            "parent OME-Zarr hierarchy (as a sub-hierarchy or otherwise).")
+R_MULTI = "RFC-9 'OME-Zarr zip files' 4: OME-Zarr zip files SHALL NOT be split into multiple parts."
+R_ROOT = (
+    "RFC-9 'OME-Zarr zip files' 2: The root of the ZIP archive MUST correspond to "
+    "the root of the OME-Zarr hierarchy. The ZIP file MUST contain the the OME-Zarr's "
+    "root-level zarr.json."
+)
+R_NESTED = (
+    "RFC-9 'OME-Zarr zip files' 3: OME-Zarr zip files SHALL NOT be embedded in a "
+    "parent OME-Zarr hierarchy (as a sub-hierarchy or otherwise)."
+)
 R_ONE = "RFC-9 'OME-Zarr zip files' 1: The ZIP file MUST contain exactly one OME-Zarr hierarchy."
-R_NAMES = (f"{APPNOTE} 4.4.17 'file name': a relative path, no drive letter or leading "
-           "slash, forward slashes")
+R_NAMES = (
+    f"{APPNOTE} 4.4.17 'file name': a relative path, no drive letter or leading "
+    "slash, forward slashes"
+)
 R_DUP = "ZIP hygiene: each member name occurs once (napari-ozx documents: the last record wins)"
-R_BOMB = (f"{APPNOTE} 4.4.9 'uncompressed size' (a DEFLATED member must inflate to exactly "
-          "the declared size)")
-R_ZARR_JSON = ("Zarr v3 core 'Metadata': the zarr.json document is a JSON object with "
-               "zarr_format 3 and node_type 'group' or 'array'")
-R_ZARR_V3 = ("RFC-2: Images that use the new version of OME-Zarr metadata MUST NOT use Zarr "
-             "version 2 any more.")
-R_OME_GROUP = ("OME-Zarr 0.5 'multiscales metadata': a multiscale image is a Zarr group whose "
-               "attributes hold ome.multiscales")
-R_MS_DATASETS = ("OME-Zarr 0.5 'multiscales metadata': Each dictionary in multiscales MUST "
-                 "contain the field 'datasets', which is a list of dictionaries")
-R_DIMNAMES = ("RFC-2: The dimension_names attribute in the Zarr metadata must match the axes "
-              "names in the OME-Zarr metadata.")
-R_LEVELS = ("OME-Zarr 0.5 'multiscales metadata': The 'path's MUST be ordered from largest "
-            "(i.e. highest resolution) to smallest. Each 'datasets' dictionary MUST have the "
-            "same number of dimensions and MUST NOT have more than 5 dimensions.")
-R_MISSING_LEVEL = ("OME-Zarr 0.5 'multiscales metadata': each dataset 'path' contains the path "
-                   "to the array for this resolution relative to the current zarr group")
-R_SCALE = ("OME-Zarr 0.5 'coordinateTransformations metadata': The length of the scale and "
-           "translation array MUST be equal to the number of dimensions")
-R_SCALE_POS = ("OME-Zarr 0.5 'coordinateTransformations metadata': scale values are the "
-               "physical pixel size (positive)")
-R_AXES = ("OME-Zarr 0.5 'axes metadata': Each 'axes' object MUST contain the field 'name' "
-          "... the 'name' values MUST be unique across all axes")
-R_ZEP10 = ("ZEP 10 'extensions': If an extension includes \"must_understand\": true (the "
-           "default) and the implementation does not support it, the node must not be loaded "
-           "and an appropriate error should be raised.")
-R_ZEP10_OPT = ("ZEP 10 'extensions': For extensions with \"must_understand\": false, "
-               "implementers may safely ignore unrecognized entries.")
-R_ZEP9_KEY = ("ZEP 9 'Using must_understand': New keys in the metadata MAY contain objects "
-              "that have a must_understand key with value false. In that case, the key may be "
-              "ignored ... implementations MUST fail if they cannot parse the key.")
-R_EXT_POINT = ("Zarr v3 core 'Extension points' (codecs, data types, chunk grids, chunk key "
-               "encodings): an implementation MUST fail to open an array whose {what} it does "
-               "not support")
-R_CODEC = ("Zarr v3 core 'Chunk encoding': a chunk that cannot be decoded is an error; an "
-           "implementation never returns made-up pixels")
-R_SHARD = ("Zarr v3 sharding codec 'Binary shard format': the shard index holds (offset, "
-           "nbytes) of each inner chunk within the shard; index protected by crc32c")
-R_LABELS = ("OME-Zarr 0.5 'labels metadata' (napari-ozx documented fallback: a label image "
-            "that cannot be opened is skipped with a warning, the image still opens)")
-R_OMERO = ("OME-Zarr 0.5 'omero metadata' is transitional and optional (napari-ozx documented "
-           "fallback: invalid omero is ignored, the image opens without it)")
+R_BOMB = (
+    f"{APPNOTE} 4.4.9 'uncompressed size' (a DEFLATED member must inflate to exactly "
+    "the declared size)"
+)
+R_ZARR_JSON = (
+    "Zarr v3 core 'Metadata': the zarr.json document is a JSON object with "
+    "zarr_format 3 and node_type 'group' or 'array'"
+)
+R_ZARR_V3 = (
+    "RFC-2: Images that use the new version of OME-Zarr metadata MUST NOT use Zarr "
+    "version 2 any more."
+)
+R_OME_GROUP = (
+    "OME-Zarr 0.5 'multiscales metadata': a multiscale image is a Zarr group whose "
+    "attributes hold ome.multiscales"
+)
+R_MS_DATASETS = (
+    "OME-Zarr 0.5 'multiscales metadata': Each dictionary in multiscales MUST "
+    "contain the field 'datasets', which is a list of dictionaries"
+)
+R_DIMNAMES = (
+    "RFC-2: The dimension_names attribute in the Zarr metadata must match the axes "
+    "names in the OME-Zarr metadata."
+)
+R_LEVELS = (
+    "OME-Zarr 0.5 'multiscales metadata': The 'path's MUST be ordered from largest "
+    "(i.e. highest resolution) to smallest. Each 'datasets' dictionary MUST have the "
+    "same number of dimensions and MUST NOT have more than 5 dimensions."
+)
+R_MISSING_LEVEL = (
+    "OME-Zarr 0.5 'multiscales metadata': each dataset 'path' contains the path "
+    "to the array for this resolution relative to the current zarr group"
+)
+R_SCALE = (
+    "OME-Zarr 0.5 'coordinateTransformations metadata': The length of the scale and "
+    "translation array MUST be equal to the number of dimensions"
+)
+R_SCALE_POS = (
+    "OME-Zarr 0.5 'coordinateTransformations metadata': scale values are the "
+    "physical pixel size (positive)"
+)
+R_AXES = (
+    "OME-Zarr 0.5 'axes metadata': Each 'axes' object MUST contain the field 'name' "
+    "... the 'name' values MUST be unique across all axes"
+)
+R_ZEP10 = (
+    "ZEP 10 'extensions': If an extension includes \"must_understand\": true (the "
+    "default) and the implementation does not support it, the node must not be loaded "
+    "and an appropriate error should be raised."
+)
+R_ZEP10_OPT = (
+    "ZEP 10 'extensions': For extensions with \"must_understand\": false, "
+    "implementers may safely ignore unrecognized entries."
+)
+R_ZEP9_KEY = (
+    "ZEP 9 'Using must_understand': New keys in the metadata MAY contain objects "
+    "that have a must_understand key with value false. In that case, the key may be "
+    "ignored ... implementations MUST fail if they cannot parse the key."
+)
+R_EXT_POINT = (
+    "Zarr v3 core 'Extension points' (codecs, data types, chunk grids, chunk key "
+    "encodings): an implementation MUST fail to open an array whose {what} it does "
+    "not support"
+)
+R_CODEC = (
+    "Zarr v3 core 'Chunk encoding': a chunk that cannot be decoded is an error; an "
+    "implementation never returns made-up pixels"
+)
+R_SHARD = (
+    "Zarr v3 sharding codec 'Binary shard format': the shard index holds (offset, "
+    "nbytes) of each inner chunk within the shard; index protected by crc32c"
+)
+R_LABELS = (
+    "OME-Zarr 0.5 'labels metadata' (napari-ozx documented fallback: a label image "
+    "that cannot be opened is skipped with a warning, the image still opens)"
+)
+R_OMERO = (
+    "OME-Zarr 0.5 'omero metadata' is transitional and optional (napari-ozx documented "
+    "fallback: invalid omero is ignored, the image opens without it)"
+)
 R_JSON = "RFC 8259 (JSON); Zarr v3 core: metadata documents are JSON objects"
-R_GET_READER = ("napari-ozx get_reader: a path that is not OME-Zarr (no .ozx suffix, no "
-                "OME-Zarr metadata) is declined (None), never an exception")
+R_GET_READER = (
+    "napari-ozx get_reader: a path that is not OME-Zarr (no .ozx suffix, no "
+    "OME-Zarr metadata) is declined (None), never an exception"
+)
 
 
 @dataclass
@@ -653,8 +802,9 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(name: str, stage: str, error: str | None, match: str | None, rule: str,
-         **extra: Any) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+def case(
+    name: str, stage: str, error: str | None, match: str | None, rule: str, **extra: Any
+) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
     def deco(fn: Callable[[], Any]) -> Callable[[], Any]:
         exp = {"stage": stage, "error": error, "match": match, "rule": rule}
         exp.update(extra)
@@ -677,9 +827,14 @@ def valid_zip() -> tuple[bytes, Layout, list[Member]]:
 # ---- the reference ----------------------------------------------------------------------
 
 
-@case("valid.ozx", "read", None, None,
-      "RFC-9 'OME-Zarr zip files' (a conformant file: it must open with the right pixels)",
-      labels=True)
+@case(
+    "valid.ozx",
+    "read",
+    None,
+    None,
+    "RFC-9 'OME-Zarr zip files' (a conformant file: it must open with the right pixels)",
+    labels=True,
+)
 def _valid() -> bytes:
     return ozx()
 
@@ -692,8 +847,9 @@ def _empty() -> bytes:
     return b""
 
 
-@case("zip_garbage.ozx", "open", "ZipFormatError", r"(?i)end of central directory.*not found",
-      R_ZIP)
+@case(
+    "zip_garbage.ozx", "open", "ZipFormatError", r"(?i)end of central directory.*not found", R_ZIP
+)
 def _garbage() -> bytes:
     return noise_bytes(4096, SEED + 1)
 
@@ -704,58 +860,92 @@ def _text() -> bytes:
     return json.dumps(base_tree().docs[""], indent=1).encode()
 
 
-@case("zip_trunc_local_header.ozx", "open", "ZipFormatError",
-      r"(?i)not a zip archive.*20 bytes", R_ZIP)
+@case(
+    "zip_trunc_local_header.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)not a zip archive.*20 bytes",
+    R_ZIP,
+)
 def _trunc_head() -> bytes:
     return valid_zip()[0][:20]
 
 
-@case("zip_trunc_in_data.ozx", "open", "ZipFormatError",
-      r"(?i)end of central directory.*not found", R_ZIP)
+@case(
+    "zip_trunc_in_data.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)end of central directory.*not found",
+    R_ZIP,
+)
 def _trunc_data() -> bytes:
     data, lay, _ = valid_zip()
     return data[: lay.cd_offset // 2]
 
 
-@case("zip_trunc_in_cd.ozx", "open", "ZipFormatError",
-      r"(?i)end of central directory.*not found", R_CD)
+@case(
+    "zip_trunc_in_cd.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)end of central directory.*not found",
+    R_CD,
+)
 def _trunc_cd() -> bytes:
     data, lay, _ = valid_zip()
     return data[: lay.cd_offset + lay.cd_size // 2]
 
 
-@case("zip_trunc_in_zip64_eocd.ozx", "open", "ZipFormatError",
-      r"(?i)end of central directory.*not found", R_ZIP64)
+@case(
+    "zip_trunc_in_zip64_eocd.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)end of central directory.*not found",
+    R_ZIP64,
+)
 def _trunc_z64() -> bytes:
     data, lay, _ = valid_zip()
     assert lay.z64_offset is not None
     return data[: lay.z64_offset + 30]
 
 
-@case("zip_trunc_in_eocd.ozx", "open", "ZipFormatError",
-      r"(?i)end of central directory.*not found", R_ZIP)
+@case(
+    "zip_trunc_in_eocd.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)end of central directory.*not found",
+    R_ZIP,
+)
 def _trunc_eocd() -> bytes:
     data, lay, _ = valid_zip()
     return data[: lay.eocd_offset + 12]
 
 
-@case("zip_trunc_in_comment.ozx", "open", "ZipFormatError",
-      r"(?i)end of central directory.*not found", R_ZIP)
+@case(
+    "zip_trunc_in_comment.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)end of central directory.*not found",
+    R_ZIP,
+)
 def _trunc_comment() -> bytes:
     # the EOCD is intact but its comment length now runs past the end of the file
     return valid_zip()[0][:-5]
 
 
-@case("zip_trunc_tail_cut.ozx", "open", "ZipFormatError",
-      r"(?i)end of central directory.*not found", R_ZIP)
+@case(
+    "zip_trunc_tail_cut.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)end of central directory.*not found",
+    R_ZIP,
+)
 def _trunc_tail() -> bytes:
     # cut just after a shard: everything from the central directory on is lost
     data, lay, _ = valid_zip()
     return data[: lay.cd_offset]
 
 
-@case("zip_prepended_junk.ozx", "open", "ZipFormatError", r"(?i)central directory|local",
-      R_CD)
+@case("zip_prepended_junk.ozx", "open", "ZipFormatError", r"(?i)central directory|local", R_CD)
 def _prepended() -> bytes:
     # 100 bytes in front, offsets not adjusted: every recorded offset is now wrong
     return b"#!/bin/sh\n" + b"\x00" * 90 + valid_zip()[0]
@@ -768,32 +958,51 @@ def _classic(**eocd: Any) -> bytes:
     return build_zip(valid_members(), zip64_end=False, eocd=eocd)[0]
 
 
-@case("eocd_cd_offset_beyond_eof.ozx", "open", "ZipFormatError",
-      r"(?i)central directory.*(past|outside|beyond)", R_ZIP)
+@case(
+    "eocd_cd_offset_beyond_eof.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)central directory.*(past|outside|beyond)",
+    R_ZIP,
+)
 def _cd_off() -> bytes:
     return _classic(cd_offset=0x7FFF0000)
 
 
-@case("eocd_cd_size_beyond_eof.ozx", "open", "ZipFormatError",
-      r"(?i)central directory.*(past|outside|beyond)", R_ZIP)
+@case(
+    "eocd_cd_size_beyond_eof.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)central directory.*(past|outside|beyond)",
+    R_ZIP,
+)
 def _cd_size() -> bytes:
     return _classic(cd_size=0x7FFF0000)
 
 
-@case("eocd_cd_offset_into_data.ozx", "open", "ZipFormatError",
-      r"(?i)central directory header signature", R_CD)
+@case(
+    "eocd_cd_offset_into_data.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)central directory header signature",
+    R_CD,
+)
 def _cd_off_data() -> bytes:
     return _classic(cd_offset=100)
 
 
-@case("eocd_absurd_entry_count.ozx", "open", "ZipFormatError",
-      r"(?i)claims 65534 entries", R_ZIP)
+@case("eocd_absurd_entry_count.ozx", "open", "ZipFormatError", r"(?i)claims 65534 entries", R_ZIP)
 def _absurd_count() -> bytes:
     return _classic(n_disk=0xFFFE, n_total=0xFFFE)
 
 
-@case("eocd_count_mismatch.ozx", "open", "UnsupportedZipFeature",
-      r"(?i)multi-part.*13 of 14 entries on this disk", R_MULTI)
+@case(
+    "eocd_count_mismatch.ozx",
+    "open",
+    "UnsupportedZipFeature",
+    r"(?i)multi-part.*13 of 14 entries on this disk",
+    R_MULTI,
+)
 def _count_mismatch() -> bytes:
     # entries on this disk != total entries
     n = len(valid_members())
@@ -805,28 +1014,52 @@ def _multi_disk() -> bytes:
     return _classic(disk=2, cd_disk=2)
 
 
-@case("zip64_absurd_entry_count.ozx", "open", "ZipFormatError",
-      r"(?i)claims 4611686018427387904 entries", R_ZIP64)
+@case(
+    "zip64_absurd_entry_count.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)claims 4611686018427387904 entries",
+    R_ZIP64,
+)
 def _z64_count() -> bytes:
-    return build_zip(valid_members(), z64={"n_disk": 2**62, "n_total": 2**62},
-                     eocd={"n_disk": 0xFFFF, "n_total": 0xFFFF})[0]
+    return build_zip(
+        valid_members(),
+        z64={"n_disk": 2**62, "n_total": 2**62},
+        eocd={"n_disk": 0xFFFF, "n_total": 0xFFFF},
+    )[0]
 
 
-@case("zip64_cd_offset_beyond_eof.ozx", "open", "ZipFormatError",
-      r"(?i)central directory.*(past|outside|beyond)", R_ZIP64)
+@case(
+    "zip64_cd_offset_beyond_eof.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)central directory.*(past|outside|beyond)",
+    R_ZIP64,
+)
 def _z64_cd_off() -> bytes:
-    return build_zip(valid_members(), z64={"cd_offset": 2**63 + 5},
-                     eocd={"cd_offset": 0xFFFFFFFF})[0]
+    return build_zip(valid_members(), z64={"cd_offset": 2**63 + 5}, eocd={"cd_offset": 0xFFFFFFFF})[
+        0
+    ]
 
 
-@case("zip64_locator_out_of_range.ozx", "open", "ZipFormatError",
-      r"(?i)zip64.*(out of range|outside|not found)", R_ZIP64)
+@case(
+    "zip64_locator_out_of_range.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)zip64.*(out of range|outside|not found)",
+    R_ZIP64,
+)
 def _z64_loc() -> bytes:
     return build_zip(valid_members(), locator={"offset": 2**64 - 20})[0]
 
 
-@case("zip64_locator_points_at_data.ozx", "open", "ZipFormatError",
-      r"(?i)zip64 end of central directory record not found", R_ZIP64)
+@case(
+    "zip64_locator_points_at_data.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)zip64 end of central directory record not found",
+    R_ZIP64,
+)
 def _z64_loc_data() -> bytes:
     return build_zip(valid_members(), locator={"offset": 0})[0]
 
@@ -836,8 +1069,7 @@ def _z64_recsize() -> bytes:
     return build_zip(valid_members(), z64={"rec_size": 2**60})[0]
 
 
-@case("zip64_locator_multi_disk.ozx", "open", "UnsupportedZipFeature", r"(?i)multi-part",
-      R_MULTI)
+@case("zip64_locator_multi_disk.ozx", "open", "UnsupportedZipFeature", r"(?i)multi-part", R_MULTI)
 def _z64_disks() -> bytes:
     return build_zip(valid_members(), locator={"total_disks": 3})[0]
 
@@ -847,12 +1079,12 @@ def _spanned() -> bytes:
     # the first segment of a split archive: spanning signature, the central directory and
     # end records of the last disk (disk 1 of 0..1)
     ms = valid_members()
-    return build_zip(ms, prefix=b"PK\x07\x08", zip64_end=False,
-                     eocd={"disk": 1, "cd_disk": 1})[0]
+    return build_zip(ms, prefix=b"PK\x07\x08", zip64_end=False, eocd={"disk": 1, "cd_disk": 1})[0]
 
 
-@case("cd_entry_on_other_disk.ozx", "open", "UnsupportedZipFeature", r"(?i)multi-part.*disk",
-      R_MULTI)
+@case(
+    "cd_entry_on_other_disk.ozx", "open", "UnsupportedZipFeature", r"(?i)multi-part.*disk", R_MULTI
+)
 def _entry_disk() -> bytes:
     ms = valid_members()
     ms[-1].central["disk"] = 1
@@ -862,40 +1094,59 @@ def _entry_disk() -> bytes:
 # ---- ZIP container: central / local records that lie ------------------------------------
 
 
-@case("cd_bad_signature.ozx", "open", "ZipFormatError",
-      r"(?i)bad central directory header signature", R_CD)
+@case(
+    "cd_bad_signature.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)bad central directory header signature",
+    R_CD,
+)
 def _cd_sig() -> bytes:
     ms = valid_members()
     ms[0].central["sig"] = b"PK\x01\x09"
     return build_zip(ms)[0]
 
 
-@case("local_bad_signature_root.ozx", "open", "ZipFormatError",
-      r"(?i)'zarr\.json'.*no local file header", R_LOCAL)
+@case(
+    "local_bad_signature_root.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)'zarr\.json'.*no local file header",
+    R_LOCAL,
+)
 def _local_sig_root() -> bytes:
     ms = valid_members()
     ms[0].local["sig"] = b"XX\x03\x04"
     return build_zip(ms)[0]
 
 
-@case("local_bad_signature_shard.ozx", "read", "ZipFormatError",
-      r"(?i)'0/c/0/0/0'.*no local file header", R_LOCAL)
+@case(
+    "local_bad_signature_shard.ozx",
+    "read",
+    "ZipFormatError",
+    r"(?i)'0/c/0/0/0'.*no local file header",
+    R_LOCAL,
+)
 def _local_sig_shard() -> bytes:
     ms = valid_members()
     ms[index_of(ms, "0/c/0/0/0")].local["sig"] = b"PK\x00\x00"
     return build_zip(ms)[0]
 
 
-@case("local_method_mismatch.ozx", "open", "ZipFormatError",
-      r"(?i)local header says deflated.*central directory says stored", R_LOCAL)
+@case(
+    "local_method_mismatch.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)local header says deflated.*central directory says stored",
+    R_LOCAL,
+)
 def _local_method() -> bytes:
     ms = valid_members()
     ms[0].local["method"] = DEFLATED
     return build_zip(ms)[0]
 
 
-@case("cd_size_beyond_eof.ozx", "open", "ZipFormatError",
-      r"(?i)'0/c/1/0/0'.*(past|beyond)", R_CD)
+@case("cd_size_beyond_eof.ozx", "open", "ZipFormatError", r"(?i)'0/c/1/0/0'.*(past|beyond)", R_CD)
 def _cd_csize() -> bytes:
     ms = valid_members()
     i = index_of(ms, "0/c/1/0/0")
@@ -903,16 +1154,26 @@ def _cd_csize() -> bytes:
     return build_zip(ms)[0]
 
 
-@case("cd_offset_beyond_eof.ozx", "open", "ZipFormatError",
-      r"(?i)'labels/cells/0/c/0/0'.*(past|beyond)", R_CD)
+@case(
+    "cd_offset_beyond_eof.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)'labels/cells/0/c/0/0'.*(past|beyond)",
+    R_CD,
+)
 def _cd_hoff() -> bytes:
     ms = valid_members()
     ms[index_of(ms, "labels/cells/0/c/0/0")].central["hoff"] = 0x7FFFFFF0
     return build_zip(ms)[0]
 
 
-@case("cd_stored_size_mismatch.ozx", "read", "ZipFormatError",
-      r"(?i)'0/c/0/0/0'.*compressed size.*uncompressed size", R_CD)
+@case(
+    "cd_stored_size_mismatch.ozx",
+    "read",
+    "ZipFormatError",
+    r"(?i)'0/c/0/0/0'.*compressed size.*uncompressed size",
+    R_CD,
+)
 def _stored_sizes() -> bytes:
     # STORED member whose uncompressed size (what readers slice by) exceeds its data
     ms = valid_members()
@@ -921,8 +1182,13 @@ def _stored_sizes() -> bytes:
     return build_zip(ms)[0]
 
 
-@case("zip64_extra_sizes_huge.ozx", "open", "ZipFormatError",
-      r"(?i)'0/c/0/0/0'.*(past|beyond)", R_Z64EXTRA)
+@case(
+    "zip64_extra_sizes_huge.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)'0/c/0/0/0'.*(past|beyond)",
+    R_Z64EXTRA,
+)
 def _z64_extra_huge() -> bytes:
     ms = valid_members()
     m = ms[index_of(ms, "0/c/0/0/0")]
@@ -931,8 +1197,13 @@ def _z64_extra_huge() -> bytes:
     return build_zip(ms)[0]
 
 
-@case("zip64_extra_too_short.ozx", "open", "ZipFormatError",
-      r"(?i)zip64 extra field is too short", R_Z64EXTRA)
+@case(
+    "zip64_extra_too_short.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)zip64 extra field is too short",
+    R_Z64EXTRA,
+)
 def _z64_extra_short() -> bytes:
     ms = valid_members()
     m = ms[index_of(ms, "1/zarr.json")]
@@ -941,8 +1212,13 @@ def _z64_extra_short() -> bytes:
     return build_zip(ms)[0]
 
 
-@case("cd_extra_field_overrun.ozx", "open", "ZipFormatError",
-      r"(?i)(corrupt extra field|runs past)", R_CD)
+@case(
+    "cd_extra_field_overrun.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)(corrupt extra field|runs past)",
+    R_CD,
+)
 def _extra_overrun() -> bytes:
     ms = valid_members()
     m = ms[index_of(ms, "0/zarr.json")]
@@ -958,8 +1234,13 @@ def _bad_utf8() -> bytes:
     return build_zip(ms)[0]
 
 
-@case("local_name_length_lies.ozx", "read", "ZipFormatError", r"(?i)'0/c/1/0/0'.*(runs past|names another member)",
-      R_LOCAL)
+@case(
+    "local_name_length_lies.ozx",
+    "read",
+    "ZipFormatError",
+    r"(?i)'0/c/1/0/0'.*(runs past|names another member)",
+    R_LOCAL,
+)
 def _local_nlen() -> bytes:
     # the local header of a shard claims a 65535-byte name: its data would start far away
     ms = valid_members()
@@ -967,10 +1248,14 @@ def _local_nlen() -> bytes:
     return build_zip(ms)[0]
 
 
-@case("cd_offset_points_to_other_member.ozx", "read", "ZipFormatError",
-      r"(?i)'0/c/1/0/0'.*(name|local header)|CRC-32.*'0/c/1/0/0'",
-      R_LOCAL + " (the local header repeats the name: a central record pointing at another "
-      "member's header is corrupt)")
+@case(
+    "cd_offset_points_to_other_member.ozx",
+    "read",
+    "ZipFormatError",
+    r"(?i)'0/c/1/0/0'.*(name|local header)|CRC-32.*'0/c/1/0/0'",
+    R_LOCAL + " (the local header repeats the name: a central record pointing at another "
+    "member's header is corrupt)",
+)
 def _cd_other_member() -> bytes:
     ms = valid_members()
     _, lay = build_zip(ms)
@@ -981,31 +1266,37 @@ def _cd_other_member() -> bytes:
 R_CRC_PARTIAL = R_CRC + " (the ZIP CRC-32 is the only integrity check of these bytes)"
 
 
-@case("shard_stored_bitflip.ozx", "read", "ZipFormatError", r"(?i)CRC-32.*'0/c/0/0/0'",
-      R_CRC_PARTIAL)
+@case(
+    "shard_stored_bitflip.ozx", "read", "ZipFormatError", r"(?i)CRC-32.*'0/c/0/0/0'", R_CRC_PARTIAL
+)
 def _bitflip_stored() -> bytes:
     data, lay, ms = valid_zip()
     pos = lay.data[index_of(ms, "0/c/0/0/0")] + 12 + 10  # inner chunk 0: frame header 12 B
-    return data[:pos] + bytes([data[pos] ^ 0x40]) + data[pos + 1:]
+    return data[:pos] + bytes([data[pos] ^ 0x40]) + data[pos + 1 :]
 
 
-@case("shard_deflated_bitflip.ozx", "read", "ZipFormatError", r"(?i)CRC-32.*'0/c/0/0/0'",
-      R_CRC)
+@case("shard_deflated_bitflip.ozx", "read", "ZipFormatError", r"(?i)CRC-32.*'0/c/0/0/0'", R_CRC)
 def _bitflip_deflated() -> bytes:
     ms = valid_members()
     i = index_of(ms, "0/c/0/0/0")
     ms[i] = Member(ms[i].name, ms[i].data, method=DEFLATED)
     data, lay = build_zip(ms)
     pos = lay.data[i] + 5 + 12 + 10  # stored deflate block header 5 B, frame header 12 B
-    return data[:pos] + bytes([data[pos] ^ 0x40]) + data[pos + 1:]
+    return data[:pos] + bytes([data[pos] ^ 0x40]) + data[pos + 1 :]
 
 
 # ---- ZIP container: unusual but valid (must open, right pixels) ----------------------------
 
 
-@case("zip_data_descriptors.ozx", "read", None, None,
-      f"{APPNOTE} 4.3.9 'Data descriptor' (streaming writers: sizes and CRC after the data, "
-      "the central directory has them)", labels=True)
+@case(
+    "zip_data_descriptors.ozx",
+    "read",
+    None,
+    None,
+    f"{APPNOTE} 4.3.9 'Data descriptor' (streaming writers: sizes and CRC after the data, "
+    "the central directory has them)",
+    labels=True,
+)
 def _descriptors() -> bytes:
     ms = valid_members()
     for m in ms:
@@ -1013,24 +1304,39 @@ def _descriptors() -> bytes:
     return build_zip(ms)[0]
 
 
-@case("zip_classic_no_comment.ozx", "read", None, None,
-      "RFC-9 recommendations (ZIP64, archive comment) are SHOULDs: a plain ZIP still opens",
-      labels=True)
+@case(
+    "zip_classic_no_comment.ozx",
+    "read",
+    None,
+    None,
+    "RFC-9 recommendations (ZIP64, archive comment) are SHOULDs: a plain ZIP still opens",
+    labels=True,
+)
 def _classic_plain() -> bytes:
     return build_zip(valid_members(), zip64_end=False, comment=b"")[0]
 
 
-@case("zip_deflated_members.ozx", "read", None, None,
-      "RFC-9 'ZIP-level compression SHOULD be disabled' (a SHOULD: deflated members still "
-      "open)", labels=True)
+@case(
+    "zip_deflated_members.ozx",
+    "read",
+    None,
+    None,
+    "RFC-9 'ZIP-level compression SHOULD be disabled' (a SHOULD: deflated members still open)",
+    labels=True,
+)
 def _deflated_all() -> bytes:
     ms = [Member(m.name, m.data, method=DEFLATED) for m in valid_members()]
     return build_zip(ms)[0]
 
 
-@case("zip_zip64_everywhere.ozx", "read", None, None,
-      "RFC-9 'The ZIP64 format extension SHOULD be used' (ZIP64 extra fields on every entry)",
-      labels=True)
+@case(
+    "zip_zip64_everywhere.ozx",
+    "read",
+    None,
+    None,
+    "RFC-9 'The ZIP64 format extension SHOULD be used' (ZIP64 extra fields on every entry)",
+    labels=True,
+)
 def _zip64_all() -> bytes:
     ms = valid_members()
     for m in ms:
@@ -1041,32 +1347,38 @@ def _zip64_all() -> bytes:
 # ---- ZIP container: features we refuse -------------------------------------------------
 
 
-@case("encrypted_root_zarr_json.ozx", "open", "UnsupportedZipFeature",
-      r"(?i)'zarr\.json'.*encrypted", R_ENCRYPT)
+@case(
+    "encrypted_root_zarr_json.ozx",
+    "open",
+    "UnsupportedZipFeature",
+    r"(?i)'zarr\.json'.*encrypted",
+    R_ENCRYPT,
+)
 def _enc_root() -> bytes:
     ms = valid_members()
     ms[0].flags |= 0x1
     return build_zip(ms)[0]
 
 
-@case("encrypted_shard.ozx", "read", "UnsupportedZipFeature", r"(?i)'0/c/1/0/0'.*encrypted",
-      R_ENCRYPT)
+@case(
+    "encrypted_shard.ozx", "read", "UnsupportedZipFeature", r"(?i)'0/c/1/0/0'.*encrypted", R_ENCRYPT
+)
 def _enc_shard() -> bytes:
     ms = valid_members()
     ms[index_of(ms, "0/c/1/0/0")].flags |= 0x1
     return build_zip(ms)[0]
 
 
-@case("method_bzip2_root.ozx", "open", "UnsupportedZipFeature", r"(?i)'zarr\.json'.*bzip2",
-      R_METHOD)
+@case(
+    "method_bzip2_root.ozx", "open", "UnsupportedZipFeature", r"(?i)'zarr\.json'.*bzip2", R_METHOD
+)
 def _bzip2() -> bytes:
     ms = valid_members()
     ms[0].method = 12
     return build_zip(ms)[0]
 
 
-@case("method_lzma_shard.ozx", "read", "UnsupportedZipFeature", r"(?i)'0/c/0/0/0'.*lzma",
-      R_METHOD)
+@case("method_lzma_shard.ozx", "read", "UnsupportedZipFeature", r"(?i)'0/c/0/0/0'.*lzma", R_METHOD)
 def _lzma() -> bytes:
     ms = valid_members()
     ms[index_of(ms, "0/c/0/0/0")].method = 14
@@ -1076,8 +1388,13 @@ def _lzma() -> bytes:
 # ---- ZIP container: deflate ------------------------------------------------------------
 
 
-@case("deflate_bomb_small_declared.ozx", "open", "ZipFormatError",
-      r"(?i)'zarr\.json'.*inflates to more than", R_BOMB)
+@case(
+    "deflate_bomb_small_declared.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)'zarr\.json'.*inflates to more than",
+    R_BOMB,
+)
 def _bomb_small() -> bytes:
     # the root zarr.json: a real document followed by ~60 MB of zeros, declared 300 bytes
     # (the bomb takes all the room: the archive holds nothing else)
@@ -1087,10 +1404,14 @@ def _bomb_small() -> bytes:
     return build_zip([Member("zarr.json", doc, method=DEFLATED, payload=stream, usize=300)])[0]
 
 
-@case("deflate_bomb_honest_size.ozx", "open", "MetadataError",
-      r"(?i)zarr\.json.*(too (big|large)|bytes|invalid JSON)",
-      "napari-ozx: metadata documents are small; never a huge allocation from one member "
-      f"({APPNOTE} 4.4.9 'uncompressed size')")
+@case(
+    "deflate_bomb_honest_size.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)zarr\.json.*(too (big|large)|bytes|invalid JSON)",
+    "napari-ozx: metadata documents are small; never a huge allocation from one member "
+    f"({APPNOTE} 4.4.9 'uncompressed size')",
+)
 def _bomb_honest() -> bytes:
     # the root zarr.json declares (truthfully) ~62 MB: 1 byte of '{' and zeros
     stream, total = deflate_zeros(240_000, prefix=b"{")
@@ -1105,8 +1426,13 @@ def _bomb_honest() -> bytes:
     return data
 
 
-@case("deflate_ratio_lie.ozx", "open", "ZipFormatError",
-      r"(?i)'zarr\.json'.*more than deflate can expand", R_BOMB)
+@case(
+    "deflate_ratio_lie.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)'zarr\.json'.*more than deflate can expand",
+    R_BOMB,
+)
 def _ratio() -> bytes:
     ms = valid_members()
     doc = ms[0].data
@@ -1114,8 +1440,13 @@ def _ratio() -> bytes:
     return build_zip(ms)[0]
 
 
-@case("deflate_invalid_stream.ozx", "open", "ZipFormatError",
-      r"(?i)'zarr\.json'.*not a valid deflate stream", R_METHOD)
+@case(
+    "deflate_invalid_stream.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)'zarr\.json'.*not a valid deflate stream",
+    R_METHOD,
+)
 def _bad_deflate() -> bytes:
     ms = valid_members()
     doc = ms[0].data
@@ -1123,8 +1454,13 @@ def _bad_deflate() -> bytes:
     return build_zip(ms)[0]
 
 
-@case("crc_mismatch_deflated_root.ozx", "open", "ZipFormatError",
-      r"(?i)CRC-32 mismatch.*'zarr\.json'", R_CRC)
+@case(
+    "crc_mismatch_deflated_root.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)CRC-32 mismatch.*'zarr\.json'",
+    R_CRC,
+)
 def _crc_deflated() -> bytes:
     ms = valid_members()
     doc = ms[0].data
@@ -1135,8 +1471,13 @@ def _crc_deflated() -> bytes:
     return patch(data, lay.central[0] + 16, "<I", bad)
 
 
-@case("crc_mismatch_stored_root.ozx", "open", "ZipFormatError",
-      r"(?i)CRC-32 mismatch.*'zarr\.json'", R_CRC)
+@case(
+    "crc_mismatch_stored_root.ozx",
+    "open",
+    "ZipFormatError",
+    r"(?i)CRC-32 mismatch.*'zarr\.json'",
+    R_CRC,
+)
 def _crc_stored() -> bytes:
     data, lay, ms = valid_zip()
     # flip one byte of the document ("corpus" -> "corpuS"), CRC unchanged
@@ -1156,17 +1497,21 @@ def _dups() -> bytes:
     return build_zip(ms)[0]
 
 
-@case("names_dotdot_extra_member.ozx", "read", None, None,
-      R_NAMES + " (napari-ozx never extracts: such members are unreachable and ignored)",
-      labels=True)
+@case(
+    "names_dotdot_extra_member.ozx",
+    "read",
+    None,
+    None,
+    R_NAMES + " (napari-ozx never extracts: such members are unreachable and ignored)",
+    labels=True,
+)
 def _dotdot_extra() -> bytes:
     ms = valid_members()
     ms.append(Member("../../../../tmp/evil.sh", b"#!/bin/sh\necho pwned\n"))
     return build_zip(ms)[0]
 
 
-@case("names_dotdot_hierarchy.ozx", "open", "NotOmeZarrError", r"(?i)zarr\.json|zarr group",
-      R_ROOT)
+@case("names_dotdot_hierarchy.ozx", "open", "NotOmeZarrError", r"(?i)zarr\.json|zarr group", R_ROOT)
 def _dotdot_all() -> bytes:
     return build_zip([Member("../" + str(m.name), m.data) for m in valid_members()])[0]
 
@@ -1176,8 +1521,7 @@ def _absolute() -> bytes:
     return build_zip([Member("/" + str(m.name), m.data) for m in valid_members()])[0]
 
 
-@case("names_backslash.ozx", "open", "MetadataError",
-      r"(?i)'0'.*missing|backslash", R_NAMES)
+@case("names_backslash.ozx", "open", "MetadataError", r"(?i)'0'.*missing|backslash", R_NAMES)
 def _backslash() -> bytes:
     # zarr.json files of the arrays were written with Windows separators
     ms = valid_members()
@@ -1193,8 +1537,13 @@ def _nested() -> bytes:
     return build_zip([Member("inner.ozx", inner)])[0]
 
 
-@case("no_root_zarr_json.ozx", "open", "NotOmeZarrError",
-      r"(?i)(root|top).*zarr\.json|image\.zarr/", R_ROOT)
+@case(
+    "no_root_zarr_json.ozx",
+    "open",
+    "NotOmeZarrError",
+    r"(?i)(root|top).*zarr\.json|image\.zarr/",
+    R_ROOT,
+)
 def _subfolder() -> bytes:
     return build_zip([Member("image.zarr/" + str(m.name), m.data) for m in valid_members()])[0]
 
@@ -1224,11 +1573,14 @@ def _binary_json() -> bytes:
     return with_root(b"\xff\xfe\x00\xd8" + bytes(range(256)))
 
 
-@case("json_deep_nesting.ozx", "open", "MetadataError", r"(?i)zarr\.json.*(JSON|nest|deep)",
-      R_JSON)
+@case("json_deep_nesting.ozx", "open", "MetadataError", r"(?i)zarr\.json.*(JSON|nest|deep)", R_JSON)
 def _deep_json() -> bytes:
-    return with_root(b'{"zarr_format": 3, "node_type": "group", "attributes": '
-                     + b"[" * 10_000 + b"]" * 10_000 + b"}")
+    return with_root(
+        b'{"zarr_format": 3, "node_type": "group", "attributes": '
+        + b"[" * 10_000
+        + b"]" * 10_000
+        + b"}"
+    )
 
 
 @case("json_is_list.ozx", "open", "MetadataError", r"(?i)zarr\.json.*JSON object", R_ZARR_JSON)
@@ -1236,8 +1588,13 @@ def _list_json() -> bytes:
     return with_root(b'[{"zarr_format": 3, "node_type": "group"}]')
 
 
-@case("zarr_format_2_in_zarr_json.ozx", "open", "MetadataError",
-      r"(?i)zarr\.json.*zarr_format", R_ZARR_V3)
+@case(
+    "zarr_format_2_in_zarr_json.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)zarr\.json.*zarr_format",
+    R_ZARR_V3,
+)
 def _zf2() -> bytes:
     t = base_tree()
     t.docs[""]["zarr_format"] = 2
@@ -1262,8 +1619,13 @@ def _root_array() -> bytes:
     return ozx(t)
 
 
-@case("group_unknown_key.ozx", "open", "UnsupportedExtensionError",
-      r"(?i)'storage_magic'.*'/'", R_ZEP9_KEY)
+@case(
+    "group_unknown_key.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"(?i)'storage_magic'.*'/'",
+    R_ZEP9_KEY,
+)
 def _unknown_key() -> bytes:
     t = base_tree()
     t.docs[""]["storage_magic"] = {"level": 9}
@@ -1298,24 +1660,33 @@ def _ms_nods() -> bytes:
     return ozx(t)
 
 
-@case("ms_dataset_path_dotdot.ozx", "open", "MetadataError", r"(?i)dataset path.*\.\.",
-      R_MISSING_LEVEL)
+@case(
+    "ms_dataset_path_dotdot.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)dataset path.*\.\.",
+    R_MISSING_LEVEL,
+)
 def _ms_dotdot() -> bytes:
     t = base_tree()
     root_ms(t)["datasets"][1]["path"] = "../labels/cells/0"
     return ozx(t)
 
 
-@case("dimension_names_mismatch.ozx", "open", "MetadataError",
-      r"(?i)dimension_names.*do not match", R_DIMNAMES)
+@case(
+    "dimension_names_mismatch.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)dimension_names.*do not match",
+    R_DIMNAMES,
+)
 def _dimnames() -> bytes:
     t = base_tree()
     t.docs["0"]["dimension_names"] = ["c", "x", "y"]
     return ozx(t)
 
 
-@case("level_missing.ozx", "open", "MetadataError", r"(?i)level '1' is missing",
-      R_MISSING_LEVEL)
+@case("level_missing.ozx", "open", "MetadataError", r"(?i)level '1' is missing", R_MISSING_LEVEL)
 def _missing_level() -> bytes:
     t = base_tree()
     del t.docs["1"]
@@ -1323,8 +1694,9 @@ def _missing_level() -> bytes:
     return ozx(t)
 
 
-@case("level_shapes_grow.ozx", "open", "MetadataError", r"(?i)larger than the level before",
-      R_LEVELS)
+@case(
+    "level_shapes_grow.ozx", "open", "MetadataError", r"(?i)larger than the level before", R_LEVELS
+)
 def _levels_grow() -> bytes:
     t = base_tree()
     t.docs["1"]["shape"] = [2, 64, 128]
@@ -1342,8 +1714,7 @@ def _levels_ndim() -> bytes:
     return ozx(t)
 
 
-@case("scale_wrong_length.ozx", "open", "MetadataError", r"(?i)scale.*one value per axis",
-      R_SCALE)
+@case("scale_wrong_length.ozx", "open", "MetadataError", r"(?i)scale.*one value per axis", R_SCALE)
 def _scale_len() -> bytes:
     t = base_tree()
     root_ms(t)["datasets"][0]["coordinateTransformations"][0]["scale"] = [1.0, 0.5]
@@ -1371,12 +1742,18 @@ def _scale_str() -> bytes:
     return ozx(t)
 
 
-@case("transform_unknown_type.ozx", "open", "MetadataError",
-      r"(?i)unsupported coordinate transformation type 'affine'", R_SCALE)
+@case(
+    "transform_unknown_type.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)unsupported coordinate transformation type 'affine'",
+    R_SCALE,
+)
 def _affine() -> bytes:
     t = base_tree()
     root_ms(t)["datasets"][0]["coordinateTransformations"] = [
-        {"type": "affine", "affine": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}]
+        {"type": "affine", "affine": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}
+    ]
     return ozx(t)
 
 
@@ -1399,37 +1776,59 @@ def _bad_axis() -> bytes:
 # ---- metadata: ZEP 10 extensions ------------------------------------------------------------
 
 
-@case("ext_must_understand_array.ozx", "open", "UnsupportedExtensionError",
-      r"example\.offset.*'0'", R_ZEP10)
+@case(
+    "ext_must_understand_array.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"example\.offset.*'0'",
+    R_ZEP10,
+)
 def _ext_array() -> bytes:
     t = base_tree()
     t.docs["0"]["extensions"] = [
-        {"name": "example.offset", "configuration": {"offset": [0, 12, 0]},
-         "must_understand": True}]
+        {"name": "example.offset", "configuration": {"offset": [0, 12, 0]}, "must_understand": True}
+    ]
     return ozx(t)
 
 
-@case("ext_must_understand_default_array.ozx", "open", "UnsupportedExtensionError",
-      r"example\.chunk-permutation.*'1'", R_ZEP10)
+@case(
+    "ext_must_understand_default_array.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"example\.chunk-permutation.*'1'",
+    R_ZEP10,
+)
 def _ext_array_default() -> bytes:
     # no must_understand key: it defaults to true
     t = base_tree()
-    t.docs["1"]["extensions"] = [{"name": "example.chunk-permutation",
-                                  "configuration": {"order": [2, 1, 0]}}]
+    t.docs["1"]["extensions"] = [
+        {"name": "example.chunk-permutation", "configuration": {"order": [2, 1, 0]}}
+    ]
     return ozx(t)
 
 
-@case("ext_must_understand_group.ozx", "open", "UnsupportedExtensionError",
-      r"https://example\.org/zarr/consolidated-v9.*'/'", R_ZEP10)
+@case(
+    "ext_must_understand_group.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"https://example\.org/zarr/consolidated-v9.*'/'",
+    R_ZEP10,
+)
 def _ext_group() -> bytes:
     t = base_tree()
-    t.docs[""]["extensions"] = [{"name": "https://example.org/zarr/consolidated-v9",
-                                 "must_understand": True}]
+    t.docs[""]["extensions"] = [
+        {"name": "https://example.org/zarr/consolidated-v9", "must_understand": True}
+    ]
     return ozx(t)
 
 
-@case("ext_shorthand_name_group.ozx", "open", "UnsupportedExtensionError",
-      r"example\.encryption.*'/'", R_ZEP10)
+@case(
+    "ext_shorthand_name_group.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"example\.encryption.*'/'",
+    R_ZEP10,
+)
 def _ext_short() -> bytes:
     # ZEP 9: a short-hand name string is an extension object with just a name
     t = base_tree()
@@ -1437,17 +1836,27 @@ def _ext_short() -> bytes:
     return ozx(t)
 
 
-@case("ext_invalid_name.ozx", "open", "MetadataError", r"(?i)extension name.*ZEP 9",
-      "ZEP 9 'Raw names': raw names match ^[a-z0-9-_.]+$ (else a URI)")
+@case(
+    "ext_invalid_name.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)extension name.*ZEP 9",
+    "ZEP 9 'Raw names': raw names match ^[a-z0-9-_.]+$ (else a URI)",
+)
 def _ext_badname() -> bytes:
     t = base_tree()
     t.docs["0"]["extensions"] = [{"name": "Example Offset!", "must_understand": False}]
     return ozx(t)
 
 
-@case("ext_empty_list.ozx", "open", "MetadataError", r"(?i)extensions.*non-empty",
-      "ZEP 10 'extensions': The contained array MUST either have one or more extensions or "
-      "the object MUST be omitted entirely.")
+@case(
+    "ext_empty_list.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)extensions.*non-empty",
+    "ZEP 10 'extensions': The contained array MUST either have one or more extensions or "
+    "the object MUST be omitted entirely.",
+)
 def _ext_empty() -> bytes:
     t = base_tree()
     t.docs[""]["extensions"] = []
@@ -1459,9 +1868,13 @@ def _ext_opt_array() -> bytes:
     t = base_tree()
     for p in ("0", "1", "labels/cells/0"):
         t.docs[p]["extensions"] = [
-            {"name": "example.provenance", "configuration": {"by": "corpus"},
-             "must_understand": False},
-            {"name": "https://example.org/ext/render-hints", "must_understand": False}]
+            {
+                "name": "example.provenance",
+                "configuration": {"by": "corpus"},
+                "must_understand": False,
+            },
+            {"name": "https://example.org/ext/render-hints", "must_understand": False},
+        ]
     return ozx(t)
 
 
@@ -1469,91 +1882,153 @@ def _ext_opt_array() -> bytes:
 def _ext_opt_group() -> bytes:
     t = base_tree()
     for p in ("", "labels", "labels/cells"):
-        t.docs[p]["extensions"] = [{"name": "example.collection-hints", "must_understand": False,
-                                    "configuration": {"note": "ignore me"}}]
+        t.docs[p]["extensions"] = [
+            {
+                "name": "example.collection-hints",
+                "must_understand": False,
+                "configuration": {"note": "ignore me"},
+            }
+        ]
     return ozx(t)
 
 
-@case("ext_statistics_understood.ozx", "read", None, None,
-      "ZEP 10 example 'example.array-statistics' (napari-ozx understands it: contrast "
-      "limits without reading pixels)", labels=True)
+@case(
+    "ext_statistics_understood.ozx",
+    "read",
+    None,
+    None,
+    "ZEP 10 example 'example.array-statistics' (napari-ozx understands it: contrast "
+    "limits without reading pixels)",
+    labels=True,
+)
 def _ext_stats() -> bytes:
     t = base_tree()
-    t.docs["0"]["extensions"] = [{"name": "example.array-statistics",
-                                  "configuration": {"min": 0, "max": 3999},
-                                  "must_understand": True}]
+    t.docs["0"]["extensions"] = [
+        {
+            "name": "example.array-statistics",
+            "configuration": {"min": 0, "max": 3999},
+            "must_understand": True,
+        }
+    ]
     return ozx(t)
 
 
 # ---- metadata: Zarr extension points -----------------------------------------------------------
 
 
-@case("unknown_codec.ozx", "open", "UnsupportedExtensionError", r"blosc9000",
-      R_EXT_POINT.format(what="codec"))
+@case(
+    "unknown_codec.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"blosc9000",
+    R_EXT_POINT.format(what="codec"),
+)
 def _codec() -> bytes:
     t = base_tree()
     t.docs["0"]["codecs"][0]["configuration"]["codecs"][1] = {
-        "name": "blosc9000", "configuration": {"level": 3}}
+        "name": "blosc9000",
+        "configuration": {"level": 3},
+    }
     return ozx(t)
 
 
-@case("unknown_codec_top_level.ozx", "open", "UnsupportedExtensionError", r"example\.rot13",
-      R_EXT_POINT.format(what="codec"))
+@case(
+    "unknown_codec_top_level.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"example\.rot13",
+    R_EXT_POINT.format(what="codec"),
+)
 def _codec_top() -> bytes:
     t = base_tree()
     t.docs["1"]["codecs"].append({"name": "example.rot13"})
     return ozx(t)
 
 
-@case("unknown_data_type.ozx", "open", "UnsupportedExtensionError", r"uint12",
-      R_EXT_POINT.format(what="data type"))
+@case(
+    "unknown_data_type.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"uint12",
+    R_EXT_POINT.format(what="data type"),
+)
 def _dtype() -> bytes:
     t = base_tree()
     t.docs["0"]["data_type"] = "uint12"
     return ozx(t)
 
 
-@case("unknown_chunk_grid.ozx", "open", "UnsupportedExtensionError", r"example\.rectilinear",
-      R_EXT_POINT.format(what="chunk grid"))
+@case(
+    "unknown_chunk_grid.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"example\.rectilinear",
+    R_EXT_POINT.format(what="chunk grid"),
+)
 def _grid() -> bytes:
     t = base_tree()
-    t.docs["0"]["chunk_grid"] = {"name": "example.rectilinear",
-                                 "configuration": {"chunk_shapes": [[1, 1], [32], [64]]}}
+    t.docs["0"]["chunk_grid"] = {
+        "name": "example.rectilinear",
+        "configuration": {"chunk_shapes": [[1, 1], [32], [64]]},
+    }
     return ozx(t)
 
 
-@case("unknown_chunk_key_encoding.ozx", "open", "UnsupportedExtensionError",
-      r"example\.hashed", R_EXT_POINT.format(what="chunk key encoding"))
+@case(
+    "unknown_chunk_key_encoding.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"example\.hashed",
+    R_EXT_POINT.format(what="chunk key encoding"),
+)
 def _cke() -> bytes:
     t = base_tree()
-    t.docs["0"]["chunk_key_encoding"] = {"name": "example.hashed",
-                                         "configuration": {"algorithm": "sha1"}}
+    t.docs["0"]["chunk_key_encoding"] = {
+        "name": "example.hashed",
+        "configuration": {"algorithm": "sha1"},
+    }
     return ozx(t)
 
 
-@case("unknown_storage_transformer.ozx", "open", "UnsupportedExtensionError",
-      r"example\.transposer", R_EXT_POINT.format(what="storage transformer"))
+@case(
+    "unknown_storage_transformer.ozx",
+    "open",
+    "UnsupportedExtensionError",
+    r"example\.transposer",
+    R_EXT_POINT.format(what="storage transformer"),
+)
 def _st() -> bytes:
     t = base_tree()
     t.docs["0"]["storage_transformers"] = [{"name": "example.transposer"}]
     return ozx(t)
 
 
-SHAPE_BUG = ("the array's 'shape' is used unvalidated by ngff/open.py _check_levels, which "
-             "compares the level shapes before zarr ever validates the document")
+SHAPE_BUG = (
+    "the array's 'shape' is used unvalidated by ngff/open.py _check_levels, which "
+    "compares the level shapes before zarr ever validates the document"
+)
 
 
-@case("array_shape_invalid.ozx", "open", "MetadataError", r"(?i)invalid.*shape|shape.*invalid",
-      "Zarr v3 core 'shape': an array of non-negative integers")
+@case(
+    "array_shape_invalid.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)invalid.*shape|shape.*invalid",
+    "Zarr v3 core 'shape': an array of non-negative integers",
+)
 def _shape_bad() -> bytes:
     t = base_tree()
     t.docs["0"]["shape"] = [2, -32, "64"]
     return ozx(t)
 
 
-@case("array_shape_absurd.ozx", "open", "MetadataError", r"(?i)(too (many|large)|chunks)",
-      "napari-ozx: never a hang or a huge allocation from metadata alone "
-      "(Zarr v3 core 'chunk_grid')")
+@case(
+    "array_shape_absurd.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)(too (many|large)|chunks)",
+    "napari-ozx: never a hang or a huge allocation from metadata alone (Zarr v3 core 'chunk_grid')",
+)
 def _shape_absurd() -> bytes:
     # 2**40 x 2**40 pixels in 16 x 16 chunks: 2**72 chunks, no data at all
     t = base_tree()
@@ -1564,29 +2039,39 @@ def _shape_absurd() -> bytes:
     return ozx(t)
 
 
-@case("array_shape_strings.ozx", "open", "MetadataError", r"(?i)shape",
-      "Zarr v3 core 'shape': an array of non-negative integers")
+@case(
+    "array_shape_strings.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)shape",
+    "Zarr v3 core 'shape': an array of non-negative integers",
+)
 def _shape_str() -> bytes:
     t = base_tree()
     t.docs["0"]["shape"] = [2, 32, "64"]
     return ozx(t)
 
 
-
-
-@case("array_fill_value_invalid.ozx", "open", "MetadataError",
-      r"(?i)^(?!.*must_understand).*fill.?value",
-      "Zarr v3 core 'fill_value': a value of the array's data type")
+@case(
+    "array_fill_value_invalid.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)^(?!.*must_understand).*fill.?value",
+    "Zarr v3 core 'fill_value': a value of the array's data type",
+)
 def _fill() -> bytes:
     t = base_tree()
     t.docs["0"]["fill_value"] = "banana"
     return ozx(t)
 
 
-@case("shard_shape_not_multiple.ozx", "open", "MetadataError",
-      r"(?i)^(?!.*must_understand).*divisible",
-      rule=
-      "Zarr v3 sharding codec: the shard shape MUST be a multiple of the inner chunk shape")
+@case(
+    "shard_shape_not_multiple.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)^(?!.*must_understand).*divisible",
+    rule="Zarr v3 sharding codec: the shard shape MUST be a multiple of the inner chunk shape",
+)
 def _shard_mult() -> bytes:
     t = base_tree()
     t.docs["0"]["codecs"][0]["configuration"]["chunk_shape"] = [1, 16, 24]
@@ -1594,8 +2079,6 @@ def _shard_mult() -> bytes:
 
 
 # ---- pixels: chunks that do not decode ---------------------------------------------------------
-
-
 
 
 @case("chunk_corrupt_zstd.ozx", "read", "OzxError", r"0/c/0/0/0.*(zstd|decod)", R_CODEC)
@@ -1608,8 +2091,7 @@ def _bad_zstd() -> bytes:
     return ozx(base_tree(corrupt))
 
 
-@case("chunk_zstd_wrong_size.ozx", "read", "OzxError", r"0/c/0/0/0.*(size|shape|decod)",
-      R_CODEC)
+@case("chunk_zstd_wrong_size.ozx", "read", "OzxError", r"0/c/0/0/0.*(size|shape|decod)", R_CODEC)
 def _short_zstd() -> bytes:
     # a valid zstd frame that holds fewer bytes than an inner chunk needs
     def short(path: str, pos: tuple[int, ...], enc: bytes) -> bytes:
@@ -1620,15 +2102,20 @@ def _short_zstd() -> bytes:
     return ozx(base_tree(short))
 
 
-@case("shard_index_beyond_shard.ozx", "read", "OzxError",
-      r"0/c/0/0/0.*(shard|index|range|beyond|past)", R_SHARD)
+@case(
+    "shard_index_beyond_shard.ozx",
+    "read",
+    "OzxError",
+    r"0/c/0/0/0.*(shard|index|range|beyond|past)",
+    R_SHARD,
+)
 def _shard_index() -> bytes:
     t = base_tree()
     key = "0/c/0/0/0"
     shard = bytearray(t.chunks[key])
     n = 8  # inner chunks in a level-0 shard
     idx_off = len(shard) - (16 * n + 4)
-    idx = np.frombuffer(bytes(shard[idx_off: idx_off + 16 * n]), "<u8").reshape(n, 2).copy()
+    idx = np.frombuffer(bytes(shard[idx_off : idx_off + 16 * n]), "<u8").reshape(n, 2).copy()
     idx[2, 0] = 1_000_000  # inner chunk 2 starts 1 MB into a ~5 KB shard
     raw = idx.tobytes()
     shard[idx_off:] = raw + struct.pack("<I", crc32c(raw))
@@ -1636,8 +2123,7 @@ def _shard_index() -> bytes:
     return ozx(t)
 
 
-@case("shard_index_bad_checksum.ozx", "read", "OzxError", r"0/c/1/0/0.*(checksum|crc)",
-      R_SHARD)
+@case("shard_index_bad_checksum.ozx", "read", "OzxError", r"0/c/1/0/0.*(checksum|crc)", R_SHARD)
 def _shard_crc() -> bytes:
     t = base_tree()
     key = "0/c/1/0/0"
@@ -1647,8 +2133,9 @@ def _shard_crc() -> bytes:
     return ozx(t)
 
 
-@case("shard_truncated.ozx", "read", "OzxError", r"0/c/0/0/0.*(shard|index|checksum|decod)",
-      R_SHARD)
+@case(
+    "shard_truncated.ozx", "read", "OzxError", r"0/c/0/0/0.*(shard|index|checksum|decod)", R_SHARD
+)
 def _shard_trunc() -> bytes:
     t = base_tree()
     key = "0/c/0/0/0"
@@ -1687,8 +2174,11 @@ def _labels_escape() -> bytes:
 def _omero() -> bytes:
     t = base_tree()
     t.docs[""]["attributes"]["ome"]["omero"] = {
-        "channels": [17, {"color": 12345, "window": "wide", "label": ["x"],
-                          "active": "maybe"}, None],
+        "channels": [
+            17,
+            {"color": 12345, "window": "wide", "label": ["x"], "active": "maybe"},
+            None,
+        ],
         "rdefs": "none",
     }
     return ozx(t)
@@ -1701,8 +2191,7 @@ def _omero_list() -> bytes:
     return ozx(t)
 
 
-@case("labels_unknown_extension.ozx", "read", None, None, R_LABELS + "; " + R_ZEP10,
-      labels=False)
+@case("labels_unknown_extension.ozx", "read", None, None, R_LABELS + "; " + R_ZEP10, labels=False)
 def _labels_ext() -> bytes:
     t = base_tree()
     t.docs["labels/cells/0"]["extensions"] = [{"name": "example.sparse-labels"}]
@@ -1712,26 +2201,43 @@ def _labels_ext() -> bytes:
 FLOOD_READ = "read() runs the same code, so it hangs the same way"
 
 
-@case("labels_flood.ozx", "read", None, None,
-      "napari-ozx: a label image listed many times is one label layer, and listing it must "
-      "not cost time or memory per entry (OME-Zarr 0.5 'labels': the names of the label "
-      "images)", labels=True)
+@case(
+    "labels_flood.ozx",
+    "read",
+    None,
+    None,
+    "napari-ozx: a label image listed many times is one label layer, and listing it must "
+    "not cost time or memory per entry (OME-Zarr 0.5 'labels': the names of the label "
+    "images)",
+    labels=True,
+)
 def _labels_flood() -> bytes:
     t = base_tree()
     t.docs["labels"]["attributes"]["ome"]["labels"] = ["cells"] * 2000
     return ozx(t)
 
 
-@case("collection_series_flood.ozx", "open", "MetadataError", r"(?i)series|duplicate",
-      "bioformats2raw layout: OME/zarr.json 'series' lists the paths of the images (each "
-      "once); napari-ozx must not open one image per repeated entry")
+@case(
+    "collection_series_flood.ozx",
+    "open",
+    "MetadataError",
+    r"(?i)series|duplicate",
+    "bioformats2raw layout: OME/zarr.json 'series' lists the paths of the images (each "
+    "once); napari-ozx must not open one image per repeated entry",
+)
 def _series_flood() -> bytes:
     t = base_tree()
     moved = Tree()
-    moved.docs[""] = {"zarr_format": 3, "node_type": "group",
-                      "attributes": {"ome": {"version": "0.5", "bioformats2raw.layout": 3}}}
-    moved.docs["OME"] = {"zarr_format": 3, "node_type": "group",
-                         "attributes": {"ome": {"version": "0.5", "series": ["0"] * 4000}}}
+    moved.docs[""] = {
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": {"ome": {"version": "0.5", "bioformats2raw.layout": 3}},
+    }
+    moved.docs["OME"] = {
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": {"ome": {"version": "0.5", "series": ["0"] * 4000}},
+    }
     for k, v in t.docs.items():
         moved.docs[f"0/{k}".rstrip("/")] = v
     moved.chunks = {f"0/{k}": v for k, v in t.chunks.items()}
@@ -1746,29 +2252,45 @@ def _junk_zip() -> bytes:
     return b"PK\x03\x04" + noise_bytes(1000, SEED + 2)
 
 
-@case("junk_zip_without_zarr.zip", "get_reader", "NotOmeZarrError", r"(?i)zarr\.json|zarr group",
-      R_GET_READER)
+@case(
+    "junk_zip_without_zarr.zip",
+    "get_reader",
+    "NotOmeZarrError",
+    r"(?i)zarr\.json|zarr group",
+    R_GET_READER,
+)
 def _plain_zip() -> bytes:
     return build_zip([Member("readme.txt", b"just a zip\n")], comment=b"")[0]
 
 
-@case("junk_plain_zarr_dir.zarr", "get_reader", "NotOmeZarrError", r"(?i)no OME-Zarr metadata",
-      R_GET_READER)
+@case(
+    "junk_plain_zarr_dir.zarr",
+    "get_reader",
+    "NotOmeZarrError",
+    r"(?i)no OME-Zarr metadata",
+    R_GET_READER,
+)
 def _plain_dir() -> dict[str, bytes]:
     return {"zarr.json": b'{"zarr_format": 3, "node_type": "group", "attributes": {}}\n'}
 
 
-@case("junk_dir_invalid_json.zarr", "get_reader", "MetadataError", r"(?i)invalid JSON",
-      R_GET_READER)
+@case(
+    "junk_dir_invalid_json.zarr", "get_reader", "MetadataError", r"(?i)invalid JSON", R_GET_READER
+)
 def _dir_json() -> dict[str, bytes]:
     return {"zarr.json": b'{"zarr_format": 3, "node_type": '}
 
 
-@case("dir_level_invalid_json.zarr", "open", "MetadataError", r"(?i)0/zarr\.json.*invalid JSON",
-      R_JSON)
+@case(
+    "dir_level_invalid_json.zarr",
+    "open",
+    "MetadataError",
+    r"(?i)0/zarr\.json.*invalid JSON",
+    R_JSON,
+)
 def _dir_level() -> dict[str, bytes]:
     files = dict(base_tree().files())
-    files["0/zarr.json"] = b"{\n  \"zarr_format\": 3,\n"
+    files["0/zarr.json"] = b'{\n  "zarr_format": 3,\n'
     return {k: v for k, v in files.items() if k.endswith("zarr.json")}
 
 

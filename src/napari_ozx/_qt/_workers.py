@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import weakref
 from collections.abc import Callable
@@ -65,10 +66,8 @@ def cleanup_hook(cleanups: list[Callable[[], None]]) -> Callable[..., None]:
     def run(*_: Any) -> None:
         while cleanups:
             fn = cleanups.pop()
-            try:
+            with contextlib.suppress(Exception):
                 fn()
-            except Exception:  # noqa: BLE001 - the viewer may be gone already
-                pass
 
     return run
 
@@ -103,6 +102,6 @@ class ShutdownOnUndock:
                 self.shutdown()
         return super().event(e)  # type: ignore[misc]
 
-    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+    def closeEvent(self, event: Any) -> None:
         self.shutdown()
         super().closeEvent(event)  # type: ignore[misc]

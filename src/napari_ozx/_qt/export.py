@@ -52,7 +52,7 @@ from ..export_options import (
     save_options,
 )
 from ..ngff.write import WriteCancelled, WriteOptions
-from ._workers import ShutdownOnUndock, ProgressRelay, cleanup_hook, disconnector, run_in_thread
+from ._workers import ProgressRelay, ShutdownOnUndock, cleanup_hook, disconnector, run_in_thread
 
 if TYPE_CHECKING:
     import napari
@@ -73,7 +73,9 @@ class ExportWidget(ShutdownOnUndock, QWidget):
     #: emitted after the estimates were recomputed
     estimates_updated = Signal()
 
-    def __init__(self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("napari-ozx export")
         self._viewer = napari_viewer
@@ -87,7 +89,9 @@ class ExportWidget(ShutdownOnUndock, QWidget):
 
         # -- layers
         self.layer_list = QListWidget()
-        self.layer_list.setToolTip("Image layers become the channels of one image; labels go under its labels/")
+        self.layer_list.setToolTip(
+            "Image layers become the channels of one image; labels go under its labels/"
+        )
         self.layer_list.itemChanged.connect(self._on_changed)
         layers_box = QGroupBox("Layers")
         lb = QVBoxLayout(layers_box)
@@ -106,8 +110,16 @@ class ExportWidget(ShutdownOnUndock, QWidget):
         ff.addRow("Version", self.version_combo)
 
         # -- layout
-        self.chunk_spin = _spin(16, 8192, 64, " px", "Inner chunk edge in y and x: the unit a viewer reads and decodes")
-        self.shard_spin = _spin(16, 65536, 256, " px", "Shard edge in y and x (a multiple of the chunk): one stored entry")
+        self.chunk_spin = _spin(
+            16, 8192, 64, " px", "Inner chunk edge in y and x: the unit a viewer reads and decodes"
+        )
+        self.shard_spin = _spin(
+            16,
+            65536,
+            256,
+            " px",
+            "Shard edge in y and x (a multiple of the chunk): one stored entry",
+        )
         self.shard_z_spin = _spin(1, 4096, 1, " planes", "Planes (z) per shard")
         self.codec_combo = QComboBox()
         for c in CODECS:
@@ -117,7 +129,9 @@ class ExportWidget(ShutdownOnUndock, QWidget):
         codec_row.addWidget(self.codec_combo, 1)
         codec_row.addWidget(QLabel("level"))
         codec_row.addWidget(self.level_spin)
-        self.levels_spin = _spin(0, 12, 1, "", "Pyramid levels (auto: halve until one chunk holds a plane)")
+        self.levels_spin = _spin(
+            0, 12, 1, "", "Pyramid levels (auto: halve until one chunk holds a plane)"
+        )
         self.levels_spin.setSpecialValueText("auto")
         self.downsample_combo = QComboBox()
         for m in DOWNSAMPLE:
@@ -186,14 +200,29 @@ class ExportWidget(ShutdownOnUndock, QWidget):
         layout.addStretch(0)
 
         self._option_widgets = [
-            self.format_combo, self.version_combo, self.chunk_spin, self.shard_spin, self.shard_z_spin,
-            self.codec_combo, self.level_spin, self.levels_spin, self.downsample_combo, self.layer_list,
-            self.target_edit, self.browse_button,
+            self.format_combo,
+            self.version_combo,
+            self.chunk_spin,
+            self.shard_spin,
+            self.shard_z_spin,
+            self.codec_combo,
+            self.level_spin,
+            self.levels_spin,
+            self.downsample_combo,
+            self.layer_list,
+            self.target_edit,
+            self.browse_button,
         ]
         self.set_options(remembered)
         for w in (self.format_combo, self.version_combo, self.codec_combo, self.downsample_combo):
             w.currentIndexChanged.connect(self._on_changed)
-        for s in (self.chunk_spin, self.shard_spin, self.shard_z_spin, self.level_spin, self.levels_spin):
+        for s in (
+            self.chunk_spin,
+            self.shard_spin,
+            self.shard_z_spin,
+            self.level_spin,
+            self.levels_spin,
+        ):
             s.valueChanged.connect(self._on_changed)
 
         self._relay = ProgressRelay(self)
@@ -270,13 +299,17 @@ class ExportWidget(ShutdownOnUndock, QWidget):
             item = model.item(row) if hasattr(model, "item") else None
             if item is not None:
                 item.setEnabled(ok)
-                item.setToolTip("" if ok else "An .ozx holds OME-Zarr 0.5 only (RFC-9 builds on Zarr v3)")
+                item.setToolTip(
+                    "" if ok else "An .ozx holds OME-Zarr 0.5 only (RFC-9 builds on Zarr v3)"
+                )
         if self.version_combo.currentData() not in VERSIONS[fmt]:
             _select(self.version_combo, VERSIONS[fmt][0])
         sharded = self.version_combo.currentData() == "0.5"
         self.shard_spin.setEnabled(sharded and not self.busy)
         self.shard_z_spin.setEnabled(sharded and not self.busy)
-        self.level_spin.setEnabled(level_range(self.codec_combo.currentData()) is not None and not self.busy)
+        self.level_spin.setEnabled(
+            level_range(self.codec_combo.currentData()) is not None and not self.busy
+        )
 
     def _on_changed(self, *_: Any) -> None:
         if self._updating:
@@ -304,7 +337,9 @@ class ExportWidget(ShutdownOnUndock, QWidget):
             return
         try:
             checked = {id(lyr) for lyr in self.selected_layers()}
-            known = {self.layer_list.item(i).data(_LAYER_ROLE) for i in range(self.layer_list.count())}
+            known = {
+                self.layer_list.item(i).data(_LAYER_ROLE) for i in range(self.layer_list.count())
+            }
         except RuntimeError:  # widget deleted
             return
         self.layer_list.blockSignals(True)
@@ -320,7 +355,11 @@ class ExportWidget(ShutdownOnUndock, QWidget):
                 item.setData(_LAYER_ROLE, id(lyr))
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                 new = id(lyr) not in known
-                item.setCheckState(Qt.CheckState.Checked if (new or id(lyr) in checked) else Qt.CheckState.Unchecked)
+                item.setCheckState(
+                    Qt.CheckState.Checked
+                    if (new or id(lyr) in checked)
+                    else Qt.CheckState.Unchecked
+                )
                 self.layer_list.addItem(item)
         finally:
             self.layer_list.blockSignals(False)
@@ -377,14 +416,20 @@ class ExportWidget(ShutdownOnUndock, QWidget):
                 f"{est.chunks_per_shard:,}  ({' × '.join(map(str, first.chunk_shape))} in "
                 f"{' × '.join(map(str, first.stored_shape))})"
             )
-            self.estimate_labels["Shard size"].setText(f"{first.shard_bytes / 2**20:.2f} MiB per {unit}, uncompressed")
-            self.estimate_labels["Entries"].setText(f"{est.entries:,} {what} ({est.metadata_entries} metadata)")
+            self.estimate_labels["Shard size"].setText(
+                f"{first.shard_bytes / 2**20:.2f} MiB per {unit}, uncompressed"
+            )
+            self.estimate_labels["Entries"].setText(
+                f"{est.entries:,} {what} ({est.metadata_entries} metadata)"
+            )
             self.estimate_labels["Pyramid levels"].setText(
                 ", ".join(f"{m.plan.name}: {len(m.levels)}" for m in est.multiscales)
             )
             from ..inspect import format_bytes
 
-            self.estimate_labels["Data"].setText(f"{format_bytes(est.nbytes)} uncompressed, all levels")
+            self.estimate_labels["Data"].setText(
+                f"{format_bytes(est.nbytes)} uncompressed, all levels"
+            )
             self.estimate_note.setText("")
         self._update_buttons()
         self.estimates_updated.emit()
@@ -395,13 +440,21 @@ class ExportWidget(ShutdownOnUndock, QWidget):
         return self._cancel is not None
 
     def _update_buttons(self, *_: Any) -> None:
-        self.export_button.setEnabled(not self.busy and self.estimate is not None and bool(self.target_edit.text().strip()))
+        self.export_button.setEnabled(
+            not self.busy and self.estimate is not None and bool(self.target_edit.text().strip())
+        )
         self.cancel_button.setEnabled(self.busy)
 
     def _browse(self) -> None:
         fmt = self.format_combo.currentData()
-        start = self.target_edit.text() or os.path.join(os.getcwd(), retarget(self._default_name(), fmt))
-        filt = "OME-Zarr single file (*.ozx)" if fmt == "ozx" else "OME-Zarr directory (*.ome.zarr *.zarr)"
+        start = self.target_edit.text() or os.path.join(
+            os.getcwd(), retarget(self._default_name(), fmt)
+        )
+        filt = (
+            "OME-Zarr single file (*.ozx)"
+            if fmt == "ozx"
+            else "OME-Zarr directory (*.ome.zarr *.zarr)"
+        )
         path, _ = QFileDialog.getSaveFileName(
             self, "Export OME-Zarr", start, filt, options=QFileDialog.Option.DontConfirmOverwrite
         )
@@ -447,7 +500,9 @@ class ExportWidget(ShutdownOnUndock, QWidget):
         def job() -> Any:
             return export_layers(target, layers, opts, progress=relay, cancel=cancel)
 
-        self._worker = run_in_thread(job, on_result=self._on_export_done, on_error=self._on_export_error)
+        self._worker = run_in_thread(
+            job, on_result=self._on_export_done, on_error=self._on_export_error
+        )
 
     def cancel_export(self) -> None:
         if self._cancel is not None:

@@ -95,14 +95,17 @@ def _swatch(color: str | None) -> str:
 
 def _table(rows: tuple[Row, ...] | list[Row]) -> str:
     body = "".join(
-        f"<tr><td><b>{_esc(r.label)}</b></td><td>{_swatch(r.color)}{_esc(r.value)}</td></tr>" for r in rows
+        f"<tr><td><b>{_esc(r.label)}</b></td><td>{_swatch(r.color)}{_esc(r.value)}</td></tr>"
+        for r in rows
     )
     return f'<table cellspacing="0" cellpadding="2">{body}</table>'
 
 
 def details_html(d: NodeDetails) -> str:
     """The Summary tab: sections, extensions and the node's error."""
-    parts = [f"<h3>{_esc(d.node.title)} <small>({_esc(_KIND_LABEL.get(d.kind, d.kind))})</small></h3>"]
+    parts = [
+        f"<h3>{_esc(d.node.title)} <small>({_esc(_KIND_LABEL.get(d.kind, d.kind))})</small></h3>"
+    ]
     if d.node.path:
         parts.append(f"<p><code>{_esc(d.node.path)}</code></p>")
     if d.error:
@@ -111,10 +114,13 @@ def details_html(d: NodeDetails) -> str:
         parts.append(f"<h4>{_esc(s.title)}</h4>{_table(s.rows)}")
     if d.extensions:
         rows = [
-            Row(e.name, f"must_understand: {str(e.must_understand).lower()} · "
-                        f"{'understood' if e.understood else 'not implemented'}"
-                        + (f" · {e.configuration}" if e.configuration else "")
-                        + (" · top-level key" if e.where == "key" else ""))
+            Row(
+                e.name,
+                f"must_understand: {str(e.must_understand).lower()} · "
+                f"{'understood' if e.understood else 'not implemented'}"
+                + (f" · {e.configuration}" if e.configuration else "")
+                + (" · top-level key" if e.where == "key" else ""),
+            )
             for e in d.extensions
         ]
         parts.append(f"<h4>Zarr extensions (ZEP 10)</h4>{_table(rows)}")
@@ -213,7 +219,9 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
     #: emitted when the .ozx archive facts and findings are shown
     archive_shown = Signal()
 
-    def __init__(self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("napari-ozx inspector")
         self._viewer = napari_viewer
@@ -228,11 +236,15 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
         self._archive: ArchiveFacts | None = None
 
         # -- top bar
-        self.source_label = QLabel("No OME-Zarr source. Select a layer read by napari-ozx, or open a file.")
+        self.source_label = QLabel(
+            "No OME-Zarr source. Select a layer read by napari-ozx, or open a file."
+        )
         self.source_label.setWordWrap(True)
         self.source_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.open_file_button = QPushButton("Open file…")
-        self.open_file_button.setToolTip("Inspect an .ozx file (or pick the zarr.json / .zattrs of a directory)")
+        self.open_file_button.setToolTip(
+            "Inspect an .ozx file (or pick the zarr.json / .zattrs of a directory)"
+        )
         self.open_file_button.clicked.connect(self._choose_file)
         self.open_dir_button = QPushButton("Open folder…")
         self.open_dir_button.setToolTip("Inspect an OME-Zarr directory")
@@ -293,7 +305,9 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
         self.findings.setHeaderLabels(["Severity", "Code", "Message"])
         self.findings.setRootIsDecorated(False)
         for col in (0, 1):
-            self.findings.header().setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+            self.findings.header().setSectionResizeMode(
+                col, QHeaderView.ResizeMode.ResizeToContents
+            )
         archive_page = QSplitter(Qt.Orientation.Vertical)
         archive_page.addWidget(self.archive_view)
         archive_page.addWidget(self.findings)
@@ -326,8 +340,10 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
         self._shutdown = cleanup_hook(self._cleanups)
         self.destroyed.connect(self._shutdown)
         if napari_viewer is not None:
-            for emitter, cb in ((napari_viewer.layers.selection.events.active, self._on_active_layer),
-                                (napari_viewer.events.theme, self._on_theme)):
+            for emitter, cb in (
+                (napari_viewer.layers.selection.events.active, self._on_active_layer),
+                (napari_viewer.events.theme, self._on_theme),
+            ):
                 emitter.connect(cb)
                 self._cleanups.append(disconnector(emitter, cb))
             self._on_active_layer()
@@ -342,8 +358,10 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
         source = os.fspath(source)
         self._generation += 1
         gen = self._generation
-        self.source_label.setText(f"<b>{_esc(os.path.basename(source.rstrip('/')) or source)}</b><br>"
-                                  f"<small>{_esc(source)}</small>")
+        self.source_label.setText(
+            f"<b>{_esc(os.path.basename(source.rstrip('/')) or source)}</b><br>"
+            f"<small>{_esc(source)}</small>"
+        )
         self.source_label.setToolTip(source)
         self._set_status(f"Opening {source}…")
         leases = self._leases
@@ -359,7 +377,11 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
             finally:
                 leases.release(insp)
 
-        run_in_thread(job, on_result=lambda r: self._on_opened(gen, r), on_error=lambda e: self._on_open_failed(gen, source, e))
+        run_in_thread(
+            job,
+            on_result=lambda r: self._on_opened(gen, r),
+            on_error=lambda e: self._on_open_failed(gen, source, e),
+        )
 
     def select_path(self, path: str) -> None:
         """Select the node at Zarr *path* in the current source (loads its ancestors)."""
@@ -391,7 +413,9 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
         self._set_status("JSON copied to the clipboard")
 
     # ------------------------------------------------------------------ workers
-    def _run(self, insp: Inspection, fn: Callable[[Inspection], Any], on_result: Callable[[Any], None]) -> None:
+    def _run(
+        self, insp: Inspection, fn: Callable[[Inspection], Any], on_result: Callable[[Any], None]
+    ) -> None:
         leases = self._leases
         leases.acquire(insp)
 
@@ -553,31 +577,40 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
     def _show_archive(self, facts: ArchiveFacts | None) -> None:
         self.findings.clear()
         if facts is None:
-            self.archive_view.setHtml("<p>Archive facts and RFC-9 findings are shown for <code>.ozx</code> files.</p>")
+            self.archive_view.setHtml(
+                "<p>Archive facts and RFC-9 findings are shown for <code>.ozx</code> files.</p>"
+            )
             self.tabs.setTabText(self._archive_tab, "Archive")
-            self.tabs.setTabEnabled(self._archive_tab, bool(self._inspection and self._inspection.is_ozx))
+            self.tabs.setTabEnabled(
+                self._archive_tab, bool(self._inspection and self._inspection.is_ozx)
+            )
             return
         self.tabs.setTabEnabled(self._archive_tab, True)
         self.archive_view.setHtml(archive_html(facts))
         items = []
         for f in facts.findings:
-            it = QTreeWidgetItem([f.severity, f.code, f"{f.member}: {f.message}" if f.member else f.message])
+            it = QTreeWidgetItem(
+                [f.severity, f.code, f"{f.member}: {f.message}" if f.member else f.message]
+            )
             it.setIcon(0, self._severity_icon(f.severity))
             it.setToolTip(2, f"{f.message}\n\nRule: {f.rule}" if f.rule else f.message)
             items.append(it)
         self.findings.addTopLevelItems(items)
         c = facts.counts()
         parts = [f"{c[k]} {k}{'s' if c[k] != 1 else ''}" for k in ("error", "warning") if c[k]]
-        self.tabs.setTabText(self._archive_tab, f"Archive ({', '.join(parts)})" if parts else "Archive")
+        self.tabs.setTabText(
+            self._archive_tab, f"Archive ({', '.join(parts)})" if parts else "Archive"
+        )
 
     def _severity_icon(self, severity: str) -> QIcon:
         if severity in self._icons:
             return self._icons[severity]
         color = self._theme_color({"error": "error", "warning": "warning"}.get(severity, "current"))
         if color is None:
-            sp = {"error": QStyle.StandardPixmap.SP_MessageBoxCritical,
-                  "warning": QStyle.StandardPixmap.SP_MessageBoxWarning}.get(
-                severity, QStyle.StandardPixmap.SP_MessageBoxInformation)
+            sp = {
+                "error": QStyle.StandardPixmap.SP_MessageBoxCritical,
+                "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
+            }.get(severity, QStyle.StandardPixmap.SP_MessageBoxInformation)
             icon = self.style().standardIcon(sp)
         else:
             pix = QPixmap(12, 12)
@@ -599,7 +632,7 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
             from napari.utils.theme import get_theme
 
             return getattr(get_theme(self._viewer.theme), name).as_hex()
-        except Exception:  # noqa: BLE001 - unknown theme or attribute: fall back to the style
+        except Exception:
             return None
 
     def _on_theme(self, *_: Any) -> None:
@@ -626,7 +659,9 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
                 if len(selections) >= 10_000:
                     break
         self.json_view.setExtraSelections(selections)
-        self.match_label.setText(f"{len(selections)} match{'es' if len(selections) != 1 else ''}" if text else "")
+        self.match_label.setText(
+            f"{len(selections)} match{'es' if len(selections) != 1 else ''}" if text else ""
+        )
         if text and selections:
             c = self.json_view.textCursor()
             c.movePosition(QTextCursor.MoveOperation.Start)
@@ -641,7 +676,9 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
         if self.json_view.find(text, flags):
             return True
         c = self.json_view.textCursor()  # wrap around
-        c.movePosition(QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start)
+        c.movePosition(
+            QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start
+        )
         self.json_view.setTextCursor(c)
         return self.json_view.find(text, flags)
 

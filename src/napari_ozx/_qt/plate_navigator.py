@@ -208,7 +208,7 @@ class PlateMap(QWidget):
         return None
 
     # -- painting ------------------------------------------------------------
-    def paintEvent(self, event: Any) -> None:  # noqa: ARG002
+    def paintEvent(self, event: Any) -> None:
         if not self._rows or not self._cols:
             return
         cell, x0, y0 = self._layout()
@@ -231,7 +231,9 @@ class PlateMap(QWidget):
         round_wells = cell >= 10
         for r in range(len(self._rows)):
             for c in range(len(self._cols)):
-                rect = QRectF(x0 + c * cell + pad, y0 + r * cell + pad, cell - 2 * pad, cell - 2 * pad)
+                rect = QRectF(
+                    x0 + c * cell + pad, y0 + r * cell + pad, cell - 2 * pad, cell - 2 * pad
+                )
                 st = self.state(r, c)
                 if st == ABSENT:
                     p.setPen(QPen(_ABSENT_PEN, 1))
@@ -295,13 +297,20 @@ class PlateMap(QWidget):
 
     def keyPressEvent(self, ev: Any) -> None:
         key = ev.key()
-        moves = {Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1), Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0)}
+        moves = {
+            Qt.Key.Key_Left: (0, -1),
+            Qt.Key.Key_Right: (0, 1),
+            Qt.Key.Key_Up: (-1, 0),
+            Qt.Key.Key_Down: (1, 0),
+        }
         if self._current is None or not self._rows:
             return super().keyPressEvent(ev)
         r, c = self._current
         if key in moves:
             dr, dc = moves[key]
-            self.set_current(min(max(r + dr, 0), len(self._rows) - 1), min(max(c + dc, 0), len(self._cols) - 1))
+            self.set_current(
+                min(max(r + dr, 0), len(self._rows) - 1), min(max(c + dc, 0), len(self._cols) - 1)
+            )
         elif key == Qt.Key.Key_Home:
             self.set_current(r, 0)
         elif key == Qt.Key.Key_End:
@@ -396,7 +405,9 @@ class PlateNavigator(QWidget):
         self.viewer.mouse_drag_callbacks.append(self._on_canvas_drag)
         # the dock may be deleted on the C++ side (closed, viewer closed): let go of the
         # viewer then, from a closure that does not touch the deleted widget
-        self.destroyed.connect(_disconnector(self.viewer, self._on_inserted, self._on_removed, self._on_canvas_drag))
+        self.destroyed.connect(
+            _disconnector(self.viewer, self._on_inserted, self._on_removed, self._on_canvas_drag)
+        )
         for layer in list(self.viewer.layers):
             self._bind_layer(layer)
 
@@ -539,7 +550,9 @@ class PlateNavigator(QWidget):
             self.title.setText(f"<b>Well {plate.name}</b>: {len(plate.wells[0].fields)} fields")
         tips = {(w.row, w.column): self._tip(w) for w in plate.wells}
         self.map.set_plate(plate.rows, plate.columns, self._states(), tips)
-        self.map.set_loaded(self._loaded_cells if self._shown and self._shown.plate_id == pid else set())
+        self.map.set_loaded(
+            self._loaded_cells if self._shown and self._shown.plate_id == pid else set()
+        )
         self._set_enabled(True)
 
     def _fill_fields(self) -> None:
@@ -670,7 +683,7 @@ class PlateNavigator(QWidget):
         if layers is None:
             try:
                 layers = self._add_layers(layer_data, replace=not keep)
-            except Exception as e:  # noqa: BLE001 - napari refused the data: say so, keep going
+            except Exception as e:
                 self._fail(w, f"{type(e).__name__}: {e}")
                 return
             self._well_layers.extend(layers)
@@ -737,7 +750,9 @@ class PlateNavigator(QWidget):
         if req != self._pending:
             return
         self._pending = None
-        self._fail(w, str(err) if isinstance(err, OzxError | OSError) else f"{type(err).__name__}: {err}")
+        self._fail(
+            w, str(err) if isinstance(err, OzxError | OSError) else f"{type(err).__name__}: {err}"
+        )
 
     def _fail(self, w: WellInfo, msg: str) -> None:
         self.map.mark_failed((w.row, w.column))
@@ -810,21 +825,26 @@ class PlateNavigator(QWidget):
 
 def _disconnector(viewer: Any, inserted: Any, removed: Any, drag: Any) -> Any:
     def disconnect(*_: Any) -> None:
-        for emitter, cb in ((viewer.layers.events.inserted, inserted), (viewer.layers.events.removed, removed)):
-            try:
+        for emitter, cb in (
+            (viewer.layers.events.inserted, inserted),
+            (viewer.layers.events.removed, removed),
+        ):
+            with contextlib.suppress(TypeError, ValueError, RuntimeError):
                 emitter.disconnect(cb)
-            except (TypeError, ValueError, RuntimeError):
-                pass
         if drag in viewer.mouse_drag_callbacks:
             viewer.mouse_drag_callbacks.remove(drag)
 
     return disconnect
 
 
-def _load_well(plate: HcsPlate, w: WellInfo, req: _Request, overview: Overview | None) -> tuple[list[Any], list[str]]:
+def _load_well(
+    plate: HcsPlate, w: WellInfo, req: _Request, overview: Overview | None
+) -> tuple[list[Any], list[str]]:
     """Worker thread: metadata of the well's fields and their layer data (no pixels)."""
     fields = None if req.grid else [req.field]
-    return well_layer_data(plate, w, fields=fields, grid=req.grid, acquisition=req.acquisition, overview=overview)
+    return well_layer_data(
+        plate, w, fields=fields, grid=req.grid, acquisition=req.acquisition, overview=overview
+    )
 
 
 def _per_layer(layer_data: list[Any]) -> list[tuple[Any, dict[str, Any], str]]:
@@ -882,4 +902,3 @@ def dock_for_plate(plate: HcsPlate) -> None:
         from superqt.utils import ensure_main_thread
 
         ensure_main_thread(dock)()
-

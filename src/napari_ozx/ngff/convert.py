@@ -66,8 +66,24 @@ def convert(
     with open_ome_zarr(source) as oz:
         images = oz.images()
         if len(images) != 1:
-            raise OzxError(f"{source}: holds {len(images)} images; convert writes one image per target")
+            raise OzxError(
+                f"{source}: holds {len(images)} images; convert writes one image per target"
+            )
         (image,) = images
         if image.meta.image_label is not None:
-            return write_ome_zarr(target, labels=[labels_spec(image)], options=options, progress=progress, cancel=cancel, compute=compute)
-        return write_ome_zarr(target, image_spec(image), options=options, progress=progress, cancel=cancel, compute=compute)
+            return write_ome_zarr(
+                target,
+                labels=[labels_spec(image)],
+                options=options,
+                progress=progress,
+                cancel=cancel,
+                compute=compute,
+            )
+        return write_ome_zarr(
+            target,
+            image_spec(image),
+            options=options,
+            progress=progress,
+            cancel=cancel,
+            compute=compute,
+        )

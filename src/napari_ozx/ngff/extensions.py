@@ -54,7 +54,9 @@ _V3_ARRAY_KEYS = frozenset(
         "extensions",
     }
 )
-_V3_GROUP_KEYS = frozenset({"zarr_format", "node_type", "attributes", "extensions", "consolidated_metadata"})
+_V3_GROUP_KEYS = frozenset(
+    {"zarr_format", "node_type", "attributes", "extensions", "consolidated_metadata"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +95,18 @@ def _parse_one(raw: Any, node: str) -> Extension:
         name = raw["name"]
         must = raw.get("must_understand", True)
         if not isinstance(must, bool):
-            raise MetadataError(f"{node or '/'}: extension {name!r} has a non-boolean must_understand")
+            raise MetadataError(
+                f"{node or '/'}: extension {name!r} has a non-boolean must_understand"
+            )
         conf = raw.get("configuration") or {}
         if not isinstance(conf, Mapping):
             raise MetadataError(f"{node or '/'}: extension {name!r} configuration is not an object")
     else:
         raise MetadataError(f"{node or '/'}: invalid extension entry {raw!r}")
     if not (RAW_NAME.match(name) or _URI.match(name)):
-        raise MetadataError(f"{node or '/'}: extension name {name!r} is neither a raw name nor a URI (ZEP 9)")
+        raise MetadataError(
+            f"{node or '/'}: extension name {name!r} is neither a raw name nor a URI (ZEP 9)"
+        )
     return Extension(name, must, dict(conf), name in UNDERSTOOD)
 
 

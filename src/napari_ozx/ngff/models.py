@@ -48,15 +48,61 @@ __all__ = [
 
 # Units the OME-Zarr specification allows for space and time axes (UDUNITS-2 names).
 SPACE_UNITS = frozenset(
-    "angstrom attometer centimeter decimeter exameter femtometer foot gigameter "
-    "hectometer inch kilometer megameter meter micrometer mile millimeter nanometer "
-    "parsec petameter picometer terameter yard yoctometer yottameter zeptometer "
-    "zettameter".split()
+    [
+        "angstrom",
+        "attometer",
+        "centimeter",
+        "decimeter",
+        "exameter",
+        "femtometer",
+        "foot",
+        "gigameter",
+        "hectometer",
+        "inch",
+        "kilometer",
+        "megameter",
+        "meter",
+        "micrometer",
+        "mile",
+        "millimeter",
+        "nanometer",
+        "parsec",
+        "petameter",
+        "picometer",
+        "terameter",
+        "yard",
+        "yoctometer",
+        "yottameter",
+        "zeptometer",
+        "zettameter",
+    ]
 )
 TIME_UNITS = frozenset(
-    "attosecond centisecond day decisecond exasecond femtosecond gigasecond hectosecond "
-    "hour kilosecond megasecond microsecond millisecond minute nanosecond petasecond "
-    "picosecond second terasecond yoctosecond yottasecond zeptosecond zettasecond".split()
+    [
+        "attosecond",
+        "centisecond",
+        "day",
+        "decisecond",
+        "exasecond",
+        "femtosecond",
+        "gigasecond",
+        "hectosecond",
+        "hour",
+        "kilosecond",
+        "megasecond",
+        "microsecond",
+        "millisecond",
+        "minute",
+        "nanosecond",
+        "petasecond",
+        "picosecond",
+        "second",
+        "terasecond",
+        "yoctosecond",
+        "yottasecond",
+        "zeptosecond",
+        "zettasecond",
+    ]
 )
 _IMPLIED_AXES = ("t", "c", "z", "y", "x")
 _AXIS_TYPE_BY_NAME = {"t": "time", "c": "channel", "z": "space", "y": "space", "x": "space"}
@@ -565,9 +611,7 @@ def parse_node_attributes(
     b2r = attrs.get("bioformats2raw.layout", ome.get("bioformats2raw.layout"))
     series_raw = ome.get("series", attrs.get("series"))
     series = (
-        tuple(s for s in series_raw if isinstance(s, str))
-        if isinstance(series_raw, list)
-        else ()
+        tuple(s for s in series_raw if isinstance(s, str)) if isinstance(series_raw, list) else ()
     )
     return NodeMetadata(
         version=version,
@@ -589,4 +633,3 @@ def has_ome_keys(attrs: Mapping[str, Any]) -> bool:
     if isinstance(ome, Mapping):
         attrs = ome
     return any(k in attrs for k in _OME_KEYS) or "bioformats2raw.layout" in attrs
-

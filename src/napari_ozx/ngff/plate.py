@@ -51,7 +51,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import MetadataError, NotOmeZarrError, OzxError
-from .models import Acquisition, Axis, Dataset, Multiscale, NodeMetadata, Omero, Plate, parse_node_attributes
+from .models import (
+    Acquisition,
+    Axis,
+    Dataset,
+    Multiscale,
+    NodeMetadata,
+    Omero,
+    Plate,
+    parse_node_attributes,
+)
 from .open import ArrayNode, GroupNode, Image, OmeZarr, join_path, run_sync
 
 if TYPE_CHECKING:
@@ -59,7 +68,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FieldRef", "HcsPlate", "Overview", "OverviewImage", "WellInfo", "open_hcs", "plate_by_id", "yx_axes"]
+__all__ = [
+    "FieldRef",
+    "HcsPlate",
+    "Overview",
+    "OverviewImage",
+    "WellInfo",
+    "open_hcs",
+    "plate_by_id",
+    "yx_axes",
+]
 
 MAX_TILE = 256
 MIN_TILE = 48
@@ -80,7 +98,11 @@ def plate_by_id(plate_id: str) -> HcsPlate | None:
 
 def yx_axes(axes: Sequence[Axis]) -> tuple[int, int]:
     """Indices of the y and x axes: the last two spatial axes (else the last two)."""
-    spatial = [i for i, a in enumerate(axes) if a.type == "space" or (a.type is None and a.name in ("z", "y", "x"))]
+    spatial = [
+        i
+        for i, a in enumerate(axes)
+        if a.type == "space" or (a.type is None and a.name in ("z", "y", "x"))
+    ]
     if len(spatial) >= 2:
         return spatial[-2], spatial[-1]
     n = len(axes)
@@ -118,10 +140,13 @@ class WellInfo:
         if self.error:
             return f"{self.path or self.name}: {self.error}"
         names = ", ".join(
-            f.name if f.acquisition is None else f"{f.name} (acq. {f.acquisition})" for f in self.fields
+            f.name if f.acquisition is None else f"{f.name} (acq. {f.acquisition})"
+            for f in self.fields
         )
         n = len(self.fields)
-        return f"{self.path or self.name}: {n} field{'s' if n != 1 else ''}" + (f": {names}" if names else "")
+        return f"{self.path or self.name}: {n} field{'s' if n != 1 else ''}" + (
+            f": {names}" if names else ""
+        )
 
 
 # ----------------------------------------------------------------- overview
@@ -167,7 +192,9 @@ class Overview:
         self.channel_axis: int | None = ms.channel_axis
         self.yx = yx_axes(ms.axes)
         if self.yx[0] > self.yx[1]:
-            raise MetadataError(f"{plate.oz.source}: x before y in the axes is not supported for plates")
+            raise MetadataError(
+                f"{plate.oz.source}: x before y in the axes is not supported for plates"
+            )
         gap = max(2, round(max(tile) * 0.04))
         self.pitch = (tile[0] + gap, tile[1] + gap)
         self.inset = (gap // 2, gap // 2)
@@ -205,7 +232,10 @@ class Overview:
     def tile_origin(self, row: int, column: int) -> tuple[float, float]:
         """World y/x of the centre of the first pixel of a well's image in its tile."""
         sy, sx = self.yx_scale
-        return ((row * self.pitch[0] + self.inset[0]) * sy, (column * self.pitch[1] + self.inset[1]) * sx)
+        return (
+            (row * self.pitch[0] + self.inset[0]) * sy,
+            (column * self.pitch[1] + self.inset[1]) * sx,
+        )
 
     def well_at(self, y: float, x: float) -> WellInfo | None:
         """The well whose tile holds the world point (y, x), or None."""
@@ -246,7 +276,9 @@ class Overview:
         # a well whose chunks cannot be read stays black; say so once per array
         if t.node.path not in self._failed:
             self._failed.add(t.node.path)
-            logger.warning("%s: overview of %s left empty: %s", self.plate.oz.source, t.node.path, err)
+            logger.warning(
+                "%s: overview of %s left empty: %s", self.plate.oz.source, t.node.path, err
+            )
 
     @cached_property
     def data(self) -> da.Array:
@@ -274,7 +306,13 @@ class Overview:
                 key = tuple(r if i == y else 0 if i == x else plane[i] for i in range(ndim))
                 job = _RowJob(self, r, tuple(by_row.get(r, ())), plane)
                 graph[(name, *key)] = (_read_row, job)
-        return da.Array(graph, name, chunks=tuple(chunks), dtype=self.dtype, meta=np.empty((0,) * ndim, self.dtype))
+        return da.Array(
+            graph,
+            name,
+            chunks=tuple(chunks),
+            dtype=self.dtype,
+            meta=np.empty((0,) * ndim, self.dtype),
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -370,7 +408,9 @@ class HcsPlate:
             self.kind = "well"
             self.plate = None
             base = self.path.rsplit("/", 1)[-1] if self.path else oz.name
-            parent = os.path.basename(os.path.dirname(oz.source.rstrip("/\\"))) if not self.path else ""
+            parent = (
+                os.path.basename(os.path.dirname(oz.source.rstrip("/\\"))) if not self.path else ""
+            )
             if parent.isalpha() and base.isdigit():  # ".../plate.zarr/B/3" -> "B3"
                 base = parent + base
             self.name = base
@@ -393,10 +433,14 @@ class HcsPlate:
         wells = []
         for pw in plate.wells:
             if not _safe(pw.path):
-                logger.warning("%s: well path %r leaves the plate; ignored", self.oz.source, pw.path)
+                logger.warning(
+                    "%s: well path %r leaves the plate; ignored", self.oz.source, pw.path
+                )
                 continue
             if (pw.row, pw.column) in seen:
-                logger.warning("%s: well %s repeats a row and column; ignored", self.oz.source, pw.path)
+                logger.warning(
+                    "%s: well %s repeats a row and column; ignored", self.oz.source, pw.path
+                )
                 continue
             seen.add((pw.row, pw.column))
             wells.append(pw)
@@ -420,13 +464,21 @@ class HcsPlate:
         bad = [w for w in out if w.error]
         if bad:
             logger.warning(
-                "%s: %d of %d wells cannot be read (e.g. %s)", self.oz.source, len(bad), len(out), bad[0].describe()
+                "%s: %d of %d wells cannot be read (e.g. %s)",
+                self.oz.source,
+                len(bad),
+                len(out),
+                bad[0].describe(),
             )
         return tuple(out)
 
     # -- questions ---------------------------------------------------------------
     def well(self, key: str | tuple[int, int]) -> WellInfo:
-        w = self.by_position.get(key) if isinstance(key, tuple) else self.by_path.get(key.strip("/"))
+        w = (
+            self.by_position.get(key)
+            if isinstance(key, tuple)
+            else self.by_path.get(key.strip("/"))
+        )
         if w is None:
             raise KeyError(f"no well {key!r} in {self.oz.source}")
         return w
@@ -468,7 +520,10 @@ class HcsPlate:
         return g
 
     def open_fields(
-        self, well: WellInfo | str, fields: Sequence[int] | None = None, acquisition: int | None = None
+        self,
+        well: WellInfo | str,
+        fields: Sequence[int] | None = None,
+        acquisition: int | None = None,
     ) -> list[Image | OzxError]:
         """Full-resolution images of a well's fields (all, or those indices of the fields
         in *acquisition*); a field that cannot be opened is returned as its error."""
@@ -476,7 +531,9 @@ class HcsPlate:
         if w.error:
             raise MetadataError(f"{self.oz.source}: well {w.path}: {w.error}")
         refs = w.fields_in(acquisition)
-        chosen = [refs[i] for i in fields if 0 <= i < len(refs)] if fields is not None else list(refs)
+        chosen = (
+            [refs[i] for i in fields if 0 <= i < len(refs)] if fields is not None else list(refs)
+        )
         out: list[Image | OzxError] = []
         for ref, g in zip(chosen, self._groups([f.path for f in chosen]), strict=True):
             if isinstance(g, OzxError):
@@ -525,7 +582,9 @@ class HcsPlate:
                 skipped[w.path] = str(e)
         if rep is None:
             why = f" ({rep_err})" if rep_err else ""
-            raise MetadataError(f"{self.oz.source}: no well of this plate has a readable field {field_index}{why}")
+            raise MetadataError(
+                f"{self.oz.source}: no well of this plate has a readable field {field_index}{why}"
+            )
         level = _choose_level([a.shape for a in rep.arrays], yx_axes(rep.multiscale.axes), target)
         ms0 = rep.multiscale
         # every other well's field: that level's array document, all at once
@@ -542,7 +601,9 @@ class HcsPlate:
         tiles: dict[tuple[int, int], _WellTile] = {}
         shown: dict[tuple[int, int], FieldRef] = {}
         rep_yx = rep.arrays[level].shape
-        for (w, f, g), p, res in zip(todo, level_paths, self.oz.read_docs(level_paths), strict=True):
+        for (w, f, g), p, res in zip(
+            todo, level_paths, self.oz.read_docs(level_paths), strict=True
+        ):
             try:
                 node = self.oz.make_array(p, res)
                 g = self._fix_implied_axes(g, len(node.shape))
@@ -664,4 +725,3 @@ def open_hcs(source: Any, path: str = "") -> HcsPlate:
     except BaseException:
         oz.close()
         raise
-

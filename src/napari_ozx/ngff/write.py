@@ -39,7 +39,15 @@ from .models import Axis, Channel, LabelColor
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ImageSpec", "LabelsSpec", "WriteCancelled", "WriteOptions", "chunk_and_shard", "pyramid_shapes", "write_ome_zarr"]
+__all__ = [
+    "ImageSpec",
+    "LabelsSpec",
+    "WriteCancelled",
+    "WriteOptions",
+    "chunk_and_shard",
+    "pyramid_shapes",
+    "write_ome_zarr",
+]
 
 Progress = Callable[[int, int], None]  # (shards done, shards total)
 
@@ -95,7 +103,9 @@ class ImageSpec:
 # ------------------------------------------------------------------- layout
 
 
-def chunk_and_shard(shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptions) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+def chunk_and_shard(
+    shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptions
+) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
     """Inner chunks: ``chunk_yx`` tiles of single planes; shards: ``shard_z`` planes of
     up to ``shard_yx`` squared (a multiple of the chunk). Other axes: 1."""
     yx = _yx_axes(axes)
@@ -116,11 +126,15 @@ def chunk_and_shard(shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptio
 
 def _yx_axes(axes: Sequence[Axis]) -> tuple[int, ...]:
     """Axes halved per pyramid level: the last two spatial axes."""
-    spatial = [i for i, a in enumerate(axes) if a.type == "space" or (a.type is None and a.name in "zyx")]
+    spatial = [
+        i for i, a in enumerate(axes) if a.type == "space" or (a.type is None and a.name in "zyx")
+    ]
     return tuple(spatial[-2:])
 
 
-def pyramid_shapes(shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptions) -> list[tuple[int, ...]]:
+def pyramid_shapes(
+    shape: Sequence[int], axes: Sequence[Axis], opts: WriteOptions
+) -> list[tuple[int, ...]]:
     ds = _yx_axes(axes)
     shapes = [tuple(int(s) for s in shape)]
     limit = opts.pyramid_levels
@@ -128,7 +142,9 @@ def pyramid_shapes(shape: Sequence[int], axes: Sequence[Axis], opts: WriteOption
         cur = shapes[-1]
         if limit is not None and len(shapes) >= limit:
             break
-        if limit is None and (not ds or all(cur[i] <= opts.chunk_yx for i in ds) or len(shapes) >= 12):
+        if limit is None and (
+            not ds or all(cur[i] <= opts.chunk_yx for i in ds) or len(shapes) >= 12
+        ):
             break
         nxt = tuple(math.ceil(s / 2) if i in ds else s for i, s in enumerate(cur))
         if nxt == cur:
@@ -149,7 +165,12 @@ def _codecs(opts: WriteOptions, itemsize: int) -> Any:
     if opts.codec == "gzip":
         return GzipCodec(level=min(max(opts.level, 0), 9))
     cname = "lz4" if opts.codec == "blosc-lz4" else "zstd"
-    return BloscCodec(cname=cname, clevel=min(max(opts.level, 0), 9), shuffle="bitshuffle" if itemsize == 1 else "shuffle", typesize=itemsize)
+    return BloscCodec(
+        cname=cname,
+        clevel=min(max(opts.level, 0), 9),
+        shuffle="bitshuffle" if itemsize == 1 else "shuffle",
+        typesize=itemsize,
+    )
 
 
 def _v2_compressor(opts: WriteOptions) -> Any:
@@ -161,7 +182,11 @@ def _v2_compressor(opts: WriteOptions) -> Any:
         return numcodecs.Zstd(level=opts.level)
     if opts.codec == "gzip":
         return numcodecs.GZip(level=min(max(opts.level, 0), 9))
-    return numcodecs.Blosc(cname="lz4" if opts.codec == "blosc-lz4" else "zstd", clevel=min(max(opts.level, 0), 9), shuffle=numcodecs.Blosc.SHUFFLE)
+    return numcodecs.Blosc(
+        cname="lz4" if opts.codec == "blosc-lz4" else "zstd",
+        clevel=min(max(opts.level, 0), 9),
+        shuffle=numcodecs.Blosc.SHUFFLE,
+    )
 
 
 # ------------------------------------------------------------------ metadata
@@ -180,7 +205,13 @@ def _axes_json(axes: Sequence[Axis]) -> list[dict[str, Any]]:
 
 
 def _multiscale_json(
-    name: str | None, axes: Sequence[Axis], shapes: list[tuple[int, ...]], scale: Sequence[float], translation: Sequence[float], method: str, version: str
+    name: str | None,
+    axes: Sequence[Axis],
+    shapes: list[tuple[int, ...]],
+    scale: Sequence[float],
+    translation: Sequence[float],
+    method: str,
+    version: str,
 ) -> dict[str, Any]:
     datasets = []
     halved = _yx_axes(axes)
@@ -189,7 +220,10 @@ def _multiscale_json(
         factors = [2.0**i if ax in halved else 1.0 for ax in range(len(axes))]
         sc = [float(s) * f for s, f in zip(scale, factors, strict=True)]
         if method == "mean":  # the centre of a 2x2 block lies half a pixel further in
-            tr = [float(t) + (f - 1) * s / 2 for t, s, f in zip(translation, scale, factors, strict=True)]
+            tr = [
+                float(t) + (f - 1) * s / 2
+                for t, s, f in zip(translation, scale, factors, strict=True)
+            ]
         else:
             tr = [float(t) for t in translation]
         ct: list[dict[str, Any]] = [{"type": "scale", "scale": sc}]
@@ -204,7 +238,9 @@ def _multiscale_json(
     return ms
 
 
-def _omero_json(channels: Sequence[Channel], dtype: np.dtype, name: str | None) -> dict[str, Any] | None:
+def _omero_json(
+    channels: Sequence[Channel], dtype: np.dtype, name: str | None
+) -> dict[str, Any] | None:
     if not channels:
         return None
     if np.issubdtype(dtype, np.integer):
@@ -222,8 +258,12 @@ def _omero_json(channels: Sequence[Channel], dtype: np.dtype, name: str | None) 
             d["window"] = {
                 "start": ch.window.start,
                 "end": ch.window.end,
-                "min": ch.window.min if ch.window.min is not None else (lo if lo is not None else ch.window.start),
-                "max": ch.window.max if ch.window.max is not None else (hi if hi is not None else ch.window.end),
+                "min": ch.window.min
+                if ch.window.min is not None
+                else (lo if lo is not None else ch.window.start),
+                "max": ch.window.max
+                if ch.window.max is not None
+                else (hi if hi is not None else ch.window.end),
             }
         if ch.inverted:
             d["inverted"] = True
@@ -292,7 +332,10 @@ class _Job:
 
 def _regions(shape: Sequence[int], step: Sequence[int]) -> list[tuple[slice, ...]]:
     ranges = [range(0, s, st) for s, st in zip(shape, step, strict=True)]
-    return [tuple(slice(o, min(o + st, s)) for o, st, s in zip(origin, step, shape, strict=True)) for origin in itertools.product(*ranges)]
+    return [
+        tuple(slice(o, min(o + st, s)) for o, st, s in zip(origin, step, shape, strict=True))
+        for origin in itertools.product(*ranges)
+    ]
 
 
 def write_ome_zarr(
@@ -329,7 +372,9 @@ def write_ome_zarr(
     if fmt == "ozx":
         from ..ozx.writer import OzxWriteStore
 
-        store: Any = OzxWriteStore(target, comment=json.dumps({"ome": {"version": "0.5"}}, separators=(",", ":")))
+        store: Any = OzxWriteStore(
+            target, comment=json.dumps({"ome": {"version": "0.5"}}, separators=(",", ":"))
+        )
         tmp_dir = None
     else:
         from zarr.storage import LocalStore
@@ -366,13 +411,24 @@ def _swap_directory(tmp_dir: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
 
 
-def _create_hierarchy(store: Any, image: ImageSpec | None, labels: Sequence[LabelsSpec], opts: WriteOptions) -> list[_Job]:
+def _create_hierarchy(
+    store: Any, image: ImageSpec | None, labels: Sequence[LabelsSpec], opts: WriteOptions
+) -> list[_Job]:
     import zarr
 
     zf = 3 if opts.version == "0.5" else 2
     jobs: list[_Job] = []
 
-    def add_multiscale(path: str, data: Any, axes: Sequence[Axis], scale: Any, translation: Any, name: str | None, method: str, extra: dict[str, Any]) -> None:
+    def add_multiscale(
+        path: str,
+        data: Any,
+        axes: Sequence[Axis],
+        scale: Any,
+        translation: Any,
+        name: str | None,
+        method: str,
+        extra: dict[str, Any],
+    ) -> None:
         if len(axes) != data.ndim:
             raise OzxError(f"{name or path or 'image'}: {data.ndim}-D data but {len(axes)} axes")
         shapes = pyramid_shapes(data.shape, axes, opts)
@@ -380,16 +436,25 @@ def _create_hierarchy(store: Any, image: ImageSpec | None, labels: Sequence[Labe
         translation = list(translation) if translation is not None else [0.0] * data.ndim
         ms = _multiscale_json(name, axes, shapes, scale, translation, method, opts.version)
         attrs = _ome_attrs({"multiscales": [ms], **extra}, opts.version)
-        grp = zarr.create_group(store=store, path=path, zarr_format=zf, attributes=attrs, overwrite=True)
+        grp = zarr.create_group(
+            store=store, path=path, zarr_format=zf, attributes=attrs, overwrite=True
+        )
         job = _Job(path, data, axes, shapes, method)
         dtype = np.dtype(data.dtype)
         for i, shp in enumerate(shapes):
             chunks, shards = chunk_and_shard(shp, axes, opts)
             kw: dict[str, Any] = {"chunks": chunks, "fill_value": 0}
             if zf == 3:
-                kw.update(shards=shards, compressors=_codecs(opts, dtype.itemsize), dimension_names=[a.name for a in axes])
+                kw.update(
+                    shards=shards,
+                    compressors=_codecs(opts, dtype.itemsize),
+                    dimension_names=[a.name for a in axes],
+                )
             else:
-                kw.update(compressors=_v2_compressor(opts), chunk_key_encoding={"name": "v2", "separator": "/"})
+                kw.update(
+                    compressors=_v2_compressor(opts),
+                    chunk_key_encoding={"name": "v2", "separator": "/"},
+                )
             job.arrays.append(grp.create_array(str(i), shape=shp, dtype=dtype, **kw))
         jobs.append(job)
 
@@ -414,22 +479,52 @@ def _create_hierarchy(store: Any, image: ImageSpec | None, labels: Sequence[Labe
         om = _omero_json(image.channels, np.dtype(image.data.dtype), image.name)
         if om:
             extra["omero"] = om
-        add_multiscale("", image.data, image.axes, image.scale, image.translation, image.name, method, extra)
+        add_multiscale(
+            "", image.data, image.axes, image.scale, image.translation, image.name, method, extra
+        )
         if image.labels:
             names = [lab.name for lab in image.labels]
             if len(set(names)) != len(names) or any(not n or "/" in n for n in names):
                 raise OzxError(f"label names must be unique and contain no '/': {names}")
-            zarr.create_group(store=store, path="labels", zarr_format=zf, attributes=_ome_attrs({"labels": names}, opts.version), overwrite=True)
+            zarr.create_group(
+                store=store,
+                path="labels",
+                zarr_format=zf,
+                attributes=_ome_attrs({"labels": names}, opts.version),
+                overwrite=True,
+            )
             for lab in image.labels:
-                add_multiscale(f"labels/{lab.name}", lab.data, lab.axes, lab.scale, lab.translation, lab.name, label_method(lab), labels_extra(lab, "../../"))
+                add_multiscale(
+                    f"labels/{lab.name}",
+                    lab.data,
+                    lab.axes,
+                    lab.scale,
+                    lab.translation,
+                    lab.name,
+                    label_method(lab),
+                    labels_extra(lab, "../../"),
+                )
     else:
         (lab,) = labels
-        add_multiscale("", lab.data, lab.axes, lab.scale, lab.translation, lab.name, label_method(lab), labels_extra(lab, None))
+        add_multiscale(
+            "",
+            lab.data,
+            lab.axes,
+            lab.scale,
+            lab.translation,
+            lab.name,
+            label_method(lab),
+            labels_extra(lab, None),
+        )
     return jobs
 
 
 def _write_data(
-    jobs: list[_Job], opts: WriteOptions, progress: Progress | None, cancel: threading.Event | None, compute: Callable[[Any], Any]
+    jobs: list[_Job],
+    opts: WriteOptions,
+    progress: Progress | None,
+    cancel: threading.Event | None,
+    compute: Callable[[Any], Any],
 ) -> None:
     plan = []  # (array, region, source-callable) in dependency order, level by level
     for job in jobs:
@@ -442,7 +537,9 @@ def _write_data(
     lock = threading.Lock()
     failed = threading.Event()  # set on the first error so queued shards stop early
 
-    def one(job: _Job, lvl: int, arr: Any, region: tuple[slice, ...], ds_axes: tuple[int, ...]) -> None:
+    def one(
+        job: _Job, lvl: int, arr: Any, region: tuple[slice, ...], ds_axes: tuple[int, ...]
+    ) -> None:
         nonlocal done
         if cancel is not None and cancel.is_set():
             raise WriteCancelled("save cancelled")
@@ -450,7 +547,9 @@ def _write_data(
             return
         if lvl == 0:
             region_data = job.data[region]
-            block = np.asarray(compute(region_data) if hasattr(region_data, "dask") else region_data)
+            block = np.asarray(
+                compute(region_data) if hasattr(region_data, "dask") else region_data
+            )
         else:
             block = _downsampled_region(job.arrays[lvl - 1], region, ds_axes, job.method, arr.dtype)
         if block.dtype != arr.dtype:
@@ -477,11 +576,16 @@ def _write_data(
                 raise errors[0]
 
 
-def _downsampled_region(src: Any, region: tuple[slice, ...], ds_axes: tuple[int, ...], method: str, dtype: np.dtype) -> np.ndarray:
+def _downsampled_region(
+    src: Any, region: tuple[slice, ...], ds_axes: tuple[int, ...], method: str, dtype: np.dtype
+) -> np.ndarray:
     """One output shard of level n from level n-1, one plane (y/x slab) at a time, so
     memory stays at one output shard plus one input plane instead of 4 shards."""
     out = np.empty([s.stop - s.start for s in region], dtype=dtype)
-    up = [slice(s.start * 2, min(s.stop * 2, src.shape[i])) if i in ds_axes else s for i, s in enumerate(region)]
+    up = [
+        slice(s.start * 2, min(s.stop * 2, src.shape[i])) if i in ds_axes else s
+        for i, s in enumerate(region)
+    ]
     outer = [i for i in range(len(region)) if i not in ds_axes]
     for idx in itertools.product(*(range(region[i].stop - region[i].start) for i in outer)):
         sel = list(up)

@@ -99,7 +99,7 @@ ZIP64_EXTRA_ID = 0x0001
 #: for the central directory itself (~1,500 entries of an .ozx), so small archives open
 #: with a single read.
 TAIL_SIZE = 128 * 1024
-assert TAIL_SIZE >= EOCD.size + MAX_COMMENT + ZIP64_LOCATOR.size + ZIP64_EOCD.size
+assert EOCD.size + MAX_COMMENT + ZIP64_LOCATOR.size + ZIP64_EOCD.size <= TAIL_SIZE
 
 METHOD_STORED = 0
 METHOD_DEFLATED = 8
@@ -468,8 +468,7 @@ def read_zip_index(reader: RangeReader, *, allow_multi_part: bool = False) -> Zi
         """Bytes at an absolute offset: from the tail buffer if inside it, else one read."""
         if offset < 0 or offset + length > size:
             raise ZipFormatError(
-                f"record at offset {offset} (+{length} bytes) lies outside the file "
-                f"({size} bytes)"
+                f"record at offset {offset} (+{length} bytes) lies outside the file ({size} bytes)"
             )
         if offset >= tail_start:
             rel = offset - tail_start
@@ -529,8 +528,7 @@ def read_zip_index(reader: RangeReader, *, allow_multi_part: bool = False) -> Zi
         )
     if n_total * CENTRAL_HEADER.size > cd_size:
         raise ZipFormatError(
-            f"end record claims {n_total} entries but the central directory is only "
-            f"{cd_size} bytes"
+            f"end record claims {n_total} entries but the central directory is only {cd_size} bytes"
         )
 
     if cd_offset >= tail_start:
@@ -576,8 +574,7 @@ def _parse_central_directory(
          disk, _iattr, _eattr, hoff) = unpack(buf, pos)  # fmt: skip
         if sig != SIG_CENTRAL:
             raise ZipFormatError(
-                f"bad central directory header signature at entry {i} "
-                f"(offset {cd_offset + pos})"
+                f"bad central directory header signature at entry {i} (offset {cd_offset + pos})"
             )
         name_start = pos + hsize
         extra_start = name_start + nlen
@@ -686,8 +683,12 @@ def data_offset(reader: RangeReader, entry: ZipEntry, *, limit: int | None = Non
     want = LOCAL_HEADER.size + len(expected)
     head = reader.read(entry.header_offset, min(want, reader.size - entry.header_offset))
     if len(head) < LOCAL_HEADER.size:
-        raise ZipFormatError(f"entry {entry.name!r}: local header at {entry.header_offset} is cut off")
-    (sig, _need, _flags, method, _t, _d, _crc, _cs, _us, nlen, elen) = LOCAL_HEADER.unpack_from(head)
+        raise ZipFormatError(
+            f"entry {entry.name!r}: local header at {entry.header_offset} is cut off"
+        )
+    (sig, _need, _flags, method, _t, _d, _crc, _cs, _us, nlen, elen) = LOCAL_HEADER.unpack_from(
+        head
+    )
     if sig != SIG_LOCAL:
         raise ZipFormatError(
             f"entry {entry.name!r}: no local file header at offset {entry.header_offset}"

@@ -70,16 +70,20 @@ def call_with_retries(what: str, url: str, fn: Any, *args: Any, **kwargs: Any) -
             raise RemoteError(f"{url}: not found (HTTP 404 or no such object)") from None
         except PermissionError as e:
             raise RemoteError(f"{url}: access denied ({e})") from None
-        except Exception as e:  # noqa: BLE001 - network stacks raise many types
+        except Exception as e:
             st = _status(e)
             reason = f"HTTP {st}" if st is not None else type(e).__name__
             if attempt < RETRIES and _transient(e):
-                logger.warning("%s %s failed (%s), retry %d/%d", what, url, reason, attempt, RETRIES - 1)
+                logger.warning(
+                    "%s %s failed (%s), retry %d/%d", what, url, reason, attempt, RETRIES - 1
+                )
                 time.sleep(delay)
                 delay *= 4
                 continue
             detail = str(e).splitlines()[0] if str(e) else ""
-            raise RemoteError(f"{url}: {what} failed: {reason}{': ' + detail if detail else ''}") from None
+            raise RemoteError(
+                f"{url}: {what} failed: {reason}{': ' + detail if detail else ''}"
+            ) from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -89,7 +93,9 @@ def _options(url: str, storage_options: dict[str, Any] | None) -> dict[str, Any]
         try:
             import aiohttp
 
-            opts.setdefault("client_kwargs", {}).setdefault("timeout", aiohttp.ClientTimeout(total=TIMEOUT_S))
+            opts.setdefault("client_kwargs", {}).setdefault(
+                "timeout", aiohttp.ClientTimeout(total=TIMEOUT_S)
+            )
         except ImportError:  # pragma: no cover
             pass
     return opts
@@ -99,7 +105,9 @@ def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     try:
         import fsspec
     except ImportError:  # pragma: no cover - depends on the environment
-        raise OzxError(f"{url}: reading remote files needs fsspec (pip install 'napari-ozx[remote]')") from None
+        raise OzxError(
+            f"{url}: reading remote files needs fsspec (pip install 'napari-ozx[remote]')"
+        ) from None
     return fsspec.core.url_to_fs(url, **_options(url, storage_options))
 
 
@@ -123,14 +131,16 @@ class FsspecRangeReader(RangeReader):
             size = self._fs.size(self._path)
         except FileNotFoundError:
             size = None  # fsspec's HTTP size lookup reports every failure as "not found"
-        except Exception:  # noqa: BLE001
+        except Exception:
             size = None
         if size is None:
             # a one-byte range read raises the real error (status code), with retries
             call_with_retries("read", self.url, self._fs.cat_file, self._path, start=0, end=1)
             size = call_with_retries("size lookup", self.url, self._fs.size, self._path)
         if size is None:
-            raise RemoteError(f"{self.url}: the server does not report the file size (Content-Length)")
+            raise RemoteError(
+                f"{self.url}: the server does not report the file size (Content-Length)"
+            )
         return int(size)
 
     def read(self, offset: int, length: int) -> bytes:
@@ -140,12 +150,16 @@ class FsspecRangeReader(RangeReader):
         head = self._head
         if offset + length <= len(head):
             return head[offset : offset + length]
-        data = call_with_retries("range read", self.url, self._fs.cat_file, self._path, start=offset, end=offset + length)
+        data = call_with_retries(
+            "range read", self.url, self._fs.cat_file, self._path, start=offset, end=offset + length
+        )
         with self._lock:
             self.requests += 1
             self.bytes_read += len(data)
         if len(data) != length:
-            raise ZipFormatError(f"{self.url}: short read at {offset} ({len(data)} of {length} bytes): truncated or changing file")
+            raise ZipFormatError(
+                f"{self.url}: short read at {offset} ({len(data)} of {length} bytes): truncated or changing file"
+            )
         return data
 
     def prefetch_head(self, end: int) -> None:
@@ -175,4 +189,6 @@ def open_remote_store(url: str, storage_options: dict[str, Any] | None = None) -
         return OzxStore(FsspecRangeReader(url, storage_options))
     from zarr.storage import FsspecStore
 
-    return FsspecStore.from_url(url.rstrip("/"), storage_options=_options(url, storage_options), read_only=True)
+    return FsspecStore.from_url(
+        url.rstrip("/"), storage_options=_options(url, storage_options), read_only=True
+    )

@@ -17,6 +17,7 @@ one code are capped at :data:`MAX_PER_CODE` (a summary finding counts the rest) 
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -70,9 +71,7 @@ R_NESTED = (
 )
 R_MULTI_PART = "OME-Zarr zip files SHALL NOT be split into multiple parts."
 R_ZIP64 = "The ZIP64 format extension SHOULD be used, irrespective of the ZIP file size."
-R_STORED = (
-    "ZIP-level compression SHOULD be disabled in favor of Zarr-level compression codecs."
-)
+R_STORED = "ZIP-level compression SHOULD be disabled in favor of Zarr-level compression codecs."
 R_SHARDING = (
     "The sharding codec SHOULD be used to reduce the number of entries within the ZIP archive."
 )
@@ -468,7 +467,7 @@ def _validate(
             except ZipFormatError as exc:
                 col.add("bad-local-header", f"member {e.name!r}: {exc}", e.name)
         ordered = sorted((e for e in entries if e.index in locals_), key=lambda e: e.header_offset)
-        for prev, cur in zip(ordered, ordered[1:], strict=False):
+        for prev, cur in itertools.pairwise(ordered):
             if cur.header_offset < locals_[prev.index].end:
                 col.add(
                     "overlapping-entries",
@@ -616,9 +615,7 @@ def _uses_sharding(doc: dict[str, Any]) -> bool:
     return any(isinstance(c, dict) and c.get("name") == "sharding_indexed" for c in codecs)
 
 
-def _check_hierarchy(
-    metadata: dict[str, dict[str, Any]], by_name: Any, col: _Collector
-) -> None:
+def _check_hierarchy(metadata: dict[str, dict[str, Any]], by_name: Any, col: _Collector) -> None:
     """Every node's parent directories must be group nodes back to the root (Zarr v3 has no
     implicit groups), otherwise the archive holds more than one hierarchy."""
     nodes = {_node_dir(n): n for n in by_name if _is_zarr_json(n)}
@@ -679,7 +676,7 @@ def _check_order(
                 break
         if problem is None:
             meta = [e for e in seq if _is_zarr_json(e.name)]
-            for a, b in zip(meta, meta[1:], strict=False):
+            for a, b in itertools.pairwise(meta):
                 if _depth(b.name) < _depth(a.name):
                     problem = (
                         f"{b.name!r} (depth {_depth(b.name)}) comes after {a.name!r} "
@@ -711,4 +708,3 @@ def _check_comment(comment: bytes, col: _Collector) -> str | None:
         )
         return None
     return version
-

@@ -58,6 +58,7 @@ document is never possible).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import secrets
@@ -81,6 +82,7 @@ from zarr.abc.store import (
 from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.core.buffer.core import default_buffer_prototype
 
+from napari_ozx.errors import MetadataError, OzxError
 from napari_ozx.ozx._zip import (
     CENTRAL_HEADER,
     EOCD,
@@ -98,7 +100,6 @@ from napari_ozx.ozx._zip import (
     ZIP64_EXTRA_ID,
     ZIP64_LOCATOR,
 )
-from napari_ozx.errors import MetadataError, OzxError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -379,10 +380,8 @@ def _read_exact_at(fd: int, size: int, offset: int) -> bytes:
 
 def _cleanup_temp(fd: int, path: str) -> None:
     """Close and delete the temporary file (finaliser; must not reference the writer)."""
-    try:
+    with contextlib.suppress(OSError):
         os.close(fd)
-    except OSError:
-        pass
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -875,10 +874,8 @@ class OzxWriter:
         if self._finalizer.alive:
             self._finalizer()  # closes the fd and deletes the temporary file, once
         else:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._temp)
-            except FileNotFoundError:
-                pass
         self._fd = -1
 
     def _reserve_locked(
