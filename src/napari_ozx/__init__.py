@@ -1,7 +1,89 @@
-"""napari-ozx: OME-Zarr directories and zipped OME-Zarr (``.ozx``) in napari.
+"""napari-ozx: OME-Zarr directories and zipped OME-Zarr (``.ozx``, RFC-9) in napari.
 
-The core (:mod:`napari_ozx.ozx`, :mod:`napari_ozx.ngff`) imports neither napari nor
-Qt; the napari glue lives in ``_reader.py`` / ``_writer.py`` and Qt only under ``_qt``.
+The public API. Names resolve lazily (PEP 562), so ``import napari_ozx`` imports neither
+zarr, dask, napari nor Qt; see ``architecture.md`` for the layers behind them.
+
+>>> from napari_ozx import open_ome_zarr
+>>> with open_ome_zarr("resources/cells.ozx") as oz:  # doctest: +SKIP
+...     (image,) = oz.images()
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+#: public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # reading
+    "open_ome_zarr": "napari_ozx.ngff.open",
+    "OmeZarr": "napari_ozx.ngff.open",
+    "Image": "napari_ozx.ngff.open",
+    "open_hcs": "napari_ozx.ngff.plate",
+    # writing and converting
+    "write_ome_zarr": "napari_ozx.ngff.write",
+    "ImageSpec": "napari_ozx.ngff.write",
+    "LabelsSpec": "napari_ozx.ngff.write",
+    "WriteOptions": "napari_ozx.ngff.write",
+    "WriteCancelled": "napari_ozx.ngff.write",
+    "convert": "napari_ozx.ngff.convert",
+    # validating
+    "validate": "napari_ozx.ozx.validate",
+    "ValidationReport": "napari_ozx.ozx.validate",
+    "Finding": "napari_ozx.ozx.validate",
+    # stores
+    "OzxStore": "napari_ozx.ozx.store",
+    "OzxWriteStore": "napari_ozx.ozx.writer",
+    "OzxWriter": "napari_ozx.ozx.writer",
+    # errors
+    "OzxError": "napari_ozx.errors",
+    "ZipFormatError": "napari_ozx.errors",
+    "UnsupportedZipFeature": "napari_ozx.errors",
+    "ReadOnlyStoreError": "napari_ozx.errors",
+    "ChunkDecodeError": "napari_ozx.errors",
+    "MetadataError": "napari_ozx.errors",
+    "NotOmeZarrError": "napari_ozx.errors",
+    "UnsupportedExtensionError": "napari_ozx.errors",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from napari_ozx.errors import (
+        ChunkDecodeError,
+        MetadataError,
+        NotOmeZarrError,
+        OzxError,
+        ReadOnlyStoreError,
+        UnsupportedExtensionError,
+        UnsupportedZipFeature,
+        ZipFormatError,
+    )
+    from napari_ozx.ngff.convert import convert
+    from napari_ozx.ngff.open import Image, OmeZarr, open_ome_zarr
+    from napari_ozx.ngff.plate import open_hcs
+    from napari_ozx.ngff.write import (
+        ImageSpec,
+        LabelsSpec,
+        WriteCancelled,
+        WriteOptions,
+        write_ome_zarr,
+    )
+    from napari_ozx.ozx.store import OzxStore
+    from napari_ozx.ozx.validate import Finding, ValidationReport, validate
+    from napari_ozx.ozx.writer import OzxWriter, OzxWriteStore
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # resolve once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
