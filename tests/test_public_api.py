@@ -16,9 +16,10 @@ def test_every_public_name_resolves_to_its_own_module() -> None:
             assert getattr(obj, "__module__", "").startswith("napari_ozx."), name
 
 
-def test_all_is_sorted_and_unique() -> None:
+def test_all_is_sorted_unique_and_matches_the_lazy_table() -> None:
     names = [n for n in napari_ozx.__all__ if n != "__version__"]
     assert names == sorted(set(names))
+    assert set(names) == set(napari_ozx._EXPORTS)
 
 
 def test_unknown_name_is_an_attribute_error() -> None:

@@ -48,7 +48,33 @@ _EXPORTS: dict[str, str] = {
     "UnsupportedExtensionError": "napari_ozx.errors",
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+__all__ = [
+    "__version__",
+    "ChunkDecodeError",
+    "Finding",
+    "Image",
+    "ImageSpec",
+    "LabelsSpec",
+    "MetadataError",
+    "NotOmeZarrError",
+    "OmeZarr",
+    "OzxError",
+    "OzxStore",
+    "OzxWriteStore",
+    "OzxWriter",
+    "ReadOnlyStoreError",
+    "UnsupportedExtensionError",
+    "UnsupportedZipFeature",
+    "ValidationReport",
+    "WriteCancelled",
+    "WriteOptions",
+    "ZipFormatError",
+    "convert",
+    "open_hcs",
+    "open_ome_zarr",
+    "validate",
+    "write_ome_zarr",
+]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from napari_ozx.errors import (
