@@ -49,7 +49,6 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "__version__",
     "ChunkDecodeError",
     "Finding",
     "Image",
@@ -69,6 +68,7 @@ __all__ = [
     "WriteCancelled",
     "WriteOptions",
     "ZipFormatError",
+    "__version__",
     "convert",
     "open_hcs",
     "open_ome_zarr",
