@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Install napari-ozx (with PyQt6) and open the bundled sample .ozx in napari.
+# Install napari-ozx (with PyQt6), make it napari's reader for OME-Zarr folders, and open
+# the bundled sample .ozx in napari.
 # Without a display (a server, CI) napari runs on Xvfb and saves a screenshot instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
 python3 -m pip install -q --disable-pip-version-check -e ".[all]"
+# napari's builtin reader also claims *.zarr and is preselected in its "which plugin?"
+# dialog: record napari-ozx as the reader for OME-Zarr folders (undo: --undo)
+napari-ozx set-default-reader
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   exec napari --plugin napari-ozx resources/cells.ozx
 fi

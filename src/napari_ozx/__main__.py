@@ -254,7 +254,31 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long to try to reach the scheduler",
     )
+    p = sub.add_parser(
+        "set-default-reader",
+        help="make napari open OME-Zarr folders (*.zarr, *.ome.zarr) and .ozx with napari-ozx",
+    )
+    p.add_argument("--undo", action="store_true", help="remove napari-ozx's preferences")
     return ap
+
+
+def _set_default_reader(args: argparse.Namespace) -> int:
+    from ._preferences import make_default_reader
+
+    changed = make_default_reader(undo=args.undo)
+    verb = "removed" if args.undo else "set"
+    if not changed:
+        _out(
+            "nothing to change: "
+            + ("napari-ozx is not" if args.undo else "napari-ozx is already")
+            + " napari's reader for OME-Zarr"
+        )
+    for pattern, before in changed.items():
+        _out(
+            f"{verb} {pattern} -> napari-ozx"
+            + (f" (was {before})" if before and not args.undo else "")
+        )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -279,6 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.json:
                 _out(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
             return worst
+        if args.cmd == "set-default-reader":
+            return _set_default_reader(args)
         return _convert(args)
     except (OzxError, OSError) as e:
         sys.stderr.write(f"napari-ozx: {e}\n")

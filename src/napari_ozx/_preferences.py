@@ -1,0 +1,108 @@
+"""Make napari-ozx napari's reader for OME-Zarr folders, in one step.
+
+napari asks which plugin should open a folder ending in ``.zarr`` whenever more than one
+claims it, and its own builtin reader (which cannot read OME-Zarr groups) claims
+``*.zarr`` and is preselected. napari resolves that question from the user's reader
+preferences (``settings.plugins.extension2reader``, pattern -> plugin), matching folder
+paths with a trailing separator. Setting ours for the patterns below makes
+``napari image.ome.zarr`` and drag-and-drop open with napari-ozx without a dialog.
+
+Used by ``napari-ozx set-default-reader`` (CLI), the *File > IO Utilities* menu command
+and ``scripts/quickstart.sh``. napari saves its settings file on every change
+(``NAPARI_CONFIG`` points it elsewhere, as the tests do).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from .errors import OzxError
+
+__all__ = [
+    "PLUGIN",
+    "READER_PATTERNS",
+    "is_default_reader",
+    "make_default_reader",
+    "make_default_reader_command",
+]
+
+log = logging.getLogger(__name__)
+
+PLUGIN = "napari-ozx"
+#: folders (napari matches a directory as ``path/``), URLs, and single-file archives
+READER_PATTERNS: tuple[str, ...] = ("*.zarr/", "*.ome.zarr/", "*.zarr", "*.ozx")
+
+
+class PreferenceError(OzxError, OSError):
+    """napari's settings could not be read or written."""
+
+
+def _settings() -> object:
+    try:
+        from napari.settings import get_settings
+
+        return get_settings()
+    except Exception as e:  # napari missing or its settings file unreadable
+        raise PreferenceError(
+            f"napari's settings cannot be opened ({type(e).__name__}: {e})"
+        ) from e
+
+
+def current_preferences() -> dict[str, str]:
+    """napari's pattern -> reader-plugin preferences."""
+    return dict(_settings().plugins.extension2reader)  # type: ignore[attr-defined]
+
+
+def is_default_reader(prefs: Mapping[str, str] | None = None) -> bool:
+    """Whether napari-ozx is the preferred reader for every pattern we claim."""
+    prefs = current_preferences() if prefs is None else prefs
+    return all(prefs.get(p) == PLUGIN for p in READER_PATTERNS)
+
+
+def make_default_reader(undo: bool = False) -> dict[str, str | None]:
+    """Set (or with ``undo`` remove) napari-ozx as napari's reader for OME-Zarr.
+
+    Returns what changed: pattern -> the plugin it pointed to before (None if unset).
+    Other patterns and other plugins' preferences are left alone; ``undo`` removes only
+    the patterns that point to napari-ozx.
+    """
+    settings = _settings()
+    prefs = dict(settings.plugins.extension2reader)  # type: ignore[attr-defined]
+    changed: dict[str, str | None] = {}
+    for pattern in READER_PATTERNS:
+        before = prefs.get(pattern)
+        if undo:
+            if before == PLUGIN:
+                del prefs[pattern]
+                changed[pattern] = before
+        elif before != PLUGIN:
+            prefs[pattern] = PLUGIN
+            changed[pattern] = before
+    if changed:
+        try:  # assigning a new dict emits napari's change event, which saves the file
+            settings.plugins.extension2reader = prefs  # type: ignore[attr-defined]
+        except Exception as e:
+            raise PreferenceError(
+                f"napari's reader preferences could not be saved ({type(e).__name__}: {e})"
+            ) from e
+    log.info("napari reader preferences changed: %s", changed)
+    return changed
+
+
+def make_default_reader_command() -> None:
+    """The *File > IO Utilities* menu command: set the preference and say so."""
+    from napari.utils.notifications import show_error, show_info
+
+    try:
+        changed = make_default_reader()
+    except OzxError as e:
+        show_error(f"Could not make napari-ozx the OME-Zarr reader: {e}")
+        return
+    if changed:
+        show_info(
+            "napari-ozx now opens OME-Zarr folders (*.zarr, *.ome.zarr) and .ozx files "
+            "without asking. Undo: napari-ozx set-default-reader --undo"
+        )
+    else:
+        show_info("napari-ozx already opens OME-Zarr folders without asking.")
