@@ -75,7 +75,7 @@ def med(xs: list[float]) -> float:
 
 
 def bench_layers(d: Path, z: Path, repeats: int) -> None:
-    from napari_ozx._reader import read_layer_data
+    from napari_ozx.layers.reading import read_layer_data
 
     levels = {}
     for name, p in (("dir", d), ("ozx", z)):
@@ -128,7 +128,7 @@ def bench_open(d: Path, z: Path, peer: str | None, repeats: int) -> None:
 
 
 def bench_open_io(z: Path) -> None:
-    from napari_ozx._reader import read_layer_data
+    from napari_ozx.layers.reading import read_layer_data
     from napari_ozx.ozx.store import OzxStore
 
     seen: list[tuple[str, int]] = []

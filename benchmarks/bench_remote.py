@@ -79,7 +79,7 @@ def main() -> None:
     path = generate(args.regenerate)
     from tests.httpserver import Server
 
-    from napari_ozx._reader import read_layer_data
+    from napari_ozx.layers.reading import read_layer_data
 
     with Server(path.parent) as srv:
         url = f"{srv.url}/{path.name}"

@@ -30,6 +30,7 @@ from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 
 from napari_ozx import _reader
 from napari_ozx.errors import OzxError
+from napari_ozx.layers.reading import read_layer_data
 from napari_ozx.ngff.open import open_ome_zarr
 from napari_ozx.ozx.store import OzxStore
 
@@ -261,7 +262,7 @@ def test_read_layer_data_releases_descriptors(sample: Sample) -> None:
     _use(sample.stored)
     before = n_fds()
     for _ in range(10):
-        layers = _reader.read_layer_data(str(sample.stored))
+        layers = read_layer_data(str(sample.stored))
         np.asarray(layers[0][0][0][0, 0, :16, :16])
         assert len(fds_to(sample.stored)) == 1
         del layers
@@ -292,7 +293,7 @@ def test_failed_opens_release_descriptors() -> None:
         for _ in range(10):
             for p in paths:
                 with pytest.raises(OzxError):
-                    _reader.read_layer_data(str(p))
+                    read_layer_data(str(p))
                 assert fds_to(p) == [], f"{p.name}: descriptor left open after the error"
                 assert _reader.get_reader(str(p)) is not None
     finally:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from napari_ozx.errors import OzxError
-from napari_ozx.export_options import (
+from napari_ozx.layers.export import (
     ArrayPlan,
     constrain,
     estimate_export,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import subprocess
@@ -11,8 +12,9 @@ import threading
 import numpy as np
 import pytest
 
-from napari_ozx._reader import PLATE_KEY, WELL_KEY, read_layer_data, well_layer_data
 from napari_ozx.errors import MetadataError
+from napari_ozx.layers.provenance import LayerSource
+from napari_ozx.layers.reading import read_layer_data, well_layer_data
 from napari_ozx.ngff.open import open_ome_zarr
 from napari_ozx.ngff.plate import HcsPlate, _choose_level, open_hcs, plate_by_id
 
@@ -245,7 +247,21 @@ def test_level_choice_and_placement(tmp_path):
         t = np.array(kw["translate"])
         lvl1_origin = t + 0.5 * s0  # centre of level-1 pixel 0 (2x2 level-0 pixels)
         np.testing.assert_allclose(lvl1_origin, [oy, ox])
-        assert kw["metadata"][WELL_KEY] == {"well": "B/2", "field": "B/2/0"}
+        # one record per channel layer (napari splits the list), all of the well's field
+        srcs = [LayerSource.from_metadata(m) for m in kw["metadata"]]
+        assert [s.channel for s in srcs] == [0, 1]
+        src = srcs[0]
+        assert (src.kind, src.well, src.field_path, src.field_index, src.node) == (
+            "well",
+            "B/2",
+            "B/2/0",
+            0,
+            "B/2/0",
+        )
+        assert src.plate_id == plate.id and src.plate_kind == "plate" and src.is_plate
+        lsrc = LayerSource.from_metadata(lkw["metadata"])
+        assert lsrc.kind == "well" and lsrc.node == "B/2/0/labels/cells" and lsrc.channel is None
+        assert lsrc.field_path == "B/2/0" and lsrc.levels == 3
         assert lkw["translate"] == kw["translate"]
 
 
@@ -365,15 +381,21 @@ def test_reader_plate_layers(plates):
     assert kw["colormap"] == ["blue", "green"] and kw["contrast_limits"] == [[0, 4000], [0, 4000]]
     assert kw["multiscale"] is False and kw["axis_labels"] == ("y", "x")
     assert tuple(kw["scale"]) == (0.5, 0.5) and tuple(kw["units"]) == ("micrometer", "micrometer")
-    info = kw["metadata"][PLATE_KEY]
-    assert (
-        info["source"] == str(paths["ozx"])
-        and info["kind"] == "plate"
-        and info["overview"]["level"] == 0
+    srcs = [LayerSource.from_metadata(m) for m in kw["metadata"]]
+    src = srcs[0]
+    assert [s.channel for s in srcs] == [0, 1] and srcs[1] == dataclasses.replace(src, channel=1)
+    assert (src.source, src.kind, src.plate_kind, src.node, src.plate_path) == (
+        str(paths["ozx"]),
+        "plate-overview",
+        "plate",
+        "",
+        "",
     )
-    assert plate_by_id(info["plate_id"]) is not None
+    assert src.overview_level == 0 and src.field_index == 0 and src.acquisition is None
+    assert plate_by_id(src.plate_id) is not None
     assert pts.shape == (20, 2) and pkw["features"]["label"][:3] == ["A", "B", "C"]
-    assert pkw["text"]["string"] == "{label}" and pkw["metadata"][PLATE_KEY] == info
+    assert pkw["text"]["string"] == "{label}"
+    assert LayerSource.from_metadata(pkw["metadata"]) == dataclasses.replace(src, channel=None)
 
 
 def test_reader_single_well_shows_fields_as_grid(plates):

@@ -10,6 +10,7 @@ import pytest
 from qtpy.QtCore import QEvent, QPoint, Qt
 
 from napari_ozx._qt.plate_navigator import ABSENT, EMPTY, ERROR, PRESENT, PlateMap, PlateNavigator
+from napari_ozx.layers.provenance import LayerSource, plates_in
 
 from .plategen import built_plate
 
@@ -337,10 +338,10 @@ def test_navigator_from_menu_finds_open_plates(make_napari_viewer, plates, qtbot
     try:
         assert nav.plate_combo.count() == 2
         assert nav.map.state(1, 2) == ABSENT and nav.map.state(1, 1) == PRESENT
+        found = plates_in(viewer.layers)
+        assert sorted(s.source for s in found) == sorted([str(paths["dir"]), str(paths["ozx"])])
         for lyr in [
-            lyr
-            for lyr in viewer.layers
-            if str(paths["ozx"]) in str(lyr.metadata.get("ozx_plate", {}).get("source"))
+            lyr for lyr in viewer.layers if LayerSource.of(lyr).source == str(paths["ozx"])
         ]:
             viewer.layers.remove(lyr)
         assert nav.plate_combo.count() == 1

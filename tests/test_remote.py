@@ -7,9 +7,10 @@ import shutil
 import numpy as np
 import pytest
 
-from napari_ozx._reader import get_reader, read, read_layer_data
+from napari_ozx._reader import get_reader, read
 from napari_ozx._sample_data import sample_path
 from napari_ozx.errors import OzxError
+from napari_ozx.layers.reading import read_layer_data
 from napari_ozx.ngff.open import open_ome_zarr
 
 from .httpserver import Server

@@ -35,7 +35,7 @@ from .thirdparty import ALL_FIXTURES, Fixture
 FIXTURE_NAMES = list(ALL_FIXTURES)
 LEGACY = [n for n in FIXTURE_NAMES if n in ("v01_image", "v02_image", "v03_image")]
 
-# Our documented mapping of omero hex colours to napari colormaps (see _reader._colormap):
+# Our documented mapping of omero hex colours to napari colormaps (see layers.reading._colormap):
 # the six primaries/secondaries and white get napari's named colormaps, anything else
 # becomes a "#rrggbb" custom colormap.
 NAMED = {

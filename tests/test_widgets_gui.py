@@ -7,6 +7,7 @@ Screenshots of both widgets are saved in the test's tmp dir; set
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from pathlib import Path
@@ -15,7 +16,8 @@ import numpy as np
 import pytest
 
 from napari_ozx._sample_data import sample_path
-from napari_ozx.export_options import load_options
+from napari_ozx.layers.export import load_options
+from napari_ozx.layers.provenance import LayerSource
 
 pytestmark = pytest.mark.gui
 
@@ -211,17 +213,18 @@ def test_inspector_follows_plate_layers(no_leaks, make_napari_viewer, qtbot, tmp
 
     plate = make_plate(tmp_path / "plate.zarr", rows="AB", cols=2, fields=2)
     viewer = make_napari_viewer()
-    info = {"plate_id": 1, "source": str(plate), "path": "", "kind": "plate", "name": "test plate"}
-    viewer.add_image(np.zeros((8, 8), np.uint8), name="overview", metadata={"ozx_plate": info})
+    overview = LayerSource(
+        str(plate), "", "plate-overview", plate_id="1", plate_path="", plate_kind="plate"
+    )
+    viewer.add_image(np.zeros((8, 8), np.uint8), name="overview", metadata=overview.to_metadata())
     _, w = viewer.window.add_plugin_dock_widget("napari-ozx", "Metadata inspector")
     qtbot.waitUntil(
         lambda: w.current_node() is not None and w.current_node().kind == "plate", timeout=10_000
     )
-    field_meta = {
-        "ome_zarr": {"source": str(plate), "path": "B/2/1"},
-        "ozx_plate": info,
-        "ozx_well": {"well": "B/2", "field": "B/2/1"},
-    }
+    field = dataclasses.replace(
+        overview, kind="well", node="B/2/1", well="B/2", field_path="B/2/1", field_index=1
+    )
+    field_meta = field.to_metadata()
     with qtbot.waitSignal(w.details_shown, timeout=10_000) as sig:
         viewer.add_image(np.zeros((8, 8), np.uint8), name="B2 f1", metadata=field_meta)
     assert sig.args == ["B/2/1"]
@@ -342,7 +345,7 @@ def test_export_runs_to_ozx_and_reads_back(no_leaks, make_napari_viewer, qtbot, 
     assert "Exported to" in w.status.text()
     assert w.export_button.isEnabled() and not w.cancel_button.isEnabled()
 
-    from napari_ozx._reader import read_layer_data
+    from napari_ozx.layers.reading import read_layer_data
     from napari_ozx.ngff.open import open_ome_zarr
     from napari_ozx.ozx.validate import validate
 

@@ -53,7 +53,6 @@ __all__ = [
     "Section",
     "TreeNode",
     "format_bytes",
-    "layer_source",
     "pretty_json",
 ]
 
@@ -384,29 +383,6 @@ def _extensions_of(doc: Mapping[str, Any]) -> tuple[ExtensionInfo, ...]:
                 )
             )
     return tuple(out)
-
-
-# ------------------------------------------------------------------- layers
-
-
-def layer_source(metadata: Any) -> tuple[str, str] | None:
-    """(source, node path) of a layer read by napari-ozx, from its metadata.
-
-    Plate overview layers (``ozx_plate`` without ``ozx_well``) point at the plate; fields
-    and their labels, like plain images, carry ``ome_zarr`` with their own node path.
-    """
-    from ._reader import PLATE_KEY, WELL_KEY
-
-    if not isinstance(metadata, dict):
-        return None
-    plate, well, ome = metadata.get(PLATE_KEY), metadata.get(WELL_KEY), metadata.get("ome_zarr")
-    if isinstance(plate, dict) and plate.get("source") and not isinstance(well, dict):
-        return str(plate["source"]), str(plate.get("path") or "")
-    if isinstance(ome, dict) and ome.get("source"):
-        return str(ome["source"]), str(ome.get("path") or "")
-    if isinstance(plate, dict) and plate.get("source") and isinstance(well, dict):
-        return str(plate["source"]), str(well.get("field") or well.get("well") or "")
-    return None
 
 
 # ------------------------------------------------------------------- inspection

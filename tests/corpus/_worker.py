@@ -16,8 +16,8 @@ memory growth without pytest's own noise.
 Per case it records:
 
 * ``get_reader``: ``"callable"``, ``"none"`` or ``"raised: <Class>: <message>"``;
-* ``error``: for ``napari_ozx._reader.read_layer_data(path)`` followed by computing the
-  level-0 pixels of every layer: ``null`` or ``{"stage", "type", "mro", "message"}``;
+* ``error``: for ``napari_ozx.layers.reading.read_layer_data(path)`` followed by computing
+  the level-0 pixels of every layer: ``null`` or ``{"stage", "type", "mro", "message"}``;
 * ``tiles``: a few inner-chunk tiles read on their own first (ranged reads inside a
   shard): each either raised or equals the valid image's pixels (``equal``);
 * ``pixels``: for each layer computed, whether it equals the valid image's level 0;
@@ -113,10 +113,12 @@ class Runner:
         from napari.utils import notifications
 
         from napari_ozx import _reader
+        from napari_ozx.layers.reading import read_layer_data
 
         self.np = np
         self.files = files
         self.reader = _reader
+        self.read_layer_data = read_layer_data
         arrays = make_corpus.base_arrays()
         self.truth = {"image": arrays["0"], "labels": arrays["labels/cells/0"]}
         self.notes: list[str] = []
@@ -174,7 +176,7 @@ class Runner:
         t0 = time.perf_counter()
         with Sampler(name) as sampler:
             try:
-                layers = self.reader.read_layer_data(path)
+                layers = self.read_layer_data(path)
             except BaseException as e:
                 res["error"] = describe(e, "open")
             if layers is not None:

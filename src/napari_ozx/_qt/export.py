@@ -1,10 +1,10 @@
 """Export panel dock widget: choose layers and options, see live estimates, export.
 
 The options are a :class:`~napari_ozx.ngff.write.WriteOptions`, the same object File >
-Save uses: every change is remembered (:func:`napari_ozx.export_options.save_options`),
+Save uses: every change is remembered (:func:`napari_ozx.layers.export.save_options`),
 so File > Save writes with what the panel shows. Estimates come from
-:func:`napari_ozx.export_options.estimate_export` (the writer's own layout rules). The
-export runs :func:`napari_ozx.export_options.export_layers` in a worker thread, with a
+:func:`napari_ozx.layers.export.estimate_export` (the writer's own layout rules). The
+export runs :func:`napari_ozx.layers.export.export_layers` in a worker thread, with a
 progress bar fed by the writer's progress callback and a Cancel button that sets the
 writer's cancel event (a cancelled export leaves nothing at the target).
 """
@@ -37,7 +37,7 @@ from qtpy.QtWidgets import (
 )
 
 from ..errors import OzxError
-from ..export_options import (
+from ..layers.export import (
     CODECS,
     DOWNSAMPLE,
     VERSIONS,

@@ -3,7 +3,7 @@
 All reading happens in :mod:`napari_ozx.inspect` (no Qt) and runs in worker threads:
 opening a source, loading a node's children when it is expanded, a node's details when
 it is selected and the RFC-9 validation of an ``.ozx``. The widget only renders results.
-It follows napari's active layer (``layer.metadata["ome_zarr"]``) and can open any
+It follows napari's active layer (its ``LayerSource``) and can open any
 OME-Zarr directory or ``.ozx`` with its *Open* buttons.
 """
 
@@ -54,14 +54,25 @@ from ..inspect import (
     NodeDetails,
     Row,
     TreeNode,
-    layer_source,
 )
+from ..layers.provenance import LayerSource
 from ._workers import ShutdownOnUndock, cleanup_hook, disconnector, run_in_thread
 
 if TYPE_CHECKING:
     import napari
 
 logger = logging.getLogger(__name__)
+
+
+def layer_source(metadata: Any) -> tuple[str, str] | None:
+    """(source, node path) of a layer read by napari-ozx, from its metadata.
+
+    Plate overview layers point at the plate group; fields and their labels, like plain
+    images, at their own node (see :class:`~napari_ozx.layers.provenance.LayerSource`).
+    """
+    src = LayerSource.from_metadata(metadata)
+    return (src.source, src.node) if src is not None else None
+
 
 __all__ = ["InspectorWidget"]
 

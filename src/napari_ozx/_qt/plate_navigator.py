@@ -1,15 +1,16 @@
 """Plate navigator: a plate map dock widget that opens wells at full resolution.
 
-How a plate reaches this widget (auto-docking, see ``_reader._dock_navigator``):
+How a plate reaches this widget:
 
-* the reader builds the overview layer data and, **only when napari's Qt front end is
-  already imported**, calls :func:`dock_for_plate`, which docks the navigator through the
-  npe2 widget contribution (``viewer.window.add_plugin_dock_widget``, so one instance per
-  window) in the window of ``napari.current_viewer()`` and hands it the plate object;
-* the overview layers carry ``metadata["ozx_plate"]`` (plate id, source, path): when
-  napari inserts them the widget binds them to the plate (used for canvas clicks and to
-  forget the plate when its overview is deleted). A navigator opened by hand from the
-  Plugins menu finds plates the same way, from the layers already in the viewer.
+* when a plate (or a well) is read in a napari window, the reader asks napari to show
+  this widget by its manifest name (``viewer.window.add_plugin_dock_widget``, so one
+  instance per window); it is never handed a plate;
+* every layer the reader makes carries a :class:`~napari_ozx.layers.provenance.LayerSource`
+  (plate id, source, plate path, overview field ...): the widget finds the plates from
+  the layers already in the viewer when it is created and from every layer napari
+  inserts later, and binds the overview layers to their plate (used for canvas clicks and
+  to forget the plate when its overview is deleted). A navigator opened by hand from the
+  Plugins menu finds plates the same way.
 
 Clicking a well (on the map, or on its tile in the overview on the canvas), or Enter on
 the keyboard-selected well, loads the chosen field (or all fields as a grid) in a worker
@@ -24,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +43,9 @@ from qtpy.QtWidgets import (
 )
 from superqt.utils import create_worker
 
-from .._reader import PLATE_KEY, WELL_KEY, well_layer_data
 from ..errors import OzxError
+from ..layers.provenance import LayerSource
+from ..layers.reading import well_layer_data
 from ..ngff.plate import HcsPlate, Overview, WellInfo, open_hcs, plate_by_id
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PlateMap", "PlateNavigator", "dock_for_plate"]
+__all__ = ["PlateMap", "PlateNavigator"]
 
 WIDGET_NAME = "Plate navigator"  # display_name in napari.yaml
 
@@ -359,6 +360,7 @@ class PlateNavigator(QWidget):
         self._worker: Any = None
         self._updating = False
         self._adding = False  # our own layers are being inserted
+        self._aliases: dict[str, str] = {}  # plate id in layers -> id of the plate reopened
 
         self.plate_combo = QComboBox()
         self.plate_combo.currentIndexChanged.connect(self._on_plate_changed)
@@ -432,7 +434,7 @@ class PlateNavigator(QWidget):
         return list(self._well_layers)
 
     def add_plate(self, plate: HcsPlate) -> None:
-        """Show *plate* (called by the reader before its layers are added)."""
+        """Show *plate* (found from the layers of the viewer)."""
         if plate.id not in self._entries:
             self._entries[plate.id] = _Entry(plate)
             self.plate_combo.addItem(f"{plate.name} ({plate.oz.source})", plate.id)
@@ -447,29 +449,40 @@ class PlateNavigator(QWidget):
         they are all deleted). The field layers of a well opened on its own become this
         navigator's well layers, so choosing a field replaces them.
         """
-        info = getattr(layer, "metadata", {}).get(PLATE_KEY)
-        if self._adding or not isinstance(info, dict):
+        src = LayerSource.of(layer)
+        if self._adding or src is None or not src.is_plate:
             return
-        pid = info.get("plate_id")
-        entry = self._entries.get(pid)
+        entry = self._entry_for(src)
         if entry is None:
-            plate = plate_by_id(pid) if pid else None
-            if plate is None:
-                try:  # e.g. a layer from a session where the object is gone
-                    plate = open_hcs(info["source"], info.get("path", ""))
-                except (OzxError, OSError, KeyError) as e:
-                    logger.warning("plate navigator: cannot reopen %s: %s", info.get("source"), e)
-                    return
-            self.add_plate(plate)
-            entry = self._entries[plate.id]
-        if WELL_KEY in layer.metadata:
+            return
+        if src.kind == "well":
             if entry.plate.kind == "well" and layer not in self._well_layers:
                 self._adopt_well_layer(entry.plate, layer)
             return
-        entry.layers.append(layer)
-        ov = info.get("overview")
-        if isinstance(ov, dict) and entry.overview is None:
-            entry.overview = entry.plate.overview(ov.get("field", 0), ov.get("acquisition"))
+        if layer not in entry.layers:
+            entry.layers.append(layer)
+        if entry.overview is None and src.overview_level is not None:
+            entry.overview = entry.plate.overview(src.field_index or 0, src.acquisition)
+
+    def _entry_for(self, src: LayerSource) -> _Entry | None:
+        """The entry of the plate behind *src*: the very object the reader made while it
+        lives (``plate_by_id``), else the plate reopened from its source (once)."""
+        pid = src.plate_id or ""
+        pid = self._aliases.get(pid, pid)
+        entry = self._entries.get(pid)
+        if entry is not None:
+            return entry
+        plate = plate_by_id(pid) if pid else None
+        if plate is None:
+            try:  # e.g. a layer from a session where the object is gone
+                plate = open_hcs(src.source, src.plate_path or "")
+            except (OzxError, OSError) as e:
+                logger.warning("plate navigator: cannot reopen %s: %s", src.source, e)
+                return None
+            if pid:
+                self._aliases[pid] = plate.id
+        self.add_plate(plate)
+        return self._entries[plate.id]
 
     def _adopt_well_layer(self, plate: HcsPlate, layer: Any) -> None:
         """The reader showed a well's fields (all of them, as a grid): take them over."""
@@ -505,6 +518,7 @@ class PlateNavigator(QWidget):
 
     def _forget(self, pid: str) -> None:
         self._entries.pop(pid, None)
+        self._aliases = {k: v for k, v in self._aliases.items() if v != pid}
         i = self.plate_combo.findData(pid)
         if i >= 0:
             self.plate_combo.removeItem(i)
@@ -876,29 +890,3 @@ def _notify(msg: str, error: bool) -> None:
     except ImportError:  # pragma: no cover
         return
     (show_error if error else show_warning)(msg)
-
-
-# ------------------------------------------------------------------ docking
-
-
-def dock_for_plate(plate: HcsPlate) -> None:
-    """Dock the navigator in the current napari window (if any) and show *plate* in it."""
-    import napari
-
-    viewer = napari.current_viewer()
-    if viewer is None or getattr(viewer, "window", None) is None:
-        return
-    if not hasattr(viewer.window, "add_plugin_dock_widget"):
-        return
-
-    def dock() -> None:
-        _, widget = viewer.window.add_plugin_dock_widget("napari-ozx", WIDGET_NAME)
-        if isinstance(widget, PlateNavigator):
-            widget.add_plate(plate)
-
-    if threading.current_thread() is threading.main_thread():
-        dock()
-    else:  # a reader running in a worker thread: dock from the GUI thread
-        from superqt.utils import ensure_main_thread
-
-        ensure_main_thread(dock)()

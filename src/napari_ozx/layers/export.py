@@ -1,4 +1,5 @@
-"""Export options without Qt: layout estimates, remembered options, and the export itself.
+"""Export without Qt, for the export panel and File > Save: plans, layout estimates,
+remembered options, and the export itself.
 
 * :func:`estimate_export` says, for a :class:`~napari_ozx.ngff.write.WriteOptions` and
   the arrays about to be written, what the writer will produce: per pyramid level the
@@ -33,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import OzxError
-from .ngff.models import Axis
-from .ngff.write import (
+from ..errors import OzxError
+from ..ngff.models import Axis
+from ..ngff.write import (
     ImageSpec,
     LabelsSpec,
     Progress,
@@ -44,6 +45,7 @@ from .ngff.write import (
     pyramid_shapes,
     write_ome_zarr,
 )
+from .writing import FullLayerData, image_spec_from_layers, labels_spec_from_layer, layer_axes
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +74,6 @@ __all__ = [
 
 CONFIG_ENV = "NAPARI_OZX_CONFIG_DIR"
 _OPTIONS_FILE = "export_options.json"
-FullLayerData = tuple[Any, dict[str, Any], str]
 
 
 # ------------------------------------------------------------------------- plans
@@ -90,8 +91,6 @@ class ArrayPlan:
 
 
 def _default_axes(ndim: int) -> tuple[Axis, ...]:
-    from ._writer import layer_axes
-
     return tuple(layer_axes(None, None, ndim, False))
 
 
@@ -119,8 +118,6 @@ def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:
 
 
 def _specs(layers: Sequence[FullLayerData]) -> tuple[ImageSpec | None, list[LabelsSpec]]:
-    from ._writer import image_spec_from_layers, labels_spec_from_layer
-
     images = [lyr for lyr in layers if lyr[2] == "image"]
     labels = [lyr for lyr in layers if lyr[2] == "labels"]
     others = [lyr[1].get("name") for lyr in layers if lyr[2] not in ("image", "labels")]
@@ -228,7 +225,7 @@ class ExportEstimate:
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) lines for a panel."""
-        from .inspect import format_bytes
+        from ..inspect import format_bytes
 
         first = self.first
         if first is None:
@@ -344,7 +341,7 @@ def options_path() -> Path:
 
 
 def _field_types() -> dict[str, Any]:
-    from .ngff import write as _write
+    from ..ngff import write as _write
 
     return typing.get_type_hints(WriteOptions, vars(_write))
 

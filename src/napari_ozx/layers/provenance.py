@@ -1,0 +1,149 @@
+"""Where a napari layer came from: :class:`LayerSource`, stored in ``layer.metadata``.
+
+Every layer napari-ozx creates carries one record under :data:`METADATA_KEY`: the source
+(path or URL), the node inside the hierarchy, what kind of layer it is and, for plates,
+which plate / well / field. The plate navigator finds plates from it, the inspector
+follows the active layer with it. It is a plain JSON-able ``dict`` in the metadata (napari
+copies metadata, sessions may serialise it) and is read back tolerantly:
+:meth:`LayerSource.from_metadata` returns ``None`` for metadata written by someone else,
+by an older version, or damaged — never raises.
+
+No napari import: this works on anything with a ``metadata`` mapping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+__all__ = ["METADATA_KEY", "LayerKind", "LayerSource", "plate_key", "plates_in"]
+
+#: the one key napari-ozx owns in ``layer.metadata``
+METADATA_KEY = "napari_ozx"
+
+#: image / labels: a plain image or label image; plate-overview: the lazy picture of a
+#: plate and its well-name points; well: a field (or its labels) of a plate's well
+LayerKind = Literal["image", "labels", "plate-overview", "well"]
+_KINDS: tuple[str, ...] = get_args(LayerKind)
+_FORMAT = 1  # bumped when a field changes meaning; other formats are not ours to read
+
+
+@dataclass(frozen=True)
+class LayerSource:
+    """The typed record of where a layer came from.
+
+    ``node`` is the path of the layer's node in the hierarchy (``""`` is the root): the
+    image or label image for ``image`` / ``labels`` / ``well`` layers, the plate (or well)
+    group for ``plate-overview`` layers. Plate fields are set for plate-overview and well
+    layers only.
+    """
+
+    source: str
+    node: str = ""
+    kind: LayerKind = "image"
+    version: str | None = None  # OME-Zarr version of the node
+    zarr_format: int | None = None
+    levels: int = 1  # pyramid levels the layer shows
+    channel: int | None = None  # index along the OME channel axis, when split by channel
+    plate_id: str | None = None  # the live HcsPlate (ngff.plate.plate_by_id) when read
+    plate_path: str | None = None  # the plate (or single well) group
+    plate_name: str | None = None
+    plate_kind: Literal["plate", "well"] | None = None
+    well: str | None = None  # well path ("B/3")
+    field_path: str | None = None  # the field image ("B/3/0")
+    field_index: int | None = None  # field of the well; for an overview, the field shown
+    acquisition: int | None = None  # for an overview: the acquisition it shows
+    overview_level: int | None = None  # for an overview: the level of its tiles
+
+    @property
+    def is_plate(self) -> bool:
+        """The layer belongs to a plate (its overview, or a well's field)."""
+        return self.kind in ("plate-overview", "well") and self.plate_path is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"format": _FORMAT}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not None or f.name in ("source", "node", "kind"):
+                out[f.name] = value
+        return out
+
+    def to_metadata(self) -> dict[str, Any]:
+        """``{METADATA_KEY: ...}``, to merge into a layer's metadata."""
+        return {METADATA_KEY: self.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> LayerSource | None:
+        if not isinstance(data, Mapping) or data.get("format") != _FORMAT:
+            return None
+        source, kind = data.get("source"), data.get("kind", "image")
+        if not isinstance(source, str) or not source or kind not in _KINDS:
+            return None
+        kwargs: dict[str, Any] = {"source": source, "kind": kind}
+        for name, types in _OPTIONAL.items():
+            value = data.get(name)
+            if value is None:
+                continue
+            if not isinstance(value, types) or isinstance(value, bool):
+                return None  # damaged or foreign: not a record we can trust
+            kwargs[name] = value
+        if kwargs.get("plate_kind") not in (None, "plate", "well"):
+            return None
+        return cls(**kwargs)
+
+    @classmethod
+    def from_metadata(cls, metadata: Any) -> LayerSource | None:
+        """The record in a layer's *metadata*, or None (no record, or not one of ours)."""
+        if not isinstance(metadata, Mapping):
+            return None
+        return cls.from_dict(metadata.get(METADATA_KEY))
+
+    @classmethod
+    def of(cls, layer: Any) -> LayerSource | None:
+        """The record of a napari layer (anything with ``metadata``), or None."""
+        return cls.from_metadata(getattr(layer, "metadata", None))
+
+
+_OPTIONAL: dict[str, type | tuple[type, ...]] = {
+    "node": str,
+    "version": str,
+    "zarr_format": int,
+    "levels": int,
+    "channel": int,
+    "plate_id": str,
+    "plate_path": str,
+    "plate_name": str,
+    "plate_kind": str,
+    "well": str,
+    "field_path": str,
+    "field_index": int,
+    "acquisition": int,
+    "overview_level": int,
+}
+
+
+def plates_in(layers: Iterable[Any]) -> list[LayerSource]:
+    """The plates (and single wells) shown by *layers* (e.g. ``viewer.layers``): one
+    record per plate, from its first layer, in layer order. A plate is identified by its
+    ``plate_id``, or by (source, plate path) when that is missing."""
+    seen: set[tuple[str, ...]] = set()
+    out: list[LayerSource] = []
+    for layer in layers:
+        src = LayerSource.of(layer)
+        if src is None or not src.is_plate:
+            continue
+        key = plate_key(src)
+        if key not in seen:
+            seen.add(key)
+            out.append(src)
+    return out
+
+
+def plate_key(src: LayerSource) -> tuple[str, ...]:
+    """What identifies the plate of *src*: its ``plate_id`` (one per opening), else
+    (source, plate path)."""
+    if src.plate_id:
+        return ("id", src.plate_id)
+    return ("path", src.source, src.plate_path or "")

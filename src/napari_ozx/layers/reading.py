@@ -1,0 +1,393 @@
+"""OME model -> napari layer data: images, labels, plate overviews and wells.
+
+:mod:`napari_ozx.ngff` parses and opens; this module maps the typed model to napari
+layer keyword arguments (scale, translate, axis labels, units, colormaps, contrast
+limits, label colours and features), each layer with its :class:`LayerSource` in
+``metadata``. It imports neither Qt nor napari, so a headless ``npe2.read`` stays
+headless, and it never shows anything: problems that do not stop a read (a broken label
+image, a field of a well that cannot be opened) go to the *report* callback the caller
+passes (the npe2 reader turns them into napari notifications), else to the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import OzxError
+from ..ngff.models import SPACE_UNITS, TIME_UNITS
+from .provenance import LayerKind, LayerSource
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "GRID_FIELDS_MAX",
+    "LayerData",
+    "Report",
+    "image_layer_data",
+    "labels_layer_data",
+    "overview_layer_data",
+    "plate_layer_data",
+    "read_layer_data",
+    "well_layer_data",
+]
+
+LayerData = tuple[Any, dict[str, Any], str]
+#: called with (what, error) for a problem that does not stop the read
+Report = Callable[[str, OzxError], None]
+
+GRID_FIELDS_MAX = 16  # a well opened on its own shows up to this many fields as a grid
+
+# omero colours that match a built-in napari colormap get its name
+_NAMED_COLORMAPS = {
+    "FF0000": "red",
+    "00FF00": "green",
+    "0000FF": "blue",
+    "FF00FF": "magenta",
+    "00FFFF": "cyan",
+    "FFFF00": "yellow",
+    "FFFFFF": "gray",
+    "000000": "gray",
+}
+
+
+def _log_report(what: str, err: OzxError) -> None:
+    logger.warning("napari-ozx: %s: %s", what, err)
+
+
+def read_layer_data(path: str, report: Report | None = None) -> list[LayerData]:
+    """Layer data for every image (and its labels) in *path*; raises OzxError.
+
+    A plate gives its overview, a well its fields (see :func:`plate_layer_data`).
+    """
+    from ..ngff.open import open_ome_zarr
+
+    report = report or _log_report
+    root = open_ome_zarr(path)
+    if root.root.meta.kind in ("plate", "well"):
+        return plate_layer_data(root, report)
+    out: list[LayerData] = []
+    for image in root.images():
+        if image.meta.image_label is not None:
+            out.extend(labels_layer_data(image))
+            continue
+        out.append(image_layer_data(image))
+        for label in image.labels:
+            try:
+                out.extend(labels_layer_data(label))
+            except OzxError as e:  # a broken label must not hide the image
+                report(f"{path} (labels {label.name!r})", e)
+    return out
+
+
+# ---------------------------------------------------------------- image layers
+
+
+def _units(axes: Sequence[Any]) -> tuple[str, ...]:
+    out = []
+    for a in axes:
+        u = a.unit
+        out.append(u if u in SPACE_UNITS or u in TIME_UNITS else "pixel")
+    return tuple(out)
+
+
+def _drop(seq: Sequence[Any], axis: int | None) -> tuple[Any, ...]:
+    return tuple(v for i, v in enumerate(seq) if i != axis)
+
+
+def _colormap(color: str | None) -> str | None:
+    if color is None:
+        return None
+    return _NAMED_COLORMAPS.get(color, f"#{color.lower()}")
+
+
+def layer_source(image: Any, kind: LayerKind = "image") -> LayerSource:
+    """The :class:`LayerSource` of an opened image (or label image)."""
+    return LayerSource(
+        source=str(image.root.source),
+        node=image.path,
+        kind=kind,
+        version=image.multiscale.version,
+        zarr_format=image.root.zarr_format,
+        levels=len(image.levels),
+    )
+
+
+def _metadata(src: LayerSource, channels: int | None) -> dict[str, Any] | list[dict[str, Any]]:
+    """Layer metadata: one dict, or one per channel when napari splits a channel axis
+    (napari hands each channel layer its own element of a list)."""
+    if channels is None:
+        return src.to_metadata()
+    return [dataclasses.replace(src, channel=i).to_metadata() for i in range(channels)]
+
+
+def image_layer_data(image: Any, source: LayerSource | None = None) -> LayerData:
+    ms = image.multiscale
+    levels = image.levels
+    ds0 = ms.datasets[0]
+    c = ms.channel_axis
+    omero = image.meta.omero
+    stats = image.arrays[0].extensions.statistics
+    n_channels = levels[0].shape[c] if c is not None else 1
+
+    kwargs: dict[str, Any] = {
+        "name": image.name,
+        "scale": _drop(ds0.scale, c),
+        "translate": _drop(ds0.translation, c),
+        "axis_labels": _drop(ms.axis_names, c),
+        "units": _drop(_units(ms.axes), c),
+        "multiscale": len(levels) > 1,
+        "metadata": _metadata(source or layer_source(image), n_channels if c is not None else None),
+    }
+    channels = list(omero.channels) if omero else []
+    if len(channels) != n_channels:
+        if channels:
+            logger.warning(
+                "%s: omero lists %d channels for %d in the data; ignoring omero",
+                image.root.source,
+                len(channels),
+                n_channels,
+            )
+        channels = []
+
+    def limits(ch: Any) -> list[float] | None:
+        if ch is not None and ch.window is not None:
+            return [ch.window.start, ch.window.end]
+        if (
+            stats is not None
+            and stats.min is not None
+            and stats.max is not None
+            and stats.max > stats.min
+        ):
+            return [float(stats.min), float(stats.max)]
+        return None
+
+    if c is not None:
+        kwargs["channel_axis"] = c
+        if channels:
+            kwargs["name"] = [ch.label or f"{image.name} c{i}" for i, ch in enumerate(channels)]
+            cmaps = [_colormap(ch.color) for ch in channels]
+            if all(cm is not None for cm in cmaps):
+                kwargs["colormap"] = cmaps
+            kwargs["visible"] = [ch.active for ch in channels]
+            lims = [limits(ch) for ch in channels]
+            if all(lim is not None for lim in lims):
+                kwargs["contrast_limits"] = lims
+        else:
+            kwargs["name"] = [f"{image.name} c{i}" for i in range(n_channels)]
+            lim = limits(None)
+            if lim is not None:
+                kwargs["contrast_limits"] = [lim] * n_channels
+    else:
+        ch = channels[0] if channels else None
+        if ch is not None:
+            if ch.label:
+                kwargs["name"] = ch.label
+            cm = _colormap(ch.color)
+            if cm is not None:
+                kwargs["colormap"] = cm
+            kwargs["visible"] = ch.active
+        lim = limits(ch)
+        if lim is not None:
+            kwargs["contrast_limits"] = lim
+    data = levels if len(levels) > 1 else levels[0]
+    return (data, kwargs, "image")
+
+
+# --------------------------------------------------------------- label layers
+
+
+def labels_layer_data(label: Any, source: LayerSource | None = None) -> list[LayerData]:
+    """One labels layer per channel of a label image (napari labels have no channels)."""
+    ms = label.multiscale
+    levels = label.levels
+    ds0 = ms.datasets[0]
+    c = ms.channel_axis
+    il = label.meta.image_label
+    src = source or layer_source(label, "labels")
+    base: dict[str, Any] = {
+        "scale": _drop(ds0.scale, c),
+        "translate": _drop(ds0.translation, c),
+        "axis_labels": _drop(ms.axis_names, c),
+        "units": _drop(_units(ms.axes), c),
+        "multiscale": len(levels) > 1,
+    }
+    if il is not None and il.colors:
+        cmap: dict[Any, Any] = {None: (0.6, 0.6, 0.6, 1.0), 0: (0.0, 0.0, 0.0, 0.0)}
+        cmap.update({lc.value: tuple(x / 255 for x in lc.rgba) for lc in il.colors})
+        base["colormap"] = cmap
+    if il is not None and il.properties:
+        base["features"] = _features(il.properties)
+
+    if not np.issubdtype(levels[0].dtype, np.integer):
+        levels = [lvl.astype(np.int64) for lvl in levels]
+    n = levels[0].shape[c] if c is not None else 1
+    out = []
+    for i in range(n):
+        if c is not None:
+            index = tuple(i if ax == c else slice(None) for ax in range(len(ms.axes)))
+            lv = [lvl[index] for lvl in levels]
+        else:
+            lv = levels
+        kw = dict(
+            base,
+            name=label.name if n == 1 else f"{label.name} c{i}",
+            metadata=(dataclasses.replace(src, channel=i) if c is not None else src).to_metadata(),
+        )
+        out.append((lv if len(lv) > 1 else lv[0], kw, "labels"))
+    return out
+
+
+def _features(properties: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+    """image-label ``properties`` -> a features table keyed by label value ('index')."""
+    keys: list[str] = []
+    for p in properties:
+        keys.extend(k for k in p if k != "label-value" and k not in keys)
+    table: dict[str, list[Any]] = {"index": [p["label-value"] for p in properties]}
+    for k in keys:
+        table[k] = [p.get(k) for p in properties]
+    return table
+
+
+# ------------------------------------------------------------------ HCS plates
+
+
+def plate_layer_data(root: Any, report: Report | None = None) -> list[LayerData]:
+    """A plate: its lazy overview (an image layer per channel) and the row / column names
+    (a text-only Points layer). A well opened on its own: its fields at full resolution
+    side by side as a grid (only the first when it has more than ``GRID_FIELDS_MAX``),
+    with their labels. Reads metadata only.
+
+    The layers carry a plate :class:`LayerSource`; the plate navigator finds the plate
+    from it (the reader only asks napari to show the navigator).
+    """
+    from ..ngff.plate import HcsPlate
+
+    report = report or _log_report
+    plate = HcsPlate(root)
+    if plate.kind == "well":
+        well = plate.wells[0]
+        fields = None if len(well.fields) <= GRID_FIELDS_MAX else [0]
+        out, errors = well_layer_data(plate, well, fields=fields, grid=True)
+        for e in errors:
+            report(str(root.source), OzxError(e))
+        if not out:
+            raise OzxError(f"no field of well {well.name!r} can be read")
+        return out
+    return overview_layer_data(plate.overview())
+
+
+def plate_source(plate: Any, kind: LayerKind = "plate-overview") -> LayerSource:
+    """The plate part of a :class:`LayerSource` (node: the plate group)."""
+    return LayerSource(
+        source=str(plate.oz.source),
+        node=plate.path,
+        kind=kind,
+        zarr_format=plate.oz.zarr_format,
+        plate_id=plate.id,
+        plate_path=plate.path,
+        plate_name=plate.name,
+        plate_kind=plate.kind,
+    )
+
+
+def overview_layer_data(ov: Any) -> list[LayerData]:
+    """The overview's image layer data (channel axis split by napari) and the well labels."""
+    plate = ov.plate
+    image = ov.as_image()
+    src = dataclasses.replace(
+        plate_source(plate),
+        version=image.multiscale.version,
+        field_index=ov.field_index,
+        acquisition=ov.acquisition,
+        overview_level=ov.level,
+    )
+    data, kw, kind = image_layer_data(image, src)
+    names = kw["name"]
+    kw["name"] = (
+        [f"overview {n}" for n in names] if isinstance(names, list) else f"overview {names}"
+    )
+    y, x = ov.yx
+    units = _units(ov.axes)
+    ann = ov.annotations()
+    sy, sx = ov.yx_scale
+    points_kw: dict[str, Any] = {
+        "name": f"{plate.name} wells",
+        "features": {"label": [a[2] for a in ann]},
+        "text": {"string": "{label}", "color": "white", "size": 10, "anchor": "center"},
+        "size": min(sy * ov.pitch[0], sx * ov.pitch[1]) * 0.5,
+        "face_color": "transparent",
+        "border_color": "transparent",
+        "axis_labels": (ov.axes[y].name, ov.axes[x].name),
+        "units": (units[y], units[x]),
+        "metadata": src.to_metadata(),
+    }
+    points = np.array([(a[0], a[1]) for a in ann], dtype=float).reshape(-1, 2)
+    return [(data, kw, kind), (points, points_kw, "points")]
+
+
+def well_layer_data(
+    plate: Any,
+    well: Any,
+    fields: Sequence[int] | None = None,
+    grid: bool = False,
+    acquisition: int | None = None,
+    overview: Any = None,
+) -> tuple[list[LayerData], list[str]]:
+    """Full-resolution layer data (images + labels) of a well's fields, placed on its
+    overview tile (or as a grid), and the messages of the fields that failed."""
+    opened = plate.open_fields(well, fields, acquisition)
+    images = [im for im in opened if not isinstance(im, OzxError)]
+    errors = [f"well {well.name}: {e}" for e in opened if isinstance(e, OzxError)]
+    offsets = plate.placements(well, images, grid=grid, overview=overview)
+    base = plate_source(plate, "well")
+    field_paths = [f.path for f in well.fields]
+    out: list[LayerData] = []
+    for img, off in zip(images, offsets, strict=True):
+        field = img.path.rsplit("/", 1)[-1]
+        prefix = f"{well.name} f{field}" if well.name else f"f{field}"
+        src = dataclasses.replace(
+            base,
+            well=well.path,
+            field_path=img.path,
+            field_index=field_paths.index(img.path) if img.path in field_paths else None,
+        )
+        lds: list[tuple[LayerData, Any]] = [
+            (image_layer_data(img, _node(src, img)), img),
+        ]
+        try:
+            for label in img.labels:
+                lds.extend((ld, label) for ld in labels_layer_data(label, _node(src, label)))
+        except OzxError as e:  # a broken label must not hide the field
+            errors.append(f"well {well.name} field {field} labels: {e}")
+        for (data, kw, kind), node in lds:
+            _place(kw, node, off, prefix)
+            out.append((data, kw, kind))
+    return out, errors
+
+
+def _node(src: LayerSource, image: Any) -> LayerSource:
+    return dataclasses.replace(
+        src, node=image.path, version=image.multiscale.version, levels=len(image.levels)
+    )
+
+
+def _place(kw: dict[str, Any], image: Any, off: tuple[float, float], prefix: str) -> None:
+    from ..ngff.plate import yx_axes
+
+    ms = image.multiscale
+    c = ms.channel_axis
+    y, x = yx_axes(ms.axes)
+    keep = [i for i in range(ms.ndim) if i != c]
+    t = list(kw["translate"])
+    t[keep.index(y)] += off[0]
+    t[keep.index(x)] += off[1]
+    kw["translate"] = tuple(t)
+    names = kw["name"]
+    kw["name"] = (
+        [f"{prefix} {n}" for n in names] if isinstance(names, list) else f"{prefix} {names}"
+    )

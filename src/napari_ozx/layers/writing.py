@@ -1,0 +1,239 @@
+"""napari layer data -> :class:`~napari_ozx.ngff.write.ImageSpec` / ``LabelsSpec``.
+
+* Image layers that share shape, dtype and scale become **one** image with a channel
+  axis (napari shows each channel of an OME-Zarr image as its own layer), with channel
+  names, colours, contrast limits and visibility in ``omero``.
+* Label layers go under that image's ``labels/`` group; a single labels layer on its own
+  becomes a label image.
+* Lazy (dask) and multiscale layers are streamed: only level 0 is read, shard by shard,
+  and the pyramid is rebuilt from it.
+
+Works on napari's layer data tuples ``(data, attributes, kind)``; imports neither napari
+nor Qt. The npe2 writer (``_writer.py``) adds the progress bar and remembered options.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import OzxError
+from ..ngff.models import SPACE_UNITS, TIME_UNITS, Axis, Channel, LabelColor, Window
+from ..ngff.write import ImageSpec, LabelsSpec, Progress, WriteOptions, write_ome_zarr
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "FullLayerData",
+    "image_spec_from_layers",
+    "labels_spec_from_layer",
+    "layer_axes",
+    "specs_from_layers",
+    "write_layer_data",
+]
+
+FullLayerData = tuple[Any, dict[str, Any], str]
+_OME_NAMES = ("t", "c", "z", "y", "x")
+
+
+# --------------------------------------------------------------------- axes
+
+
+def layer_axes(
+    labels: Sequence[str] | None, units: Sequence[Any] | None, ndim: int, with_channel: bool
+) -> list[Axis]:
+    """OME axes for a napari layer of *ndim* dims (+ a leading channel axis if asked).
+
+    napari's own axis labels are kept when they are OME names (t, z, y, x ...); its
+    defaults ('-1', 'axis 0' ...) become the conventional ``t z y x`` by position.
+    """
+    names = [str(x) for x in (labels or ())]
+    if (
+        len(names) != ndim
+        or len(set(names)) != ndim
+        or not all(n in _OME_NAMES and n != "c" for n in names)
+    ):
+        if ndim > 4:
+            raise OzxError(
+                f"cannot save {ndim}-D layers as OME-Zarr (at most t, z, y, x besides channels)"
+            )
+        names = list(("t", "z", "y", "x")[4 - ndim :])
+    unit_strs = [str(u) if u is not None else "" for u in (units or [None] * ndim)]
+    axes = []
+    for n, u in zip(names, unit_strs, strict=False):
+        kind = "time" if n == "t" else "space"
+        ok = TIME_UNITS if kind == "time" else SPACE_UNITS
+        axes.append(Axis(n, kind, u if u in ok else None))
+    if with_channel:
+        pos = 1 if names and names[0] == "t" else 0
+        axes.insert(pos, Axis("c", "channel"))
+    return axes
+
+
+def _hex(cmap: Any) -> str | None:
+    colors = None
+    if isinstance(cmap, dict):
+        colors = cmap.get("colors")
+    elif hasattr(cmap, "colors"):
+        colors = cmap.colors
+    if colors is None or len(colors) == 0:
+        return None
+    r, g, b = (round(float(c) * 255) for c in np.asarray(colors)[-1][:3])
+    return f"{r:02X}{g:02X}{b:02X}"
+
+
+def _level0(data: Any, meta: dict[str, Any]) -> Any:
+    if meta.get("multiscale") or (
+        isinstance(data, list | tuple) and len(data) and hasattr(data[0], "shape")
+    ):
+        return data[0]
+    return data
+
+
+# ------------------------------------------------------------------- specs
+
+
+def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
+    datas = [_level0(d, m) for d, m, _ in images]
+    first_meta = images[0][1]
+    shape, dtype = datas[0].shape, np.dtype(datas[0].dtype)
+    scale = [float(s) for s in first_meta.get("scale", [1.0] * len(shape))]
+    for d, (_, m, _) in zip(datas, images, strict=True):
+        if (
+            d.shape != shape
+            or np.dtype(d.dtype) != dtype
+            or [float(s) for s in m.get("scale", scale)] != scale
+        ):
+            names = [m.get("name") for _, m, _ in images]
+            raise OzxError(
+                f"image layers {names} differ in shape, data type or scale and cannot be saved "
+                "as the channels of one OME-Zarr image: save them one at a time"
+            )
+    multi = len(images) > 1
+    axes = layer_axes(first_meta.get("axis_labels"), first_meta.get("units"), len(shape), multi)
+    translate = [float(t) for t in first_meta.get("translate", [0.0] * len(shape))]
+    if multi:
+        import dask.array as da
+
+        c = next(i for i, a in enumerate(axes) if a.type == "channel")
+        data = da.stack([da.asarray(d) if not hasattr(d, "dask") else d for d in datas], axis=c)
+        scale.insert(c, 1.0)
+        translate.insert(c, 0.0)
+    else:
+        data = datas[0]
+    channels = []
+    for _, m, _ in images:
+        lims = m.get("contrast_limits")
+        window = (
+            Window(float(lims[0]), float(lims[1]))
+            if lims is not None and lims[1] > lims[0]
+            else None
+        )
+        channels.append(
+            Channel(
+                label=m.get("name"),
+                color=_hex(m.get("colormap")),
+                window=window,
+                active=bool(m.get("visible", True)),
+            )
+        )
+    name = _common_name([m.get("name") or "" for _, m, _ in images])
+    return ImageSpec(data, axes, scale, translate, channels, name)
+
+
+def _common_name(names: list[str]) -> str | None:
+    if len(names) == 1:
+        return names[0] or None
+    prefix = re.sub(r"[\s_\-:]*c?\d*$", "", _prefix(names))
+    return prefix or None
+
+
+def _prefix(names: list[str]) -> str:
+    p = names[0]
+    for n in names[1:]:
+        while not n.startswith(p):
+            p = p[:-1]
+    return p
+
+
+def labels_spec_from_layer(layer: FullLayerData, used: set[str]) -> LabelsSpec:
+    d, m, _ = layer
+    data = _level0(d, m)
+    if not np.issubdtype(np.dtype(data.dtype), np.integer):
+        raise OzxError(f"labels layer {m.get('name')!r} is not of an integer type")
+    axes = layer_axes(m.get("axis_labels"), m.get("units"), data.ndim, False)
+    colors: list[LabelColor] = []
+    cmap = m.get("colormap")
+    color_dict = getattr(cmap, "color_dict", None)
+    if color_dict:
+        for k, v in color_dict.items():
+            if k is None or k == 0 or not isinstance(k, int | np.integer):
+                continue
+            colors.append(
+                LabelColor(int(k), tuple(round(float(x) * 255) for x in np.asarray(v)[:4]))
+            )  # type: ignore[arg-type]
+    props: list[dict[str, Any]] = []
+    feats = m.get("features")
+    if feats is not None and len(feats) and "index" in feats:
+        for rec in feats.to_dict("records"):  # keeps any column name ('class', 'cell type')
+            value = int(rec.pop("index"))
+            if value == 0:
+                continue
+            props.append({"label-value": value, **{str(c): _jsonable(v) for c, v in rec.items()}})
+    name = re.sub(r"[^\w.\-]+", "_", m.get("name") or "labels").strip("_") or "labels"
+    base, i = name, 1
+    while name in used:
+        i += 1
+        name = f"{base}_{i}"
+    used.add(name)
+    return LabelsSpec(
+        name,
+        data,
+        axes,
+        [float(s) for s in m.get("scale", [1.0] * data.ndim)],
+        [float(t) for t in m.get("translate", [0.0] * data.ndim)],
+        colors,
+        props,
+    )
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and v != v:
+        return None
+    return v
+
+
+# ----------------------------------------------------------------- writing
+
+
+def specs_from_layers(
+    layers: Sequence[FullLayerData],
+) -> tuple[ImageSpec | None, list[LabelsSpec]]:
+    """The image (image layers as its channels) and label images *layers* save as."""
+    images = [lyr for lyr in layers if lyr[2] == "image"]
+    labels = [lyr for lyr in layers if lyr[2] == "labels"]
+    others = [lyr[1].get("name") for lyr in layers if lyr[2] not in ("image", "labels")]
+    if others:
+        raise OzxError(f"OME-Zarr holds images and labels only; cannot save {others}")
+    used: set[str] = set()
+    lspecs = [labels_spec_from_layer(lyr, used) for lyr in labels]
+    return (image_spec_from_layers(images) if images else None), lspecs
+
+
+def write_layer_data(
+    path: str | os.PathLike[str],
+    layers: Sequence[FullLayerData],
+    options: WriteOptions | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """Save image and label layer data to *path* (``.ozx`` or directory)."""
+    image, lspecs = specs_from_layers(layers)
+    return write_ome_zarr(path, image, lspecs, options, progress=progress)
