@@ -460,33 +460,6 @@ def test_format_bytes():
     assert format_bytes(None) == "?"
 
 
-def test_layer_source_from_reader_metadata():
-    from napari_ozx.inspect import layer_source
-
-    ome = {"source": "/d/cells.ozx", "path": "labels/nuclei", "version": "0.5", "zarr_format": 3}
-    assert layer_source({"ome_zarr": ome}) == ("/d/cells.ozx", "labels/nuclei")
-    plate = {"plate_id": 1, "source": "/d/plate.zarr", "path": "", "kind": "plate", "name": "p"}
-    # a plate overview points at the plate, a field at its own node
-    assert layer_source(
-        {"ome_zarr": {"source": "/d/plate.zarr", "path": "overview"}, "ozx_plate": plate}
-    ) == ("/d/plate.zarr", "")
-    field = {
-        "ome_zarr": {"source": "/d/plate.zarr", "path": "A/1/0"},
-        "ozx_plate": plate,
-        "ozx_well": {"well": "A/1", "field": "A/1/0"},
-    }
-    assert layer_source(field) == ("/d/plate.zarr", "A/1/0")
-    assert layer_source({"ozx_plate": plate, "ozx_well": {"well": "A/1", "field": "A/1/1"}}) == (
-        "/d/plate.zarr",
-        "A/1/1",
-    )
-    assert (
-        layer_source({}) is None
-        and layer_source(None) is None
-        and layer_source({"ome_zarr": "x"}) is None
-    )
-
-
 def test_remote_sources(tmp_path):
     pytest.importorskip("aiohttp")
     import shutil

@@ -15,7 +15,12 @@ import pytest
         "napari_ozx.ozx.store",
         "napari_ozx.ngff",
         "napari_ozx.ngff.open",
+        "napari_ozx.layers.provenance",
+        "napari_ozx.layers.reading",
+        "napari_ozx.layers.writing",
+        "napari_ozx.layers.export",
         "napari_ozx._reader",
+        "napari_ozx._writer",
     ],
 )
 def test_core_loads_no_qt_and_no_napari(module):

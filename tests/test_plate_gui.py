@@ -349,6 +349,37 @@ def test_navigator_from_menu_finds_open_plates(make_napari_viewer, plates, qtbot
         nav.cleanup()
 
 
+def test_reader_in_a_worker_thread_docks_when_napari_adds_the_layers(
+    make_napari_viewer, plates, qtbot
+):
+    """Read off the GUI thread, the reader does not touch the window: the navigator
+    appears when napari inserts the plate's layers (on the GUI thread) and finds the
+    plate from their LayerSource."""
+    import threading
+
+    from napari_ozx._reader import read
+
+    paths, _ = plates("p24_v05")
+    viewer = make_napari_viewer(show=False)
+    out: list = []
+    worker = threading.Thread(target=lambda: out.extend(read(str(paths["dir"]))))
+    worker.start()
+    worker.join()
+    assert [kind for *_, kind in out] == ["image", "points"]
+    assert not any(n.startswith("Plate navigator") for n in viewer.window._wrapped_dock_widgets)
+    for data, kwargs, kind in out:
+        getattr(viewer, f"add_{kind}")(data, **kwargs)
+    nav = _navigator(viewer)
+    try:
+        assert nav.plate is not None and nav.plate.kind == "plate"
+        assert nav.plate_combo.count() == 1  # one plate, however many of its layers
+        assert len(nav._entries[nav.plate.id].layers) == 3  # 2 channels + the well names
+        assert _click(qtbot, nav, 1, 2) == "B/3"
+    finally:
+        qtbot.waitUntil(lambda: not nav.busy, timeout=10_000)
+        nav.cleanup()
+
+
 @pytest.mark.parametrize(("rows", "cols"), [(2, 3), (8, 12), (16, 24), (32, 48)])
 def test_plate_map_sizes(qtbot, rows, cols):
     """6 to 1536 wells: every well has its own cell, clicks land on the right one."""
@@ -377,7 +408,7 @@ def test_plate_map_sizes(qtbot, rows, cols):
 
 def test_screenshot(open_plate, plates, qtbot, tmp_path):
     """A screenshot of the whole window: in $NAPARI_OZX_SCREENSHOTS if set (to look at)."""
-    paths, spec = plates("cells_v05")
+    paths, _spec = plates("cells_v05")
     viewer, nav = open_plate(paths["ozx"])
     viewer.window._qt_window.resize(1400, 860)
     qtbot.wait(100)
