@@ -175,9 +175,8 @@ def labels_spec_from_layer(layer: FullLayerData, used: set[str]) -> LabelsSpec:
         for k, v in color_dict.items():
             if k is None or k == 0 or not isinstance(k, int | np.integer):
                 continue
-            colors.append(
-                LabelColor(int(k), tuple(round(float(x) * 255) for x in np.asarray(v)[:4]))
-            )  # type: ignore[arg-type]
+            r, g, b, a = (round(float(x) * 255) for x in np.asarray(v)[:4])
+            colors.append(LabelColor(int(k), (r, g, b, a)))
     props: list[dict[str, Any]] = []
     feats = m.get("features")
     if feats is not None and len(feats) and "index" in feats:
