@@ -32,7 +32,7 @@ dask tasks; a well listed twice at one position is ignored (with a warning).
 well's fields (their groups read concurrently); :meth:`HcsPlate.placements` says where to
 put them in world coordinates: on the well's overview tile, or as a grid of fields.
 
-No napari, no Qt: the napari glue is in ``_reader.py`` and ``_qt/plate_navigator.py``.
+No napari, no Qt: the napari glue is in ``layers/reading.py`` and ``_qt/plate_navigator.py``.
 """
 
 from __future__ import annotations
@@ -216,7 +216,8 @@ class Overview:
         planes = math.prod(s for i, s in enumerate(shape) if i not in self.yx)
         if planes * len(plate.rows) > MAX_OVERVIEW_TASKS:
             raise MetadataError(
-                f"{plate.oz.source}: plate overview of {planes} planes x {len(plate.rows)} rows is too large"
+                f"{plate.oz.source}: plate overview of {planes} planes x {len(plate.rows)} rows "
+                "is too large"
             )
         self.dtype: np.dtype = np.dtype(rep.arrays[level].array.dtype)
         self._failed: set[str] = set()
