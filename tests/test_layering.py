@@ -40,5 +40,12 @@ def test_npe2_manifest_validates():
     pm = PluginManifest.from_distribution("napari-ozx")
     assert pm.name == "napari-ozx"
     assert any("*.ozx" in r.filename_patterns for r in pm.contributions.readers)
+    # the reader asks napari for the plate navigator by these names: they must exist
+    from napari_ozx._reader import NAVIGATOR_NAME, PLUGIN_NAME
+
+    assert pm.name == PLUGIN_NAME
+    commands = {c.id: c.python_name for c in pm.contributions.commands}
+    (widget,) = [w for w in pm.contributions.widgets if w.display_name == NAVIGATOR_NAME]
+    assert commands[widget.command] == "napari_ozx._qt.plate_navigator:PlateNavigator"
     out = subprocess.run(["npe2", "validate", "napari-ozx"], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
