@@ -374,8 +374,8 @@ def test_plate_of_fields_written_by_our_writer(plates):
 
 
 def test_reader_plate_layers(plates):
-    paths, spec = plates("p96_v05")
-    (img, kw, kind), (pts, pkw, pkind) = read_layer_data(str(paths["ozx"]))
+    paths, _spec = plates("p96_v05")
+    (_img, kw, kind), (pts, pkw, pkind) = read_layer_data(str(paths["ozx"]))
     assert kind == "image" and pkind == "points"
     assert kw["channel_axis"] == 0 and kw["name"] == ["overview DAPI", "overview GFP"]
     assert kw["colormap"] == ["blue", "green"] and kw["contrast_limits"] == [[0, 4000], [0, 4000]]
@@ -423,7 +423,7 @@ def test_reader_well_inside_a_plate(plates):
 
 
 def test_open_fields_errors_are_per_field(plates):
-    paths, spec = plates("sparse_v05")
+    paths, _spec = plates("sparse_v05")
     with open_ome_zarr(paths["dir"]) as oz:
         plate = HcsPlate(oz)
         good, bad = plate.open_fields("B/1")
@@ -463,7 +463,8 @@ def test_npe2_read_is_headless(plates):
         "npe2.PluginManager.instance().discover()\n"
         f"lds = npe2.read([{str(paths['ozx'])!r}], stack=False, plugin_name='napari-ozx')\n"
         "print([t for *_, t in lds], lds[0][0].shape)\n"
-        "bad = [m for m in ('qtpy', 'PyQt6', 'PyQt5', 'PySide6', 'napari._qt', 'superqt') if m in sys.modules]\n"
+        "qt = ('qtpy', 'PyQt6', 'PyQt5', 'PySide6', 'napari._qt', 'superqt')\n"
+        "bad = [m for m in qt if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

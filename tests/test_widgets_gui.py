@@ -351,7 +351,7 @@ def test_export_runs_to_ozx_and_reads_back(no_leaks, make_napari_viewer, qtbot, 
 
     layers = read_layer_data(str(target))
     assert [kw["name"] for _, kw, _ in layers] == [["Nuclei", "Membrane"], "nuclei"]
-    (img_data, img_kw, _), (lab_data, _, _) = layers
+    (img_data, _img_kw, _), (lab_data, _, _) = layers
     np.testing.assert_array_equal(
         np.asarray(img_data[0][0]), np.asarray(viewer.layers["Nuclei"].data[0])
     )
