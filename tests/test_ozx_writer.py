@@ -1,4 +1,5 @@
-"""Tests for napari_ozx.ozx.writer: RFC-9 byte layout, zarr round trips, failure safety."""
+"""Tests for napari_ozx.ozx.writer, .write_store and .records packing: RFC-9 byte layout,
+zarr round trips, failure safety."""
 
 from __future__ import annotations
 
@@ -21,19 +22,21 @@ from zarr.core.buffer.core import default_buffer_prototype
 from zarr.core.sync import sync
 
 from napari_ozx.errors import MetadataError, OzxError
-from napari_ozx.ozx.writer import (
-    DEFAULT_COMMENT,
-    DuplicateEntryError,
-    InvalidEntryNameError,
-    OzxOrderError,
-    OzxWriter,
-    OzxWriteStore,
-    WriterClosedError,
+from napari_ozx.ozx.records import (
     pack_central_header,
     pack_eocd,
     pack_local_header,
     pack_zip64_eocd,
     pack_zip64_locator,
+)
+from napari_ozx.ozx.rfc9 import DEFAULT_COMMENT
+from napari_ozx.ozx.write_store import OzxWriteStore
+from napari_ozx.ozx.writer import (
+    DuplicateEntryError,
+    InvalidEntryNameError,
+    OzxOrderError,
+    OzxWriter,
+    WriterClosedError,
 )
 
 OME_COMMENT = {"ome": {"version": "0.5"}}
@@ -109,20 +112,20 @@ def parse_zip(path: Path) -> dict:
         assert (csize, usize, loff) == (0xFFFFFFFF,) * 3
         z_usize, z_csize, z_off = struct.unpack("<QQQ", extras[0x0001])
         central.append(
-            dict(
-                name=name.decode("utf-8"),
-                flags=flags,
-                method=method,
-                crc=crc,
-                size=z_usize,
-                csize=z_csize,
-                offset=z_off,
-                needed=needed,
-                made_by=made_by,
-                eattr=eattr,
-                klen=klen,
-                disk_start=disk_start,
-            )
+            {
+                "name": name.decode("utf-8"),
+                "flags": flags,
+                "method": method,
+                "crc": crc,
+                "size": z_usize,
+                "csize": z_csize,
+                "offset": z_off,
+                "needed": needed,
+                "made_by": made_by,
+                "eattr": eattr,
+                "klen": klen,
+                "disk_start": disk_start,
+            }
         )
         pos += 46 + nlen + xlen + klen
     assert pos == cd_off + cd_size, "central directory size mismatch"
@@ -140,30 +143,30 @@ def parse_zip(path: Path) -> dict:
         z_usize, z_csize = struct.unpack("<QQ", extras[0x0001])
         data_off = off + 30 + nlen + xlen
         local.append(
-            dict(
-                name=name,
-                flags=flags,
-                method=method,
-                crc=crc,
-                size=z_usize,
-                csize=z_csize,
-                offset=off,
-                header_len=30 + nlen + xlen,
-                data_offset=data_off,
-                needed=needed,
-                data=raw[data_off : data_off + z_csize],
-            )
+            {
+                "name": name,
+                "flags": flags,
+                "method": method,
+                "crc": crc,
+                "size": z_usize,
+                "csize": z_csize,
+                "offset": off,
+                "header_len": 30 + nlen + xlen,
+                "data_offset": data_off,
+                "needed": needed,
+                "data": raw[data_off : data_off + z_csize],
+            }
         )
-    return dict(
-        raw=raw,
-        comment=comment,
-        central=central,
-        local=local,
-        cd_off=cd_off,
-        cd_size=cd_size,
-        z64_off=z64_off,
-        eocd_pos=eocd_pos,
-    )
+    return {
+        "raw": raw,
+        "comment": comment,
+        "central": central,
+        "local": local,
+        "cd_off": cd_off,
+        "cd_size": cd_size,
+        "z64_off": z64_off,
+        "eocd_pos": eocd_pos,
+    }
 
 
 def bfs_sorted(names):

@@ -16,13 +16,8 @@ from hypothesis import strategies as st
 from zarr.codecs import ZstdCodec
 
 from napari_ozx.errors import OzxError, ZipFormatError
-from napari_ozx.ozx._zip import (
-    FLAG_UTF8,
-    METHOD_DEFLATED,
-    METHOD_STORED,
-    FileObjRangeReader,
-    read_zip_index,
-)
+from napari_ozx.ozx._zip import FileObjRangeReader, read_zip_index
+from napari_ozx.ozx.records import FLAG_UTF8, METHOD_DEFLATED, METHOD_STORED
 from napari_ozx.ozx.store import OzxStore
 from napari_ozx.ozx.validate import MAX_PER_CODE, RULES, ValidationReport, validate
 
@@ -47,7 +42,7 @@ def array_doc(sharded: bool = True) -> bytes:
     codecs = (
         [{"name": "sharding_indexed", "configuration": {
             "chunk_shape": [2, 2], "codecs": inner,
-            "index_codecs": inner + [{"name": "crc32c"}], "index_location": "end"}}]
+            "index_codecs": [*inner, {"name": "crc32c"}], "index_location": "end"}}]
         if sharded else inner
     )  # fmt: skip
     return jdump({
@@ -238,13 +233,13 @@ def test_nested_zarr_json_invalid():
 
 def test_nested_archive_by_name_and_content():
     inner = make_zip(good_members())
-    members = good_members() + [("extra/inner.ozx", b"whatever"), ("blob", inner)]
+    members = [*good_members(), ("extra/inner.ozx", b"whatever"), ("blob", inner)]
     report = check(make_zip(members))
     found = {f.member for f in report.by_code("nested-archive")}
     assert found == {"extra/inner.ozx", "blob"}
     assert not report.ok
     # a deflated nested zip is found too
-    report = check(make_zip(good_members() + [("blob2", inner, METHOD_DEFLATED)]))
+    report = check(make_zip([*good_members(), ("blob2", inner, METHOD_DEFLATED)]))
     assert {f.member for f in report.by_code("nested-archive")} == {"blob2"}
 
 
@@ -374,7 +369,7 @@ def test_file_extension(tmp_path):
 
 
 def test_duplicate_names():
-    members = good_members() + [("0/c/0/0", b"again")]
+    members = [*good_members(), ("0/c/0/0", b"again")]
     report = check(make_zip(members))
     assert "duplicate-name" in report.codes and not report.ok
     assert report.by_code("duplicate-name")[0].member == "0/c/0/0"
@@ -382,7 +377,7 @@ def test_duplicate_names():
 
 @pytest.mark.parametrize("name", ["../evil", "a/../../b", "/etc/passwd", "C:/x", "a\\b"])
 def test_unsafe_names(name):
-    report = check(make_zip(good_members() + [(name, b"x")]))
+    report = check(make_zip([*good_members(), (name, b"x")]))
     assert [f.member for f in report.by_code("unsafe-name")] == [name]
     assert not report.ok
 
@@ -526,12 +521,12 @@ def test_report_helpers():
 
 def test_utf8_flag_names_roundtrip():
     assert FLAG_UTF8  # names written by make_zip are UTF-8 flagged
-    members = good_members() + [("\u00e9t\u00e9/zarr.json", group_doc())]
+    members = [*good_members(), ("été/zarr.json", group_doc())]
     report = check(make_zip(members))
     assert problems(report) == {"zarr-json-order-local", "zarr-json-order-cd"}
 
 
-_FUZZ_SEED = make_zip(good_members()[:2] + [("0/c/0/0", b"\x00" * 64, METHOD_DEFLATED)])
+_FUZZ_SEED = make_zip([*good_members()[:2], ("0/c/0/0", b"\x00" * 64, METHOD_DEFLATED)])
 
 
 @settings(max_examples=300, deadline=1000, suppress_health_check=[HealthCheck.too_slow])

@@ -370,7 +370,7 @@ def write_ome_zarr(
         image = replace(image, labels=[*image.labels, *labels])
 
     if fmt == "ozx":
-        from ..ozx.writer import OzxWriteStore
+        from ..ozx.write_store import OzxWriteStore
 
         store: Any = OzxWriteStore(
             target, comment=json.dumps({"ome": {"version": "0.5"}}, separators=(",", ":"))

@@ -1,5 +1,10 @@
 """The single-file container: ZIP index, read-only zarr store, streaming writer, RFC-9 validator.
 
+One home per concern: ``records`` (ZIP record layouts), ``rfc9`` (the RFC-9 rules, quoted),
+``_zip`` (parser), ``store`` (read-only zarr store), ``writer`` (archive writer),
+``write_store`` (append-only zarr store over it), ``validate`` (findings), ``protocol``
+(what the OME layer may ask of a container).
+
 Names are imported lazily, so ``import napari_ozx.ozx`` costs nothing and the ZIP parser
 and validator never load zarr.
 """
@@ -12,7 +17,7 @@ from typing import Any
 _EXPORTS = {
     "OzxStore": ".store",
     "OzxWriter": ".writer",
-    "OzxWriteStore": ".writer",
+    "OzxWriteStore": ".write_store",
     "validate": ".validate",
     "ValidationReport": ".validate",
     "Finding": ".validate",

@@ -1,4 +1,4 @@
-"""ZIP central-directory reader (and record builders) for ``.ozx`` archives.
+"""ZIP central-directory reader for ``.ozx`` archives.
 
 This module knows the ZIP container format (PKWARE APPNOTE 6.3.x) and nothing about
 Zarr or OME. It turns the end of an archive into an in-memory :class:`ZipIndex`:
@@ -11,30 +11,31 @@ Zarr or OME. It turns the end of an archive into an in-memory :class:`ZipIndex`:
 3. parse the central directory from the tail buffer when it lies inside it, otherwise
    with exactly one more read.
 
-Parsing is O(N) with ``struct.unpack_from`` on a single buffer (no per-entry I/O) and never
+Parsing is O(N) with ``CENTRAL_HEADER.unpack_from`` on a single buffer (no per-entry I/O) and never
 allocates from a count or size field that it has not first bounded by the file size, so
 hostile files raise :class:`~napari_ozx.errors.ZipFormatError` (corrupt) or
 :class:`~napari_ozx.errors.UnsupportedZipFeature` (valid but refused), never anything else.
 
 The local file header of an entry may carry a different name/extra length than its central
 directory record, so where an entry's data starts is only known after reading its 30-byte
-local header: :func:`data_offset` does that (callers cache the result).
+local header: :func:`read_local_header` does that, and checks the local header against the
+central record (the store caches the result; the validator reports its errors).
+
+Record layouts (struct formats, signatures, flags, method numbers) live in
+:mod:`napari_ozx.ozx.records`; this module only decides what a sequence of records means.
 
 Byte sources are :class:`RangeReader` objects: :class:`FileRangeReader` (``os.pread`` on a
 file descriptor: lock-free, thread-safe, one syscall per read) and
 :class:`FileObjRangeReader` (any seekable binary file-like object, e.g. an fsspec file;
 seek+read under a lock).
-
-The ``build_*`` functions produce the fixed records (local header, central header, end
-records) for writers and tests; they always can emit ZIP64 forms.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
-import struct
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,57 +43,48 @@ from types import MappingProxyType
 from typing import IO, Any
 
 from napari_ozx.errors import UnsupportedZipFeature, ZipFormatError
+from napari_ozx.ozx.records import (
+    CENTRAL_HEADER,
+    EOCD,
+    FLAG_DATA_DESCRIPTOR,
+    FLAG_ENCRYPTED,
+    FLAG_STRONG_ENCRYPTION,
+    FLAG_UTF8,
+    LOCAL_HEADER,
+    MAX_COMMENT,
+    SIG_CENTRAL,
+    SIG_EOCD,
+    SIG_LOCAL,
+    SIG_ZIP64_EOCD,
+    SIG_ZIP64_LOCATOR,
+    U16,
+    ZIP64_EOCD,
+    ZIP64_EOCD_BODY,
+    ZIP64_LOCATOR,
+    method_name,
+    read_zip64_extra,
+    unpack_eocd,
+    unpack_local_header,
+    unpack_zip64_eocd,
+    unpack_zip64_locator,
+)
 
 __all__ = [
-    "FLAG_DATA_DESCRIPTOR",
-    "FLAG_ENCRYPTED",
-    "FLAG_UTF8",
-    "METHOD_DEFLATED",
-    "METHOD_STORED",
     "TAIL_SIZE",
     "FileObjRangeReader",
     "FileRangeReader",
+    "LocalExtent",
     "RangeReader",
     "ZipEntry",
     "ZipIndex",
     "data_offset",
-    "method_name",
+    "local_header_name",
     "open_reader",
+    "read_local_header",
     "read_zip_index",
 ]
 
 logger = logging.getLogger(__name__)
-
-# --------------------------------------------------------------------------- constants
-
-SIG_LOCAL = b"PK\x03\x04"
-SIG_CENTRAL = b"PK\x01\x02"
-SIG_EOCD = b"PK\x05\x06"
-SIG_ZIP64_EOCD = b"PK\x06\x06"
-SIG_ZIP64_LOCATOR = b"PK\x06\x07"
-SIG_DATA_DESCRIPTOR = b"PK\x07\x08"
-
-#: sig, version needed, flags, method, time, date, crc, csize, usize, name len, extra len
-LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # 30 bytes
-#: sig, made by, needed, flags, method, time, date, crc, csize, usize, name len, extra len,
-#: comment len, disk start, internal attrs, external attrs, local header offset
-CENTRAL_HEADER = struct.Struct("<4sHHHHHHIIIHHHHHII")  # 46 bytes
-#: sig, this disk, cd disk, entries on this disk, entries total, cd size, cd offset, comment len
-EOCD = struct.Struct("<4sHHHHIIH")  # 22 bytes
-#: sig, disk with the zip64 eocd, zip64 eocd offset, total disks
-ZIP64_LOCATOR = struct.Struct("<4sIQI")  # 20 bytes
-#: sig, record size (after this field), made by, needed, this disk, cd disk,
-#: entries on this disk, entries total, cd size, cd offset
-ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")  # 56 bytes
-_EXTRA_HEADER = struct.Struct("<HH")
-_U16 = struct.Struct("<H")
-_U32 = struct.Struct("<I")
-_U64 = struct.Struct("<Q")
-
-MAX_COMMENT = 0xFFFF
-U16_MAX = 0xFFFF
-U32_MAX = 0xFFFFFFFF
-ZIP64_EXTRA_ID = 0x0001
 
 #: Bytes read from the end of the file in one go. Must hold the EOCD with the longest
 #: possible comment plus the ZIP64 locator and ZIP64 EOCD (65,633 bytes); the rest is room
@@ -100,35 +92,6 @@ ZIP64_EXTRA_ID = 0x0001
 #: with a single read.
 TAIL_SIZE = 128 * 1024
 assert EOCD.size + MAX_COMMENT + ZIP64_LOCATOR.size + ZIP64_EOCD.size <= TAIL_SIZE
-
-METHOD_STORED = 0
-METHOD_DEFLATED = 8
-_METHOD_NAMES = {
-    0: "stored",
-    1: "shrunk",
-    6: "imploded",
-    8: "deflated",
-    9: "deflate64",
-    12: "bzip2",
-    14: "lzma",
-    93: "zstandard",
-    95: "xz",
-    96: "jpeg",
-    97: "wavpack",
-    98: "ppmd",
-    99: "aes-encrypted",
-}
-
-FLAG_ENCRYPTED = 0x0001
-FLAG_DATA_DESCRIPTOR = 0x0008
-FLAG_STRONG_ENCRYPTION = 0x0040
-FLAG_UTF8 = 0x0800
-
-
-def method_name(method: int) -> str:
-    """Human-readable name of a ZIP compression method number."""
-    name = _METHOD_NAMES.get(method)
-    return f"{name} (method {method})" if name else f"method {method}"
 
 
 # --------------------------------------------------------------------------- readers
@@ -252,10 +215,8 @@ class FileRangeReader(RangeReader):
     def __del__(self) -> None:
         fd = getattr(self, "_fd", -1)
         if fd >= 0:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:  # pragma: no cover
-                pass
             self._fd = -1
 
     def __repr__(self) -> str:
@@ -427,7 +388,7 @@ def _find_eocd(tail: bytes) -> tuple[int, bool]:
         pos = tail.rfind(SIG_EOCD, lo, end)
         if pos < 0:
             break
-        (clen,) = _U16.unpack_from(tail, pos + 20)
+        (clen,) = U16.unpack_from(tail, pos + 20)
         stop = pos + EOCD.size + clen
         if stop == n:
             return pos, True
@@ -477,7 +438,7 @@ def read_zip_index(reader: RangeReader, *, allow_multi_part: bool = False) -> Zi
 
     pos, _exact = _find_eocd(tail)
     eocd_offset = tail_start + pos
-    (_, disk_no, cd_disk, n_disk, n_total, cd_size, cd_offset, clen) = EOCD.unpack_from(tail, pos)
+    (_, disk_no, cd_disk, n_disk, n_total, cd_size, cd_offset, clen) = unpack_eocd(tail, pos)
     comment = tail[pos + EOCD.size : pos + EOCD.size + clen]
     multi_part = False
 
@@ -486,7 +447,7 @@ def read_zip_index(reader: RangeReader, *, allow_multi_part: bool = False) -> Zi
     loc_offset = eocd_offset - ZIP64_LOCATOR.size
     if loc_offset >= 0 and bytes(window(loc_offset, 4)) == SIG_ZIP64_LOCATOR:
         zip64 = True
-        _, z_disk, z_offset, total_disks = ZIP64_LOCATOR.unpack_from(
+        _, z_disk, z_offset, total_disks = unpack_zip64_locator(
             window(loc_offset, ZIP64_LOCATOR.size)
         )
         if z_disk != 0 or total_disks > 1:
@@ -499,12 +460,12 @@ def read_zip_index(reader: RangeReader, *, allow_multi_part: bool = False) -> Zi
             )
         rec = window(z_offset, ZIP64_EOCD.size)
         (sig, rec_size, _made, _need, disk64, cd_disk64, n_disk64, n_total64, cd_size64,
-         cd_offset64) = ZIP64_EOCD.unpack(rec)  # fmt: skip
+         cd_offset64) = unpack_zip64_eocd(rec)  # fmt: skip
         if sig != SIG_ZIP64_EOCD:
             raise ZipFormatError(
                 f"ZIP64 end of central directory record not found at offset {z_offset}"
             )
-        if rec_size < ZIP64_EOCD.size - 12 or z_offset + 12 + rec_size > loc_offset:
+        if rec_size < ZIP64_EOCD_BODY or z_offset + 12 + rec_size > loc_offset:
             raise ZipFormatError(f"ZIP64 end of central directory record size {rec_size} is bad")
         zip64_eocd_offset = z_offset
         disk_no, cd_disk, n_disk, n_total = disk64, cd_disk64, n_disk64, n_total64
@@ -586,9 +547,7 @@ def _parse_central_directory(
         extra = buf[extra_start:extra_end]
         has_z64 = False
         if elen:
-            usize, csize, hoff, disk, has_z64 = _apply_zip64_extra(
-                extra, usize, csize, hoff, disk, i
-            )
+            usize, csize, hoff, disk, has_z64 = read_zip64_extra(extra, usize, csize, hoff, disk, i)
         if raw_name.isascii():
             name = raw_name.decode("ascii")  # fast path: cp437 and UTF-8 agree on ASCII
         elif flags & FLAG_UTF8:
@@ -618,84 +577,44 @@ def _parse_central_directory(
     return tuple(entries), by_name, tuple(dups), multi_part
 
 
-def _apply_zip64_extra(
-    extra: bytes, usize: int, csize: int, hoff: int, disk: int, index: int
-) -> tuple[int, int, int, int, bool]:
-    """Substitute the ZIP64 extended-information values for saturated 32/16-bit fields.
+@dataclass(frozen=True, slots=True)
+class LocalExtent:
+    """Where a member's bytes lie, as its local file header says."""
 
-    Only fields whose classic value is saturated are present, in the fixed order
-    uncompressed size, compressed size, local header offset, disk number.
+    data_offset: int  #: first data byte
+    end: int  #: one past the last data byte (a data descriptor, if any, is not counted)
+
+
+def read_local_header(
+    reader: RangeReader, entry: ZipEntry, *, limit: int | None = None
+) -> LocalExtent:
+    """Read the local file header of ``entry`` and check it against its central record.
+
+    The one local-header check of the package: the store (via :func:`data_offset`) and
+    the validator both use it. ``limit`` (normally the central directory offset) bounds
+    where the header and the data may end; it defaults to the file size. Raises
+    :class:`ZipFormatError` when the header is missing or cut off, names another member,
+    disagrees on the method, or its data runs past ``limit``.
     """
-    p = 0
-    n = len(extra)
-    found = False
-    while p + 4 <= n:
-        hid, hlen = _EXTRA_HEADER.unpack_from(extra, p)
-        p += 4
-        if p + hlen > n:
-            raise ZipFormatError(f"central directory entry {index}: corrupt extra field")
-        if hid == ZIP64_EXTRA_ID and not found:
-            found = True
-            q = p
-            lim = p + hlen
-            try:
-                if usize == U32_MAX:
-                    if q + 8 > lim:
-                        raise IndexError
-                    (usize,) = _U64.unpack_from(extra, q)
-                    q += 8
-                if csize == U32_MAX:
-                    if q + 8 > lim:
-                        raise IndexError
-                    (csize,) = _U64.unpack_from(extra, q)
-                    q += 8
-                if hoff == U32_MAX:
-                    if q + 8 > lim:
-                        raise IndexError
-                    (hoff,) = _U64.unpack_from(extra, q)
-                    q += 8
-                if disk == U16_MAX:
-                    if q + 4 > lim:
-                        raise IndexError
-                    (disk,) = _U32.unpack_from(extra, q)
-            except IndexError:
-                raise ZipFormatError(
-                    f"central directory entry {index}: ZIP64 extra field is too short for "
-                    "the values it must carry"
-                ) from None
-        p += hlen
-    return usize, csize, hoff, disk, found
-
-
-def data_offset(reader: RangeReader, entry: ZipEntry, *, limit: int | None = None) -> int:
-    """Absolute offset of the first data byte of ``entry`` (reads its local header).
-
-    ``limit`` (normally the central directory offset) bounds where the data may end;
-    defaults to the file size.
-    """
-    encoding = "utf-8" if entry.flags & 0x800 else "cp437"
+    encoding = "utf-8" if entry.flags & FLAG_UTF8 else "cp437"
     try:
         expected = entry.name.encode(encoding)
     except UnicodeEncodeError:
         expected = entry.name.encode("utf-8")
+    bound = reader.size if limit is None else min(limit, reader.size)
+    offset = entry.header_offset
     # header and name in one read: a central record pointing at another member's local
     # header (same size, other data) must not serve that member's bytes
     want = LOCAL_HEADER.size + len(expected)
-    head = reader.read(entry.header_offset, min(want, reader.size - entry.header_offset))
-    if len(head) < LOCAL_HEADER.size:
-        raise ZipFormatError(
-            f"entry {entry.name!r}: local header at {entry.header_offset} is cut off"
-        )
-    (sig, _need, _flags, method, _t, _d, _crc, _cs, _us, nlen, elen) = LOCAL_HEADER.unpack_from(
-        head
-    )
+    if offset + LOCAL_HEADER.size > reader.size:
+        raise ZipFormatError(f"entry {entry.name!r}: local header at {offset} is cut off")
+    head = reader.read(offset, min(want, reader.size - offset))
+    (sig, _need, _flags, method, _t, _d, _crc, _cs, _us, nlen, elen) = unpack_local_header(head)
     if sig != SIG_LOCAL:
-        raise ZipFormatError(
-            f"entry {entry.name!r}: no local file header at offset {entry.header_offset}"
-        )
+        raise ZipFormatError(f"entry {entry.name!r}: no local file header at offset {offset}")
     if nlen != len(expected) or head[LOCAL_HEADER.size :] != expected:
         raise ZipFormatError(
-            f"entry {entry.name!r}: the local header at offset {entry.header_offset} names "
+            f"entry {entry.name!r}: the local header at offset {offset} names "
             f"another member (central directory and local headers disagree)"
         )
     if method != entry.method:
@@ -703,22 +622,27 @@ def data_offset(reader: RangeReader, entry: ZipEntry, *, limit: int | None = Non
             f"entry {entry.name!r}: local header says {method_name(method)}, central "
             f"directory says {method_name(entry.method)}"
         )
-    start = entry.header_offset + LOCAL_HEADER.size + nlen + elen
-    bound = reader.size if limit is None else min(limit, reader.size)
-    if start + entry.compressed_size > bound:
+    start = offset + LOCAL_HEADER.size + nlen + elen
+    end = start + entry.compressed_size
+    if end > bound:
         raise ZipFormatError(
             f"entry {entry.name!r}: data ({entry.compressed_size} bytes at offset {start}) "
             f"runs past offset {bound}"
         )
-    return start
+    return LocalExtent(start, end)
+
+
+def data_offset(reader: RangeReader, entry: ZipEntry, *, limit: int | None = None) -> int:
+    """Absolute offset of the first data byte of ``entry`` (see :func:`read_local_header`)."""
+    return read_local_header(reader, entry, limit=limit).data_offset
 
 
 def local_header_name(reader: RangeReader, entry: ZipEntry) -> bytes:
     """Raw name bytes stored in the local header of ``entry`` (for validation)."""
     head = reader.read(entry.header_offset, LOCAL_HEADER.size)
-    sig, *_rest, nlen, _elen = LOCAL_HEADER.unpack(head)
-    if sig != SIG_LOCAL:
+    local = unpack_local_header(head)
+    if local.signature != SIG_LOCAL:
         raise ZipFormatError(
             f"entry {entry.name!r}: no local file header at offset {entry.header_offset}"
         )
-    return reader.read(entry.header_offset + LOCAL_HEADER.size, nlen)
+    return reader.read(entry.header_offset + LOCAL_HEADER.size, local.name_length)

@@ -34,8 +34,9 @@ i.e. ``.ozx`` tiles at 0.62-0.67x the time of the directory (one pread instead o
 Async vs threads: for local files the ``async`` methods do the ``pread`` inline. A
 page-cache pread of a 64 KiB chunk costs ~7 us here; the same pread through
 ``asyncio.to_thread`` costs ~145 us (thread hop + future), and whole reads measured
-slower: tiles 1.09-1.24x and planes 0.96-1.17x the inline time. Reads from cold storage block zarr's event loop for the
-duration of the read (zarr runs that loop on its own thread, so only other zarr I/O waits).
+slower: tiles 1.09-1.24x and planes 0.96-1.17x the inline time. Reads from cold storage
+block zarr's event loop for the duration of the read (zarr runs that loop on its own
+thread, so only other zarr I/O waits).
 File objects of unknown kind (fsspec/remote files) default to ``to_thread``
 (``threaded_io``), because there one read can take milliseconds.
 
@@ -74,19 +75,24 @@ from napari_ozx.errors import (
     UnsupportedZipFeature,
     ZipFormatError,
 )
+from napari_ozx.ozx import rfc9
 from napari_ozx.ozx._zip import (
-    METHOD_DEFLATED,
-    METHOD_STORED,
     FileObjRangeReader,
     FileRangeReader,
     RangeReader,
     ZipEntry,
     ZipIndex,
     data_offset,
-    method_name,
     read_zip_index,
 )
 from napari_ozx.ozx.protocol import ArchiveSummary
+from napari_ozx.ozx.records import (
+    FLAG_ENCRYPTED,
+    FLAG_STRONG_ENCRYPTION,
+    METHOD_DEFLATED,
+    METHOD_STORED,
+    method_name,
+)
 
 __all__ = ["OzxStore"]
 
@@ -101,6 +107,9 @@ logger = logging.getLogger(__name__)
 
 #: file objects whose reads are local (page cache / memory): read inline
 _LOCAL_FILE_TYPES = (io.BytesIO, io.BufferedReader, io.BufferedRandom, io.FileIO)
+
+#: encrypted members take the checked (refusing) path
+_UNREADABLE_FLAGS = FLAG_ENCRYPTED | FLAG_STRONG_ENCRYPTION
 
 #: deflate cannot expand data by more than ~1032:1; a bigger declared ratio is a lie.
 _MAX_DEFLATE_RATIO = 1032
@@ -211,7 +220,7 @@ class OzxStore(Store):
         (``io.BytesIO``, ``open(path, "rb")``, an fsspec file). A file object stays owned
         by the caller: :meth:`close` does not close it.
     read_only
-        Must be True (the default); writing goes through ``napari_ozx.ozx.writer``.
+        Must be True (the default); writing goes through ``napari_ozx.ozx.write_store``.
     deflate_cache_bytes
         Byte budget of the LRU that keeps inflated DEFLATED members (members bigger than a
         quarter of it are inflated per read and not kept).
@@ -346,19 +355,19 @@ class OzxStore(Store):
     def missing_root_reason(self) -> str:
         """What the archive holds instead of a root ``zarr.json`` (RFC-9)."""
         names = [e.name for e in self._shared.index.entries]
-        nested = [n for n in names if n.lower().endswith(".ozx")]
+        nested = [n for n in names if rfc9.is_nested_archive_name(n)]
         if nested:
             return (
                 f"the archive holds a nested archive {nested[0]!r} "
-                "(RFC-9: OME-Zarr zip files SHALL NOT be embedded)"
+                f"({rfc9.NOT_EMBEDDED.citation}: {rfc9.NOT_EMBEDDED.text})"
             )
-        tops = sorted({n.split("/", 1)[0] for n in names if n.endswith("zarr.json") and "/" in n})
+        tops = sorted({n.split("/", 1)[0] for n in names if rfc9.is_zarr_json(n) and "/" in n})
         if len(tops) == 1:
             return (
-                f"no root zarr.json; the hierarchy is in {tops[0]}/ (RFC-9: the root of the "
-                "ZIP archive MUST be the OME-Zarr root: zip the folder's contents, not the folder)"
+                f"no root zarr.json; the hierarchy is in {tops[0]}/: zip the folder's "
+                f"contents, not the folder ({rfc9.ROOT.citation}: {rfc9.ROOT.text})"
             )
-        return "no root zarr.json (RFC-9 requires it at the archive root)"
+        return f"no root zarr.json ({rfc9.ROOT.citation}: {rfc9.ROOT.text})"
 
     def archive_summary(self) -> ArchiveSummary:
         """End-record and central-directory facts (see :class:`~.protocol.Container`)."""
@@ -516,7 +525,7 @@ class OzxStore(Store):
         entry = self._members.get(key)
         if entry is None:
             return None
-        if entry.method == METHOD_STORED and not entry.flags & 0x41:
+        if entry.method == METHOD_STORED and not entry.flags & _UNREADABLE_FLAGS:
             off = self._offsets.get(key)
             if off is None:
                 if entry.compressed_size != entry.uncompressed_size:

@@ -30,19 +30,24 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from napari_ozx.errors import ZipFormatError
+from napari_ozx.ozx import rfc9
 from napari_ozx.ozx._zip import (
-    FLAG_UTF8,
-    LOCAL_HEADER,
-    METHOD_DEFLATED,
-    METHOD_STORED,
-    SIG_LOCAL,
     FileObjRangeReader,
     FileRangeReader,
+    LocalExtent,
     RangeReader,
     ZipEntry,
     ZipIndex,
-    method_name,
+    read_local_header,
     read_zip_index,
+)
+from napari_ozx.ozx.records import (
+    METHOD_DEFLATED,
+    METHOD_STORED,
+    SIG_DATA_DESCRIPTOR,
+    SIG_EOCD,
+    SIG_LOCAL,
+    method_name,
 )
 
 __all__ = ["RULES", "Finding", "Severity", "ValidationReport", "validate"]
@@ -56,36 +61,12 @@ MAX_PER_CODE = 20
 #: Biggest zarr.json we are willing to read.
 MAX_METADATA_BYTES = 64 * 1024 * 1024
 _CHUNK = 8 * 1024 * 1024
-_ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
+_ZIP_MAGICS = (SIG_LOCAL, SIG_EOCD, SIG_DATA_DESCRIPTOR)
 
 # --------------------------------------------------------------------------- rules (quoted)
+# RFC-9's own rules, with their quoted text and section, are in napari_ozx.ozx.rfc9; the
+# ZIP hygiene and integrity rules below are this validator's (APPNOTE, not RFC-9).
 
-R_ONE_HIERARCHY = "The ZIP file MUST contain exactly one OME-Zarr hierarchy."
-R_ROOT = (
-    "The root of the ZIP archive MUST correspond to the root of the OME-Zarr hierarchy. "
-    "The ZIP file MUST contain the the OME-Zarr's root-level zarr.json."
-)
-R_NESTED = (
-    "OME-Zarr zip files SHALL NOT be embedded in a parent OME-Zarr hierarchy "
-    "(as a sub-hierarchy or otherwise)."
-)
-R_MULTI_PART = "OME-Zarr zip files SHALL NOT be split into multiple parts."
-R_ZIP64 = "The ZIP64 format extension SHOULD be used, irrespective of the ZIP file size."
-R_STORED = "ZIP-level compression SHOULD be disabled in favor of Zarr-level compression codecs."
-R_SHARDING = (
-    "The sharding codec SHOULD be used to reduce the number of entries within the ZIP archive."
-)
-R_ORDER = (
-    "The root-level zarr.json file SHOULD be the first ZIP file entry and the first entry in "
-    "the central directory header; other zarr.json files SHOULD follow immediately "
-    "afterwards, in breadth-first order."
-)
-R_COMMENT = (
-    "The ZIP archive comment SHOULD contain an UTF-8-encoded JSON string with an ome "
-    "attribute that holds a version key with the OME-Zarr version as string value, "
-    'equivalent to {"ome": { "version": "XX.YY" }}.'
-)
-R_EXTENSION = "The name of OME-Zarr zip files SHOULD end with .ozx."
 H_NAMES = (
     "ZIP hygiene (APPNOTE 4.4.17): member names are relative paths with forward slashes, "
     "no drive letter or leading slash; '..' segments let an extractor write outside its "
@@ -114,27 +95,29 @@ H_TRAILING = "ZIP hygiene: nothing should follow the end of central directory re
 H_ZARR = "Zarr v3: zarr.json is a JSON object with zarr_format 3 and node_type group or array."
 H_DIRECTORY = "ZIP: directory entries (names ending in '/') are ignored by Zarr readers."
 
-#: code -> (severity, quoted rule)
-RULES: dict[str, tuple[Severity, str]] = {
+#: code -> (severity, rule): an :class:`~napari_ozx.ozx.rfc9.Rule` or a hygiene rule's text.
+#: The severity is the finding's, not the rule's: "root-not-ome" cites a MUST but only
+#: warns (a plain Zarr hierarchy is readable, just not OME-Zarr).
+CHECKS: dict[str, tuple[Severity, rfc9.Rule | str]] = {
     # RFC-9 MUST / SHALL NOT
-    "multi-part": ("error", R_MULTI_PART),
-    "root-zarr-json-missing": ("error", R_ROOT),
-    "root-zarr-json-invalid": ("error", R_ROOT),
-    "nested-archive": ("error", R_NESTED),
-    "disconnected-node": ("error", R_ONE_HIERARCHY),
+    "multi-part": ("error", rfc9.SINGLE_PART),
+    "root-zarr-json-missing": ("error", rfc9.ROOT),
+    "root-zarr-json-invalid": ("error", rfc9.ROOT),
+    "nested-archive": ("error", rfc9.NOT_EMBEDDED),
+    "disconnected-node": ("error", rfc9.ONE_HIERARCHY),
     # RFC-9 SHOULD
-    "zip64-missing": ("warning", R_ZIP64),
-    "compressed-entry": ("warning", R_STORED),
-    "sharding-not-used": ("warning", R_SHARDING),
-    "root-zarr-json-not-first-local": ("warning", R_ORDER),
-    "root-zarr-json-not-first-cd": ("warning", R_ORDER),
-    "zarr-json-order-local": ("warning", R_ORDER),
-    "zarr-json-order-cd": ("warning", R_ORDER),
-    "comment-missing": ("warning", R_COMMENT),
-    "comment-invalid": ("warning", R_COMMENT),
-    "ome-version-mismatch": ("warning", R_COMMENT),
-    "root-not-ome": ("warning", R_ONE_HIERARCHY),
-    "file-extension": ("warning", R_EXTENSION),
+    "zip64-missing": ("warning", rfc9.ZIP64),
+    "compressed-entry": ("warning", rfc9.STORED),
+    "sharding-not-used": ("warning", rfc9.SHARDING),
+    "root-zarr-json-not-first-local": ("warning", rfc9.ORDER),
+    "root-zarr-json-not-first-cd": ("warning", rfc9.ORDER),
+    "zarr-json-order-local": ("warning", rfc9.ORDER),
+    "zarr-json-order-cd": ("warning", rfc9.ORDER),
+    "comment-missing": ("warning", rfc9.COMMENT),
+    "comment-invalid": ("warning", rfc9.COMMENT),
+    "ome-version-mismatch": ("warning", rfc9.COMMENT),
+    "root-not-ome": ("warning", rfc9.ONE_HIERARCHY),
+    "file-extension": ("warning", rfc9.EXTENSION),
     # hygiene and integrity
     "duplicate-name": ("error", H_DUPLICATES),
     "unsafe-name": ("error", H_NAMES),
@@ -150,6 +133,11 @@ RULES: dict[str, tuple[Severity, str]] = {
     "directory-entries": ("info", H_DIRECTORY),
     "summary": ("info", "RFC-9: Zipped OME-Zarr"),
     "findings-truncated": ("info", "napari-ozx: at most 20 findings per code are listed."),
+}
+
+#: code -> (severity, quoted rule text): what :attr:`Finding.rule` carries
+RULES: dict[str, tuple[Severity, str]] = {
+    code: (severity, str(rule)) for code, (severity, rule) in CHECKS.items()
 }
 
 
@@ -219,16 +207,12 @@ class ValidationReport:
 # --------------------------------------------------------------------------- helpers
 
 
-def _is_zarr_json(name: str) -> bool:
-    return name == "zarr.json" or name.endswith("/zarr.json")
+_is_zarr_json = rfc9.is_zarr_json
+_depth = rfc9.name_depth
 
 
 def _node_dir(name: str) -> str:
     return name[: -len("zarr.json")].rstrip("/")
-
-
-def _depth(name: str) -> int:
-    return name.count("/")
 
 
 class _Collector:
@@ -260,47 +244,16 @@ class _Collector:
         return sorted(self.findings, key=lambda f: order[f.severity])
 
 
-@dataclass
-class _Local:
-    """What the local header of one entry says."""
+def _read_local(reader: RangeReader, entry: ZipEntry, cd_offset: int) -> LocalExtent:
+    """Read and check the local header of ``entry`` against its central record.
 
-    data_offset: int
-    end: int  # end of the data: the next member's local header may not start before
-
-
-def _read_local(reader: RangeReader, entry: ZipEntry, cd_offset: int) -> _Local:
-    """Read and check the local header of ``entry`` against its central record."""
-    name_bytes = entry.name.encode("utf-8" if entry.flags & FLAG_UTF8 else "cp437", "replace")
-    want = LOCAL_HEADER.size + len(name_bytes)
-    if entry.header_offset + want > cd_offset:
-        raise ZipFormatError(f"local header at offset {entry.header_offset} runs into the CD")
-    head = reader.read(entry.header_offset, want)
-    (sig, _need, _flags, method, _t, _d, _crc, _cs, _us, nlen, elen) = LOCAL_HEADER.unpack_from(
-        head
-    )
-    if sig != SIG_LOCAL:
-        raise ZipFormatError(f"no local file header at offset {entry.header_offset}")
-    if method != entry.method:
-        raise ZipFormatError(
-            f"local header says {method_name(method)}, central directory says "
-            f"{method_name(entry.method)}"
-        )
-    if nlen != len(name_bytes) or head[LOCAL_HEADER.size :] != name_bytes:
-        local = head[LOCAL_HEADER.size :] if nlen == len(name_bytes) else f"{nlen} bytes"
-        raise ZipFormatError(f"local header name {local!r} differs from the central directory")
-    start = entry.header_offset + LOCAL_HEADER.size + nlen + elen
-    end = start + entry.compressed_size
-    if end > cd_offset:
-        raise ZipFormatError(
-            f"data ({entry.compressed_size} bytes at offset {start}) runs into the central "
-            f"directory at offset {cd_offset}"
-        )
-    # A data descriptor (flag bit 3) may follow the data; its length varies (12-24 bytes)
-    # and the flag can lie, so overlaps are judged on header + name + extra + data only.
-    return _Local(start, end)
+    A data descriptor (flag bit 3) may follow the data; its length varies (12-24 bytes)
+    and the flag can lie, so overlaps are judged on header + name + extra + data only.
+    """
+    return read_local_header(reader, entry, limit=cd_offset)
 
 
-def _iter_member(reader: RangeReader, entry: ZipEntry, local: _Local) -> Iterable[bytes]:
+def _iter_member(reader: RangeReader, entry: ZipEntry, local: LocalExtent) -> Iterable[bytes]:
     """The uncompressed bytes of a STORED/DEFLATED member in chunks, with a bomb guard."""
     pos, stop = local.data_offset, local.data_offset + entry.compressed_size
     if entry.method == METHOD_STORED:
@@ -333,11 +286,11 @@ def _iter_member(reader: RangeReader, entry: ZipEntry, local: _Local) -> Iterabl
         raise ZipFormatError(f"inflates to {produced} bytes, central directory says {limit}")
 
 
-def _read_member(reader: RangeReader, entry: ZipEntry, local: _Local) -> bytes:
+def _read_member(reader: RangeReader, entry: ZipEntry, local: LocalExtent) -> bytes:
     return b"".join(_iter_member(reader, entry, local))
 
 
-def _head_bytes(reader: RangeReader, entry: ZipEntry, local: _Local, n: int = 4) -> bytes:
+def _head_bytes(reader: RangeReader, entry: ZipEntry, local: LocalExtent, n: int = 4) -> bytes:
     if entry.method == METHOD_STORED:
         return reader.read(local.data_offset, min(n, entry.compressed_size))
     raw = reader.read(local.data_offset, min(entry.compressed_size, 4096))
@@ -408,7 +361,7 @@ def _validate(
         )
     if index.trailing_bytes > 0:
         col.add("trailing-data", f"{index.trailing_bytes} bytes follow the end of the archive")
-    if path is not None and not path.lower().endswith(".ozx"):
+    if path is not None and not rfc9.has_ozx_extension(path):
         col.add("file-extension", f"file name {os.path.basename(path)!r} does not end in .ozx")
 
     # ---- names and entry flags
@@ -421,13 +374,9 @@ def _validate(
     descriptors: list[str] = []
     for e in entries:
         name = e.name
-        parts = name.split("/")
-        if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-            col.add("unsafe-name", f"absolute member name {name!r}", name)
-        elif ".." in parts:
-            col.add("unsafe-name", f"member name {name!r} has a '..' segment", name)
-        if "\\" in name:
-            col.add("unsafe-name", f"member name {name!r} contains a backslash", name)
+        for problem in rfc9.name_problems(name):
+            if problem.kind in rfc9.UNSAFE_NAME_KINDS:
+                col.add("unsafe-name", f"member name {name!r} {problem.reason}", name)
         if e.is_dir:
             dirs += 1
         if e.is_encrypted:
@@ -438,7 +387,7 @@ def _validate(
                 f"member {name!r} uses {method_name(e.method)}",
                 name,
             )
-        elif e.method != METHOD_STORED and not e.is_dir:
+        elif rfc9.is_compressed(e.method) and not e.is_dir:
             compressed.append(name)
         if e.method == METHOD_STORED and e.has_data_descriptor and not e.is_dir:
             descriptors.append(name)
@@ -459,13 +408,13 @@ def _validate(
         col.add("directory-entries", f"{dirs} directory entries (ignored)")
 
     # ---- local headers: overlaps, nested archives, CRCs
-    locals_: dict[int, _Local] = {}
+    locals_: dict[int, LocalExtent] = {}
     if not index.multi_part:
         for e in entries:
             try:
                 locals_[e.index] = _read_local(reader, e, index.cd_offset)
             except ZipFormatError as exc:
-                col.add("bad-local-header", f"member {e.name!r}: {exc}", e.name)
+                col.add("bad-local-header", str(exc), e.name)
         ordered = sorted((e for e in entries if e.index in locals_), key=lambda e: e.header_offset)
         for prev, cur in itertools.pairwise(ordered):
             if cur.header_offset < locals_[prev.index].end:
@@ -479,7 +428,7 @@ def _validate(
             loc = locals_.get(e.index)
             if e.is_dir or e.is_encrypted:
                 continue
-            if e.name.lower().endswith(".ozx"):
+            if rfc9.is_nested_archive_name(e.name):
                 col.add("nested-archive", f"member {e.name!r} is named like an .ozx", e.name)
                 continue
             if loc is None or e.compressed_size == 0 or e.method not in (0, 8):
@@ -586,7 +535,7 @@ def _validate(
     )
 
 
-def _check_crc(reader: RangeReader, e: ZipEntry, loc: _Local, col: _Collector) -> None:
+def _check_crc(reader: RangeReader, e: ZipEntry, loc: LocalExtent, col: _Collector) -> None:
     crc = 0
     try:
         for chunk in _iter_member(reader, e, loc):
@@ -647,7 +596,10 @@ def _check_hierarchy(metadata: dict[str, dict[str, Any]], by_name: Any, col: _Co
 
 
 def _check_order(
-    entries: tuple[ZipEntry, ...], locals_: dict[int, _Local], col: _Collector, have_root: bool
+    entries: tuple[ZipEntry, ...],
+    locals_: dict[int, LocalExtent],
+    col: _Collector,
+    have_root: bool,
 ) -> None:
     cd_seq = list(entries)
     local_seq = sorted((e for e in entries if e.index in locals_), key=lambda e: e.header_offset)
@@ -663,48 +615,13 @@ def _check_order(
                 f"the first entry {where} is {seq[0].name!r}, not the root zarr.json",
                 "zarr.json",
             )
-        n_meta = sum(1 for e in seq if _is_zarr_json(e.name))
-        problem = None
-        for pos, e in enumerate(seq):
-            if _is_zarr_json(e.name) and pos >= n_meta:
-                first_other = next(x for x in seq[:pos] if not _is_zarr_json(x.name))
-                problem = (
-                    f"{e.name!r} comes after the non-metadata member {first_other.name!r} "
-                    f"{where}: zarr.json files are not all at the start",
-                    e.name,
-                )
-                break
-        if problem is None:
-            meta = [e for e in seq if _is_zarr_json(e.name)]
-            for a, b in itertools.pairwise(meta):
-                if _depth(b.name) < _depth(a.name):
-                    problem = (
-                        f"{b.name!r} (depth {_depth(b.name)}) comes after {a.name!r} "
-                        f"(depth {_depth(a.name)}) {where}: not breadth-first",
-                        b.name,
-                    )
-                    break
+        problem = rfc9.order_problem([e.name for e in seq], where)
         if problem is not None:
             col.add(f"zarr-json-order-{suffix}", problem[0], problem[1])
 
 
 def _check_comment(comment: bytes, col: _Collector) -> str | None:
-    if not comment:
-        col.add(
-            "comment-missing", 'the archive has no comment (expected {"ome": {"version": ...}})'
-        )
-        return None
-    try:
-        doc = json.loads(comment.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        col.add("comment-invalid", f"archive comment is not UTF-8 JSON ({exc})")
-        return None
-    ome = doc.get("ome") if isinstance(doc, dict) else None
-    version = ome.get("version") if isinstance(ome, dict) else None
-    if not isinstance(version, str):
-        col.add(
-            "comment-invalid",
-            f"archive comment {comment[:80]!r} has no string ome.version",
-        )
-        return None
+    version, problem = rfc9.comment_version(comment)
+    if problem is not None:
+        col.add("comment-missing" if not comment else "comment-invalid", problem)
     return version

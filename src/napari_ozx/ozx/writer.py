@@ -1,36 +1,32 @@
-"""Stream an OME-Zarr hierarchy into a new single-file ``.ozx`` (RFC-9).
+"""Stream an OME-Zarr hierarchy into a new single-file ``.ozx`` (RFC-9): :class:`OzxWriter`.
 
-Two layers live here:
+A small, self-contained, append-only ZIP writer that produces archives meeting every
+MUST and SHOULD of RFC-9 (zipped OME-Zarr); the rules themselves, with their quoted
+text, are in :mod:`napari_ozx.ozx.rfc9` and the record layouts in
+:mod:`napari_ozx.ozx.records`:
 
-:class:`OzxWriter`
-    A small, self-contained, append-only ZIP writer that produces archives meeting every
-    MUST and SHOULD of RFC-9 (zipped OME-Zarr):
+* every entry is STORED (Zarr codecs already compress; :data:`~.rfc9.STORED`), CRC-32
+  in the local header, never a data descriptor (general-purpose flag bit 3 is never set);
+* ZIP64 **always** (:data:`~.rfc9.ZIP64`): a ZIP64 extended-information extra field in
+  every local and central header, plus the ZIP64 end of central directory record and
+  locator before the classic end record, whatever the archive size;
+* all ``zarr.json`` entries come first, root first then breadth-first, in the local
+  entry order **and** in the central directory (:data:`~.rfc9.ORDER`); other entries
+  follow in write order;
+* the archive comment defaults to ``{"ome":{"version":"0.5"}}`` (:data:`~.rfc9.COMMENT`);
+* no duplicate names, no absolute names, no ``..``, no backslashes, no nested ``.ozx``
+  (:func:`~.rfc9.name_problems`);
+* the archive is written to a hidden temporary file beside the target and renamed onto
+  it (:func:`os.replace`) only once complete, so a failed or cancelled save leaves an
+  existing file untouched and never a half-written file under the target name.
 
-    * every entry is STORED (Zarr codecs already compress), CRC-32 in the local header,
-      never a data descriptor (general-purpose flag bit 3 is never set);
-    * ZIP64 **always**: a ZIP64 extended-information extra field in every local and central
-      header, plus the ZIP64 end of central directory record and locator before the classic
-      end record, whatever the archive size;
-    * all ``zarr.json`` entries come first, root first then breadth-first, in the local
-      entry order **and** in the central directory; other entries follow in write order;
-    * the archive comment defaults to ``{"ome":{"version":"0.5"}}``;
-    * no duplicate names, no absolute names, no ``..``, no backslashes, no nested ``.ozx``;
-    * the archive is written to a hidden temporary file beside the target and renamed onto
-      it (:func:`os.replace`) only once complete, so a failed or cancelled save leaves an
-      existing file untouched and never a half-written file under the target name.
+Entries can be added from many threads at once: the CRC-32 is computed outside any
+lock, the lock only reserves the byte range at the end of the file, and the bytes are
+written with :func:`os.pwrite` outside the lock (platforms without ``pwrite`` write
+under a separate I/O lock).
 
-    Entries can be added from many threads at once: the CRC-32 is computed outside any
-    lock, the lock only reserves the byte range at the end of the file, and the bytes are
-    written with :func:`os.pwrite` outside the lock (platforms without ``pwrite`` write
-    under a separate I/O lock).
-
-:class:`OzxWriteStore`
-    A write-only (append-only) zarr-python 3 :class:`zarr.abc.store.Store` over an
-    :class:`OzxWriter`, so that ``zarr.create_group``/``zarr.create_array`` with
-    ``shards=...`` and whole-shard writes (``arr[...] = data``, ``dask.array.store``,
-    ``da.to_zarr`` with dask chunks aligned to shards) stream each shard into the archive
-    exactly once. Metadata documents are kept in memory (and may be rewritten) until the
-    first data entry arrives; then they are written, sorted, as the first entries.
+The zarr store over this writer is :class:`~napari_ozx.ozx.write_store.OzxWriteStore`;
+this module does not import zarr.
 
 Why not ``zarr.storage.ZipStore``? It delegates to :mod:`zipfile`, which writes ZIP64
 records only when the archive needs them (RFC-9 asks for ZIP64 irrespective of size),
@@ -39,70 +35,39 @@ no way to overwrite or delete, so every rewrite of a key appends a *duplicate* e
 partial-shard write rewrites the whole shard: bioio-ome-zarr produced a 9.1 GB file for
 88 MB of data that way), serialises every read and write on one global lock, and gives
 no control over the archive comment.
-
-Typical use::
-
-    with OzxWriteStore("image.ozx") as store:          # commits on success
-        root = zarr.create_group(store=store, attributes={"ome": {...}})
-        arr = root.create_array("0", shape=..., chunks=..., shards=..., ...)
-        # ... create every group/array and set all attributes first ...
-        arr[...] = data                                # whole shards, each written once
-    # an exception inside the block aborts: no file is created or replaced
-
-Metadata must be complete before data is written: a ``zarr.json`` that is created or
-changed after the first data entry raises :class:`OzxOrderError` (unless
-``strict_order=False``, which appends it out of RFC-9 order; changing an already written
-document is never possible).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
 import secrets
-import struct
 import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from zarr.abc.store import (
-    ByteRequest,
-    OffsetByteRequest,
-    RangeByteRequest,
-    Store,
-    SuffixByteRequest,
-)
-from zarr.core.buffer import Buffer, BufferPrototype
-from zarr.core.buffer.core import default_buffer_prototype
-
 from napari_ozx.errors import MetadataError, OzxError
-from napari_ozx.ozx._zip import (
-    CENTRAL_HEADER,
-    EOCD,
-    LOCAL_HEADER,
+from napari_ozx.ozx import rfc9
+from napari_ozx.ozx.records import (
+    FLAG_UTF8,
     MAX_COMMENT,
-    METHOD_STORED,
-    SIG_CENTRAL,
     SIG_EOCD,
-    SIG_LOCAL,
-    SIG_ZIP64_EOCD,
-    SIG_ZIP64_LOCATOR,
-    U16_MAX,
-    U32_MAX,
-    ZIP64_EOCD,
-    ZIP64_EXTRA_ID,
-    ZIP64_LOCATOR,
+    dos_date_time,
+    pack_central_header,
+    pack_eocd,
+    pack_local_header,
+    pack_zip64_eocd,
+    pack_zip64_locator,
 )
+from napari_ozx.ozx.rfc9 import DEFAULT_COMMENT, is_metadata_name, metadata_sort_key
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
     from types import TracebackType
 
 
@@ -112,14 +77,12 @@ __all__ = [
     "InvalidEntryNameError",
     "OzxOrderError",
     "OzxWriteError",
-    "OzxWriteStore",
     "OzxWriter",
+    "ProgressCallback",
     "WriterClosedError",
 ]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_COMMENT = b'{"ome":{"version":"0.5"}}'
 
 # --------------------------------------------------------------------------------------
 # Errors
@@ -144,199 +107,6 @@ class OzxOrderError(OzxWriteError, ValueError):
 
 class WriterClosedError(OzxWriteError, RuntimeError):
     """The writer was already committed, aborted or failed."""
-
-
-# --------------------------------------------------------------------------------------
-# ZIP record packing (APPNOTE 6.3.x). Exposed for tests and the validator.
-# --------------------------------------------------------------------------------------
-
-VERSION_NEEDED = 45  # 4.5: ZIP64
-VERSION_MADE_BY = (3 << 8) | 45  # host 3 = UNIX, spec 4.5
-FLAG_UTF8 = 1 << 11
-EXTERNAL_ATTR = (0o100644 & 0xFFFF) << 16  # regular file, rw-r--r--
-
-# one definition of the record layouts, shared with the reader (_zip.py)
-_LOCAL = LOCAL_HEADER
-_CENTRAL = CENTRAL_HEADER
-_ZIP64_EOCD = ZIP64_EOCD
-_ZIP64_LOCATOR = ZIP64_LOCATOR
-_EOCD = EOCD
-_EXTRA_HEADER = struct.Struct("<HH")
-
-LOCAL_HEADER_FIXED = _LOCAL.size
-CENTRAL_HEADER_FIXED = _CENTRAL.size
-ZIP64_EOCD_SIZE = _ZIP64_EOCD.size
-ZIP64_LOCATOR_SIZE = _ZIP64_LOCATOR.size
-EOCD_FIXED = _EOCD.size
-LOCAL_ZIP64_EXTRA_SIZE = 4 + 16
-CENTRAL_ZIP64_EXTRA_SIZE = 4 + 24
-
-
-def dos_date_time(t: time.struct_time | tuple[int, ...] | None = None) -> tuple[int, int]:
-    """Return ``(dos_time, dos_date)`` for a local time (default: now), clamped to 1980-2107."""
-    if t is None:
-        t = time.localtime()
-    year, month, day, hour, minute, second = tuple(t)[:6]
-    if year < 1980:
-        year, month, day, hour, minute, second = 1980, 1, 1, 0, 0, 0
-    elif year > 2107:
-        year, month, day, hour, minute, second = 2107, 12, 31, 23, 59, 58
-    dos_time = (hour << 11) | (minute << 5) | (second // 2)
-    dos_date = ((year - 1980) << 9) | (month << 5) | day
-    return dos_time, dos_date
-
-
-def pack_local_header(
-    name: bytes, crc: int, size: int, *, flags: int = 0, dos_time: int = 0, dos_date: int = 0x21
-) -> bytes:
-    """Local file header of a STORED entry with the ZIP64 extra field (always).
-
-    Both 32-bit size fields hold ``0xFFFFFFFF``; the real sizes are in the extra field
-    (uncompressed then compressed, as APPNOTE 4.5.3 requires for local headers).
-    """
-    extra = _EXTRA_HEADER.pack(ZIP64_EXTRA_ID, 16) + struct.pack("<QQ", size, size)
-    head = _LOCAL.pack(
-        SIG_LOCAL,
-        VERSION_NEEDED,
-        flags,
-        METHOD_STORED,
-        dos_time,
-        dos_date,
-        crc & U32_MAX,
-        U32_MAX,
-        U32_MAX,
-        len(name),
-        len(extra),
-    )
-    return head + name + extra
-
-
-def pack_central_header(
-    name: bytes,
-    crc: int,
-    size: int,
-    offset: int,
-    *,
-    flags: int = 0,
-    dos_time: int = 0,
-    dos_date: int = 0x21,
-) -> bytes:
-    """Central directory header of a STORED entry with the ZIP64 extra field (always).
-
-    Sizes and the local header offset are ``0xFFFFFFFF`` in the fixed part and carried as
-    64-bit values in the extra field (uncompressed size, compressed size, offset).
-    """
-    extra = _EXTRA_HEADER.pack(ZIP64_EXTRA_ID, 24) + struct.pack("<QQQ", size, size, offset)
-    head = _CENTRAL.pack(
-        SIG_CENTRAL,
-        VERSION_MADE_BY,
-        VERSION_NEEDED,
-        flags,
-        METHOD_STORED,
-        dos_time,
-        dos_date,
-        crc & U32_MAX,
-        U32_MAX,
-        U32_MAX,
-        len(name),
-        len(extra),
-        0,  # file comment length
-        0,  # disk number start
-        0,  # internal attributes
-        EXTERNAL_ATTR,
-        U32_MAX,
-    )
-    return head + name + extra
-
-
-def pack_zip64_eocd(count: int, cd_size: int, cd_offset: int) -> bytes:
-    """ZIP64 end of central directory record (version 1, no extensible data)."""
-    return _ZIP64_EOCD.pack(
-        SIG_ZIP64_EOCD,
-        ZIP64_EOCD_SIZE - 12,  # size of the remaining record
-        VERSION_MADE_BY,
-        VERSION_NEEDED,
-        0,  # number of this disk
-        0,  # disk with the start of the central directory
-        count,
-        count,
-        cd_size,
-        cd_offset,
-    )
-
-
-def pack_zip64_locator(zip64_eocd_offset: int) -> bytes:
-    """ZIP64 end of central directory locator (single disk)."""
-    return _ZIP64_LOCATOR.pack(SIG_ZIP64_LOCATOR, 0, zip64_eocd_offset, 1)
-
-
-def pack_eocd(count: int, cd_size: int, cd_offset: int, comment: bytes = b"") -> bytes:
-    """Classic end of central directory record followed by the archive comment.
-
-    Values that fit are written as-is (so readers that ignore ZIP64 end records still see
-    correct numbers for small archives); values that do not fit are set to ``0xFFFF`` /
-    ``0xFFFFFFFF`` and the ZIP64 record holds them (APPNOTE 4.4.1.4).
-    """
-    if len(comment) > MAX_COMMENT:
-        raise ValueError(f"ZIP archive comment is {len(comment)} bytes; the maximum is 65535")
-    n = min(count, U16_MAX)
-    return (
-        _EOCD.pack(
-            SIG_EOCD, 0, 0, n, n, min(cd_size, U32_MAX), min(cd_offset, U32_MAX), len(comment)
-        )
-        + comment
-    )
-
-
-# --------------------------------------------------------------------------------------
-# Names
-# --------------------------------------------------------------------------------------
-
-_METADATA_BASENAMES = ("zarr.json", ".zgroup", ".zarray", ".zattrs", ".zmetadata")
-
-
-def is_metadata_name(name: str) -> bool:
-    """True for Zarr metadata documents (``zarr.json``; Zarr v2 ``.zgroup`` etc. too)."""
-    return name.rsplit("/", 1)[-1] in _METADATA_BASENAMES
-
-
-def metadata_sort_key(name: str) -> tuple[int, int, list[str]]:
-    """Order of metadata entries: ``zarr.json`` files first, root first, breadth-first
-    (depth = number of ``/``, then by path segments); Zarr v2 documents after them."""
-    parts = name.split("/")
-    return (0 if parts[-1] == "zarr.json" else 1, len(parts), parts)
-
-
-def check_entry_name(name: str) -> bytes:
-    """Validate a member name and return its UTF-8 encoding.
-
-    Refuses empty names, absolute names (``/x``, ``C:...``), backslashes, empty, ``.`` or
-    ``..`` segments, NUL characters, directory entries (trailing ``/``) and names ending
-    in ``.ozx`` (RFC-9: no nested OME-Zarr zip files).
-    """
-    if not isinstance(name, str):
-        raise InvalidEntryNameError(f"entry name must be str, not {type(name).__name__}")
-    if not name:
-        raise InvalidEntryNameError("empty entry name")
-    if "\\" in name:
-        raise InvalidEntryNameError(f"entry name {name!r} contains a backslash")
-    if "\x00" in name:
-        raise InvalidEntryNameError(f"entry name {name!r} contains a NUL character")
-    if name.startswith("/") or (len(name) >= 2 and name[1] == ":" and name[0].isalpha()):
-        raise InvalidEntryNameError(f"entry name {name!r} is absolute")
-    for seg in name.split("/"):
-        if seg in ("", ".", ".."):
-            raise InvalidEntryNameError(
-                f"entry name {name!r} has an empty, '.' or '..' path segment"
-            )
-    if name.lower().endswith(".ozx"):
-        raise InvalidEntryNameError(
-            f"entry name {name!r}: an .ozx must not contain another .ozx (RFC-9)"
-        )
-    encoded = name.encode("utf-8")
-    if len(encoded) > U16_MAX:
-        raise InvalidEntryNameError(f"entry name is {len(encoded)} bytes; the maximum is 65535")
-    return encoded
 
 
 def _as_bytes_view(data: Any) -> memoryview:
@@ -487,8 +257,10 @@ class OzxWriter:
         self._require_root = require_root_metadata
 
         target = Path(os.fspath(target_path)).absolute()
-        if not target.name.lower().endswith(".ozx"):
-            logger.warning("RFC-9 recommends the .ozx extension; writing %s", target)
+        if not rfc9.has_ozx_extension(target.name):
+            logger.warning(
+                "%s (%s); writing %s", rfc9.EXTENSION.text, rfc9.EXTENSION.citation, target
+            )
         if target.is_dir():
             raise IsADirectoryError(f"{target} is a directory")
         self._target = target
@@ -651,7 +423,7 @@ class OzxWriter:
         :class:`OzxOrderError` for metadata after data in strict mode and
         :class:`WriterClosedError` once committed or aborted.
         """
-        name_b = check_entry_name(name)
+        name_b = rfc9.check_entry_name(name, InvalidEntryNameError)
         view = _as_bytes_view(data)
         if is_metadata_name(name):
             with self._lock:
@@ -663,9 +435,9 @@ class OzxWriter:
                     return
                 if self._strict:
                     raise OzxOrderError(
-                        f"{name!r} added after data entries were written: RFC-9 wants every "
-                        "zarr.json first; create all groups/arrays and attributes before "
-                        "writing data (or use strict_order=False)"
+                        f"{name!r} added after data entries were written: create all "
+                        "groups/arrays and attributes before writing data (or use "
+                        f"strict_order=False). {rfc9.ORDER.citation}: {rfc9.ORDER.text}"
                     )
         crc = zlib.crc32(view)  # outside the lock: releases the GIL for large buffers
         flags = 0 if name.isascii() else FLAG_UTF8
@@ -758,7 +530,8 @@ class OzxWriter:
                     self._flush_metadata_locked()
                 if self._require_root and "zarr.json" not in self._by_name:
                     raise MetadataError(
-                        "an .ozx must contain the root zarr.json of its OME-Zarr hierarchy"
+                        "an .ozx must contain the root zarr.json of its OME-Zarr hierarchy "
+                        f"({rfc9.ROOT.citation}: {rfc9.ROOT.text})"
                     )
                 order = self._central_order_locked()
             cd = b"".join(
@@ -767,9 +540,11 @@ class OzxWriter:
                     e.crc,
                     e.size,
                     e.offset,
+                    method=rfc9.WRITE_METHOD,
                     flags=e.flags,
                     dos_time=self._dos_time,
                     dos_date=self._dos_date,
+                    zip64=rfc9.WRITE_ZIP64,
                 )
                 for e in order
             )
@@ -882,7 +657,14 @@ class OzxWriter:
         self, name: str, name_b: bytes, flags: int, crc: int, size: int
     ) -> tuple[bytes, _Entry]:
         header = pack_local_header(
-            name_b, crc, size, flags=flags, dos_time=self._dos_time, dos_date=self._dos_date
+            name_b,
+            crc,
+            size,
+            method=rfc9.WRITE_METHOD,
+            flags=flags,
+            dos_time=self._dos_time,
+            dos_date=self._dos_date,
+            zip64=rfc9.WRITE_ZIP64,
         )
         offset = self._end
         entry = _Entry(name, name_b, flags, crc, size, offset, offset + len(header))
@@ -956,263 +738,3 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(dfd)
-
-
-# --------------------------------------------------------------------------------------
-# zarr Store
-# --------------------------------------------------------------------------------------
-
-
-def _byte_range_bounds(size: int, byte_range: ByteRequest | None) -> tuple[int, int]:
-    if byte_range is None:
-        return 0, size
-    if isinstance(byte_range, RangeByteRequest):
-        start, stop = byte_range.start, min(byte_range.end, size)
-    elif isinstance(byte_range, OffsetByteRequest):
-        start, stop = byte_range.offset, size
-    elif isinstance(byte_range, SuffixByteRequest):
-        start, stop = max(size - byte_range.suffix, 0), size
-    else:
-        raise TypeError(f"unexpected byte range {byte_range!r}")
-    start = max(0, min(start, size))
-    return start, max(start, stop)
-
-
-class OzxWriteStore(Store):
-    """Write-only, append-only zarr-python 3 store that streams into a new ``.ozx``.
-
-    Parameters
-    ----------
-    target
-        Target path (a new :class:`OzxWriter` is created with the remaining arguments) or
-        an existing :class:`OzxWriter`.
-    comment, strict_order, progress, **writer_kwargs
-        Passed to :class:`OzxWriter`.
-
-    Behaviour
-    ---------
-    * Metadata keys (``zarr.json``...) live in memory: ``get``/``exists``/``list`` see
-      them, and zarr may rewrite them (nested groups, attribute updates) as long as no data
-      key was written yet. The first data key writes them all, root first, breadth-first.
-      Creating or changing metadata later raises :class:`OzxOrderError`.
-    * A data key (chunk or shard) is appended once. Setting it again (or deleting it once
-      written) raises :class:`DuplicateEntryError`: zarr rewrites a shard only for a write
-      that covers part of it, so align writes (dask chunks) to whole shards.
-    * ``get`` of a written data key reads it back from the temporary file (zarr's sharding
-      codec reads before every write; for a new shard that read finds nothing).
-    * Deleting a key that does not exist is a no-op (zarr deletes shards that are entirely
-      ``fill_value`` instead of writing them; missing entries read back as fill value).
-
-    Finishing
-    ---------
-    :meth:`commit` finalises and renames the archive onto the target; :meth:`abort`
-    discards it. ``close()`` commits unless the store was aborted (or already committed).
-    zarr itself never calls ``close()``; the store's context manager commits when its
-    block ends normally and aborts when the block raises. Reading data back after commit
-    is not supported; open the committed ``.ozx`` with a reader store instead.
-
-    The store cannot be pickled (it owns an open file): use dask's threaded scheduler,
-    not processes or ``distributed``.
-    """
-
-    supports_writes: bool = True
-    supports_deletes: bool = True
-    supports_listing: bool = True
-
-    def __init__(
-        self,
-        target: str | os.PathLike[str] | OzxWriter,
-        *,
-        comment: bytes | str | None = DEFAULT_COMMENT,
-        strict_order: bool = True,
-        progress: ProgressCallback | None = None,
-        **writer_kwargs: Any,
-    ) -> None:
-        super().__init__(read_only=False)
-        if isinstance(target, OzxWriter):
-            self._writer = target
-        else:
-            self._writer = OzxWriter(
-                target, comment, strict_order=strict_order, progress=progress, **writer_kwargs
-            )
-        self._meta: dict[str, bytes] = self._writer.pending_metadata()
-        self._meta_lock = threading.Lock()
-
-    # ------------------------------------------------------------------ lifecycle
-
-    @property
-    def writer(self) -> OzxWriter:
-        return self._writer
-
-    @property
-    def path(self) -> Path:
-        return self._writer.target
-
-    def commit(self) -> Path:
-        """Finish the archive and move it onto the target (see :meth:`OzxWriter.commit`)."""
-        path = self._writer.commit()
-        self._is_open = False
-        return path
-
-    def abort(self) -> None:
-        """Discard everything written; the target is left untouched."""
-        self._writer.abort()
-        self._is_open = False
-
-    def close(self) -> None:
-        """Commit unless aborted or already committed."""
-        self._writer.close()
-        super().close()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-
-    def __getstate__(self) -> dict[str, Any]:
-        raise TypeError("an OzxWriteStore cannot be pickled (it owns an open file)")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, OzxWriteStore) and other._writer is self._writer
-
-    def __hash__(self) -> int:
-        return id(self._writer)
-
-    def __str__(self) -> str:
-        return f"ozx+write://{self._writer.target}"
-
-    def __repr__(self) -> str:
-        return f"OzxWriteStore({str(self._writer.target)!r})"
-
-    # ------------------------------------------------------------------ reads
-
-    async def get(
-        self,
-        key: str,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        if prototype is None:
-            prototype = default_buffer_prototype()
-        meta = self._meta.get(key)
-        if meta is not None:
-            start, stop = _byte_range_bounds(len(meta), byte_range)
-            return prototype.buffer.from_bytes(meta[start:stop])
-        if not self._writer.is_written(key):
-            return None
-        size = self._writer.size_of(key)
-        start, stop = _byte_range_bounds(size, byte_range)
-        logger.debug("reading back %s [%d:%d] from the partial .ozx", key, start, stop)
-        data = await asyncio.to_thread(self._writer.read, key, start, stop)
-        return prototype.buffer.from_bytes(data)
-
-    async def get_partial_values(
-        self,
-        prototype: BufferPrototype,
-        key_ranges: Iterable[tuple[str, ByteRequest | None]],
-    ) -> list[Buffer | None]:
-        return [await self.get(key, prototype, br) for key, br in key_ranges]
-
-    async def exists(self, key: str) -> bool:
-        return key in self._meta or self._writer.is_written(key)
-
-    async def getsize(self, key: str) -> int:
-        meta = self._meta.get(key)
-        if meta is not None:
-            return len(meta)
-        if self._writer.is_written(key):
-            return self._writer.size_of(key)
-        raise FileNotFoundError(key)
-
-    def _all_keys(self) -> list[str]:
-        keys = list(self._meta)
-        keys.extend(n for n in self._writer.names if n not in self._meta)
-        return keys
-
-    async def list(self) -> AsyncIterator[str]:
-        for key in self._all_keys():
-            yield key
-
-    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
-        for key in self._all_keys():
-            if key.startswith(prefix):
-                yield key
-
-    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
-        prefix = prefix.rstrip("/")
-        lead = "" if prefix == "" else prefix + "/"
-        seen: set[str] = set()
-        for key in self._all_keys():
-            if not key.startswith(lead):
-                continue
-            child = key[len(lead) :].split("/", 1)[0]
-            if child and child not in seen:
-                seen.add(child)
-                yield child
-
-    # ------------------------------------------------------------------ writes
-
-    async def set(self, key: str, value: Buffer) -> None:
-        self._check_writable()
-        if not isinstance(value, Buffer):
-            raise TypeError(f"OzxWriteStore.set(): value must be a Buffer, not {type(value)}")
-        if is_metadata_name(key):
-            self._set_metadata(key, value.to_bytes())
-            return
-        view = value.as_buffer_like()
-        try:
-            await asyncio.to_thread(self._writer.add, key, view)
-        except DuplicateEntryError:
-            raise DuplicateEntryError(self._rewrite_message(key, "write")) from None
-
-    async def set_if_not_exists(self, key: str, value: Buffer) -> None:
-        self._check_writable()
-        if is_metadata_name(key):
-            with self._meta_lock:
-                if key in self._meta:
-                    return
-                self._set_metadata_locked(key, value.to_bytes())
-            return
-        if not self._writer.is_written(key):
-            await self.set(key, value)
-
-    def _set_metadata(self, key: str, data: bytes) -> None:
-        with self._meta_lock:
-            self._set_metadata_locked(key, data)
-
-    def _set_metadata_locked(self, key: str, data: bytes) -> None:
-        if self._writer.metadata_flushed and self._meta.get(key) == data:
-            return  # unchanged: nothing to write
-        try:
-            self._writer.add(key, data, overwrite=True)
-        except DuplicateEntryError:
-            raise OzxOrderError(
-                f"{key!r} was already written to {self._writer.target}; metadata cannot be "
-                "changed after data was written: set all attributes before writing data"
-            ) from None
-        self._meta[key] = data
-
-    async def delete(self, key: str) -> None:
-        self._check_writable()
-        if is_metadata_name(key):
-            with self._meta_lock:
-                if key in self._meta:
-                    self._writer.discard_metadata(key)  # raises once written
-                    del self._meta[key]
-            return
-        if self._writer.is_written(key):
-            raise DuplicateEntryError(self._rewrite_message(key, "delete"))
-        # never written: nothing to do (zarr deletes all-fill-value shards)
-
-    def _rewrite_message(self, key: str, what: str) -> str:
-        return (
-            f"cannot {what} {key!r}: it was already written to {self._writer.target}, and an "
-            ".ozx entry is written exactly once. zarr rewrites a shard when a write covers "
-            "only part of it: align writes (e.g. dask chunks) to whole shards"
-        )
