@@ -95,7 +95,7 @@ ROOT = Rule(
     "MUST",
     f"{_CONDITIONS} 2",
     "The root of the ZIP archive MUST correspond to the root of the OME-Zarr hierarchy. "
-    "The ZIP file MUST contain the the OME-Zarr's root-level zarr.json.",
+    "The ZIP file MUST contain the the OME-Zarr\u2019s root-level zarr.json.",  # sic, verbatim
 )
 NOT_EMBEDDED = Rule(
     "not-embedded",

@@ -171,7 +171,7 @@ def _resolve_range(byte_range: ByteRequest | None, size: int) -> tuple[int, int]
         if byte_range.suffix < 0:
             raise ValueError(f"invalid byte range {byte_range}")
         return max(0, size - byte_range.suffix), size
-    raise TypeError(f"unexpected byte_range {byte_range!r}")
+    raise TypeError(f"Unexpected byte_range, got {byte_range!r}")  # zarr's wording
 
 
 class _Shared:

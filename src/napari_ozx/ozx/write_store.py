@@ -76,7 +76,7 @@ def _byte_range_bounds(size: int, byte_range: ByteRequest | None) -> tuple[int, 
     elif isinstance(byte_range, SuffixByteRequest):
         start, stop = max(size - byte_range.suffix, 0), size
     else:
-        raise TypeError(f"unexpected byte range {byte_range!r}")
+        raise TypeError(f"Unexpected byte_range, got {byte_range!r}")  # zarr's wording
     start = max(0, min(start, size))
     return start, max(start, stop)
 
