@@ -285,7 +285,7 @@ def _fobj_name(fobj: Any) -> str | None:
     for attr in ("path", "name"):
         value = getattr(fobj, attr, None)
         if isinstance(value, str | os.PathLike):
-            return os.fspath(value)  # type: ignore[arg-type]
+            return os.fspath(value)
     return None
 
 

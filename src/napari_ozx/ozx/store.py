@@ -258,7 +258,7 @@ class OzxStore(Store):
                 "OzxStore is read-only; create .ozx files with napari_ozx.ozx.writer"
             )
         super().__init__(read_only=True)
-        self._options = {
+        self._options: dict[str, Any] = {
             "deflate_cache_bytes": deflate_cache_bytes,
             "max_inflate_bytes": max_inflate_bytes,
             "verify_crc_max": verify_crc_max,

@@ -10,7 +10,12 @@ exit status 2), then reports every problem it finds as a :class:`Finding`:
   sharding, zarr.json order, archive comment, ``.ozx`` name...), or a harmless oddity;
 * ``info``: a summary.
 
-Each finding quotes the rule it is about (:attr:`Finding.rule`). Member-level findings of
+Each finding quotes the rule it is about (:attr:`Finding.rule`). The RFC-9 rules, their
+exact text and the predicates that judge them (entry names, ``zarr.json`` order, archive
+comment, extension, STORED) are :mod:`napari_ozx.ozx.rfc9`'s, the same the writer obeys;
+:data:`CHECKS` only maps finding codes to a severity and a rule. ZIP records are read
+through :mod:`napari_ozx.ozx._zip` (one local-header check: ``read_local_header``) and
+:mod:`napari_ozx.ozx.records`. Member-level findings of
 one code are capped at :data:`MAX_PER_CODE` (a summary finding counts the rest) so a broken
 100k-entry archive yields a readable report.
 """
@@ -50,7 +55,7 @@ from napari_ozx.ozx.records import (
     method_name,
 )
 
-__all__ = ["RULES", "Finding", "Severity", "ValidationReport", "validate"]
+__all__ = ["CHECKS", "RULES", "Finding", "Severity", "ValidationReport", "validate"]
 
 logger = logging.getLogger(__name__)
 
@@ -374,9 +379,9 @@ def _validate(
     descriptors: list[str] = []
     for e in entries:
         name = e.name
-        for problem in rfc9.name_problems(name):
-            if problem.kind in rfc9.UNSAFE_NAME_KINDS:
-                col.add("unsafe-name", f"member name {name!r} {problem.reason}", name)
+        for name_problem in rfc9.name_problems(name):
+            if name_problem.kind in rfc9.UNSAFE_NAME_KINDS:
+                col.add("unsafe-name", f"member name {name!r} {name_problem.reason}", name)
         if e.is_dir:
             dirs += 1
         if e.is_encrypted:
