@@ -35,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     "Finding": "napari_ozx.ozx.validate",
     # stores
     "OzxStore": "napari_ozx.ozx.store",
-    "OzxWriteStore": "napari_ozx.ozx.writer",
+    "OzxWriteStore": "napari_ozx.ozx.write_store",
     "OzxWriter": "napari_ozx.ozx.writer",
     # errors
     "OzxError": "napari_ozx.errors",
@@ -99,7 +99,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from napari_ozx.ozx.store import OzxStore
     from napari_ozx.ozx.validate import Finding, ValidationReport, validate
-    from napari_ozx.ozx.writer import OzxWriter, OzxWriteStore
+    from napari_ozx.ozx.write_store import OzxWriteStore
+    from napari_ozx.ozx.writer import OzxWriter
 
 
 def __getattr__(name: str) -> Any:
