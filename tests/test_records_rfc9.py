@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from napari_ozx.errors import ZipFormatError
@@ -36,6 +36,7 @@ def test_record_sizes_are_appnote_sizes():
         assert layout.size == size
 
 
+@settings(deadline=None)  # a loaded CI machine must not turn slowness into a failure
 @given(
     name=st.binary(min_size=1, max_size=40),
     crc=st.integers(0, 2**32 - 1),
@@ -139,7 +140,11 @@ def test_validator_rule_table_references_the_rfc9_rules():
             assert severity == "warning", code  # a SHOULD never fails an archive
 
 
-@given(st.lists(st.from_regex(r"[a-c]{1,2}(/[a-c]{1,2}){0,3}", fullmatch=True), unique=True))
+_PATHS = st.lists(st.sampled_from(["a", "b", "cc"]), min_size=1, max_size=4).map("/".join)
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(_PATHS, unique=True, max_size=12))
 def test_writer_sort_order_satisfies_the_validator_order_check(dirs):
     meta = ["zarr.json"] + [f"{d}/zarr.json" for d in dirs]
     data = [f"{d}/c/0" for d in dirs]

@@ -1,19 +1,21 @@
 """ZIP record layouts (PKWARE APPNOTE 6.3.x): one definition of every record ``.ozx`` uses.
 
 Each record has its signature, its :class:`struct.Struct` (which fixes the size), a
-:class:`~typing.NamedTuple` naming its fields, and a ``pack_*`` / ``unpack_*`` pair:
+:class:`~typing.NamedTuple` naming its fields, and a ``pack_*`` / ``unpack_*`` pair (the
+ZIP64 extra field: :func:`pack_zip64_extra` / :func:`read_zip64_extra`, which resolves the
+saturated fields it stands in for):
 
-=================================  ======================  =====================
-record                             struct                  APPNOTE section
-=================================  ======================  =====================
-local file header                  :data:`LOCAL_HEADER`    4.3.7
-central directory header           :data:`CENTRAL_HEADER`  4.3.12
-ZIP64 extended information extra  :data:`EXTRA_HEADER`     4.5.3
-ZIP64 end of central directory     :data:`ZIP64_EOCD`      4.3.14
-ZIP64 end of central dir. locator  :data:`ZIP64_LOCATOR`   4.3.15
-end of central directory (EOCD)    :data:`EOCD`            4.3.16
-data descriptor                    :data:`DATA_DESCRIPTOR` 4.3.9
-=================================  ======================  =====================
+=================================  =======================  ===============
+record                             struct                   APPNOTE section
+=================================  =======================  ===============
+local file header                  :data:`LOCAL_HEADER`     4.3.7
+central directory header           :data:`CENTRAL_HEADER`   4.3.12
+ZIP64 extended information extra   :data:`EXTRA_HEADER`     4.5.3
+ZIP64 end of central directory     :data:`ZIP64_EOCD`       4.3.14
+ZIP64 end of central dir. locator  :data:`ZIP64_LOCATOR`    4.3.15
+end of central directory (EOCD)    :data:`EOCD`             4.3.16
+data descriptor                    :data:`DATA_DESCRIPTOR`  4.3.9
+=================================  =======================  ===============
 
 The parser (:mod:`._zip`), the writer (:mod:`.writer`), the validator (:mod:`.validate`)
 and the tests' hand-made archives all take the layouts from here. The ``pack_*`` functions

@@ -212,10 +212,6 @@ class ValidationReport:
 # --------------------------------------------------------------------------- helpers
 
 
-_is_zarr_json = rfc9.is_zarr_json
-_depth = rfc9.name_depth
-
-
 def _node_dir(name: str) -> str:
     return name[: -len("zarr.json")].rstrip("/")
 
@@ -449,7 +445,7 @@ def _validate(
                 loc = locals_.get(e.index)
                 if loc is None or e.is_dir or e.is_encrypted or e.method not in (0, 8):
                     continue
-                if _is_zarr_json(e.name):
+                if rfc9.is_zarr_json(e.name):
                     continue  # checked below with the metadata
                 _check_crc(reader, e, loc, col)
 
@@ -457,7 +453,7 @@ def _validate(
     by_name = index.by_name
     metadata: dict[str, dict[str, Any]] = {}
     for name, e in by_name.items():
-        if not _is_zarr_json(name):
+        if not rfc9.is_zarr_json(name):
             continue
         loc = locals_.get(e.index)
         if loc is None or e.is_encrypted or e.method not in (0, 8):
@@ -490,7 +486,7 @@ def _validate(
 
     root = metadata.get("zarr.json")
     if "zarr.json" not in by_name:
-        nested = sorted((n for n in by_name if _is_zarr_json(n)), key=_depth)
+        nested = sorted((n for n in by_name if rfc9.is_zarr_json(n)), key=rfc9.name_depth)
         hint = (
             f"; found {nested[0]!r}: zip the contents of the hierarchy's directory, not the "
             "directory itself"
@@ -572,7 +568,7 @@ def _uses_sharding(doc: dict[str, Any]) -> bool:
 def _check_hierarchy(metadata: dict[str, dict[str, Any]], by_name: Any, col: _Collector) -> None:
     """Every node's parent directories must be group nodes back to the root (Zarr v3 has no
     implicit groups), otherwise the archive holds more than one hierarchy."""
-    nodes = {_node_dir(n): n for n in by_name if _is_zarr_json(n)}
+    nodes = {_node_dir(n): n for n in by_name if rfc9.is_zarr_json(n)}
     if "" not in nodes:
         return  # reported as root-zarr-json-missing
     for d, name in sorted(nodes.items()):
