@@ -47,3 +47,13 @@ class UnsupportedExtensionError(MetadataError):
             f"{what} {name!r} on node {node or '/'!r} is required to read this data "
             f"(must_understand) but is not supported by napari-ozx"
         )
+
+
+class InvalidOptionError(OzxError, ValueError):
+    """A write option outside what it allows (the message names the option and the range)."""
+
+    def __init__(self, option: str, value: object, reason: str) -> None:
+        self.option = option
+        self.value = value
+        self.reason = reason
+        super().__init__(f"write option {option}={value!r} {reason}")

@@ -22,7 +22,7 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import MetadataError
 
@@ -113,6 +113,32 @@ def _err(node: str, msg: str) -> MetadataError:
     return MetadataError(f"{node or '/'}: {msg}")
 
 
+#: the OME-Zarr versions :meth:`NodeMetadata.to_attributes` (and every ``to_json``) writes
+WRITE_VERSIONS = ("0.5", "0.4")
+
+
+def zarr_format_for(version: str) -> Literal[2, 3]:
+    """The Zarr format an OME-Zarr *version* is stored in: 3 from 0.5 (RFC-2), else 2."""
+    return 3 if version >= "0.5" else 2
+
+
+def default_version(zarr_format: int) -> str:
+    """The OME-Zarr version assumed when a node declares none."""
+    return "0.5" if zarr_format == 3 else "0.4"
+
+
+def _check_version(version: str) -> None:
+    if version not in WRITE_VERSIONS:
+        raise MetadataError(
+            f"cannot write OME-Zarr {version!r} metadata: only {', '.join(WRITE_VERSIONS)}"
+        )
+
+
+def _versioned(version: str, section: dict[str, Any]) -> dict[str, Any]:
+    """0.4 puts a ``version`` key in each section; 0.5 has one in the ``ome`` wrapper."""
+    return {**section, "version": version} if version == "0.4" else section
+
+
 # --------------------------------------------------------------------------- axes
 
 
@@ -125,6 +151,15 @@ class Axis:
     @property
     def is_channel(self) -> bool:
         return self.type == "channel" or (self.type is None and self.name == "c")
+
+    def to_json(self, version: str = "0.5") -> dict[str, Any]:
+        _check_version(version)
+        d: dict[str, Any] = {"name": self.name}
+        if self.type:
+            d["type"] = self.type
+        if self.unit:
+            d["unit"] = self.unit
+        return d
 
 
 def _parse_axes(raw: Any, version: str, ndim: int | None, node: str) -> tuple[Axis, ...]:
@@ -168,6 +203,15 @@ class Dataset:
     path: str
     scale: tuple[float, ...]
     translation: tuple[float, ...]
+
+    def to_json(self, version: str = "0.5") -> dict[str, Any]:
+        """Transforms per dataset (any multiscale-level ones were folded in on parsing);
+        the translation only when it is not zero."""
+        _check_version(version)
+        ct: list[dict[str, Any]] = [{"type": "scale", "scale": [float(v) for v in self.scale]}]
+        if any(self.translation):
+            ct.append({"type": "translation", "translation": [float(v) for v in self.translation]})
+        return {"path": self.path, "coordinateTransformations": ct}
 
 
 def _parse_transforms(raw: Any, ndim: int, node: str) -> tuple[list[float], list[float]]:
@@ -232,6 +276,20 @@ class Multiscale:
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
 
+    def to_json(self, version: str | None = None) -> dict[str, Any]:
+        """One ``multiscales`` entry for *version* (default: the model's own)."""
+        v = version or self.version
+        _check_version(v)
+        d: dict[str, Any] = {
+            "axes": [a.to_json(v) for a in self.axes],
+            "datasets": [ds.to_json(v) for ds in self.datasets],
+        }
+        if self.type is not None:
+            d["type"] = self.type
+        if self.name:
+            d["name"] = self.name
+        return _versioned(v, d)
+
 
 def with_implied_scales(ms: Multiscale, shapes: Sequence[Sequence[int]]) -> Multiscale:
     """0.1-0.3 have no coordinateTransformations: a level's scale is implied by the ratio
@@ -291,6 +349,14 @@ class Window:
     min: float | None = None
     max: float | None = None
 
+    def to_json(self, version: str = "0.5") -> dict[str, Any]:
+        d: dict[str, Any] = {"start": self.start, "end": self.end}
+        if self.min is not None:
+            d["min"] = self.min
+        if self.max is not None:
+            d["max"] = self.max
+        return d
+
 
 @dataclass(frozen=True, slots=True)
 class Channel:
@@ -300,6 +366,18 @@ class Channel:
     active: bool = True
     inverted: bool = False
 
+    def to_json(self, version: str = "0.5") -> dict[str, Any]:
+        d: dict[str, Any] = {"active": self.active}
+        if self.label:
+            d["label"] = self.label
+        if self.color:
+            d["color"] = self.color
+        if self.window is not None:
+            d["window"] = self.window.to_json(version)
+        if self.inverted:
+            d["inverted"] = True
+        return d
+
 
 @dataclass(frozen=True, slots=True)
 class Omero:
@@ -308,6 +386,22 @@ class Omero:
     default_z: int | None = None
     default_t: int | None = None
     model: str | None = None  # "color" | "greyscale"
+
+    def to_json(self, version: str = "0.5") -> dict[str, Any]:
+        _check_version(version)
+        d: dict[str, Any] = {"channels": [c.to_json(version) for c in self.channels]}
+        rdefs: dict[str, Any] = {}
+        if self.model is not None:
+            rdefs["model"] = self.model
+        if self.default_z is not None:
+            rdefs["defaultZ"] = self.default_z
+        if self.default_t is not None:
+            rdefs["defaultT"] = self.default_t
+        if rdefs:
+            d["rdefs"] = rdefs
+        if self.name:
+            d["name"] = self.name
+        return d
 
 
 def _num(v: Any) -> float | None:
@@ -372,12 +466,26 @@ class LabelColor:
     value: int
     rgba: tuple[int, int, int, int]
 
+    def to_json(self, version: str = "0.5") -> dict[str, Any]:
+        return {"label-value": self.value, "rgba": list(self.rgba)}
+
 
 @dataclass(frozen=True, slots=True)
 class ImageLabel:
     colors: tuple[LabelColor, ...] = ()
     properties: tuple[Mapping[str, Any], ...] = ()
     source_image: str | None = None
+
+    def to_json(self, version: str = "0.5") -> dict[str, Any]:
+        _check_version(version)
+        d: dict[str, Any] = {"version": version} if version == "0.4" else {}
+        if self.colors:
+            d["colors"] = [c.to_json(version) for c in self.colors]
+        if self.properties:
+            d["properties"] = [dict(p) for p in self.properties]
+        if self.source_image:
+            d["source"] = {"image": self.source_image}
+        return d
 
 
 def _parse_image_label(raw: Any, node: str) -> ImageLabel | None:
@@ -417,12 +525,23 @@ class Acquisition:
     name: str | None = None
     maximum_field_count: int | None = None
 
+    def to_json(self, version: str = "0.5") -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id}
+        if self.name is not None:
+            d["name"] = self.name
+        if self.maximum_field_count is not None:
+            d["maximumfieldcount"] = self.maximum_field_count
+        return d
+
 
 @dataclass(frozen=True, slots=True)
 class PlateWell:
     path: str  # "A/1"
     row: int
     column: int
+
+    def to_json(self, version: str = "0.5") -> dict[str, Any]:
+        return {"path": self.path, "rowIndex": self.row, "columnIndex": self.column}
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,6 +553,21 @@ class Plate:
     acquisitions: tuple[Acquisition, ...] = ()
     field_count: int | None = None
     name: str | None = None
+
+    def to_json(self, version: str | None = None) -> dict[str, Any]:
+        v = version or self.version
+        _check_version(v)
+        d: dict[str, Any] = {}
+        if self.name is not None:
+            d["name"] = self.name
+        if self.acquisitions:
+            d["acquisitions"] = [a.to_json(v) for a in self.acquisitions]
+        d["rows"] = [{"name": r} for r in self.rows]
+        d["columns"] = [{"name": c} for c in self.columns]
+        d["wells"] = [w.to_json(v) for w in self.wells]
+        if self.field_count is not None:
+            d["field_count"] = self.field_count
+        return _versioned(v, d)
 
 
 def _names(raw: Any, key: str, node: str) -> tuple[str, ...]:
@@ -497,11 +631,22 @@ class WellImage:
     path: str
     acquisition: int | None = None
 
+    def to_json(self, version: str = "0.5") -> dict[str, Any]:
+        d: dict[str, Any] = {"path": self.path}
+        if self.acquisition is not None:
+            d["acquisition"] = self.acquisition
+        return d
+
 
 @dataclass(frozen=True, slots=True)
 class Well:
     version: str
     images: tuple[WellImage, ...]
+
+    def to_json(self, version: str | None = None) -> dict[str, Any]:
+        v = version or self.version
+        _check_version(v)
+        return _versioned(v, {"images": [i.to_json(v) for i in self.images]})
 
 
 def _parse_well(raw: Any, version: str, node: str) -> Well:
@@ -552,6 +697,32 @@ class NodeMetadata:
     def is_ome(self) -> bool:
         return self.kind != "none"
 
+    def to_attributes(self, version: str | None = None) -> dict[str, Any]:
+        """The group attributes for OME-Zarr *version* (default: the node's own): 0.5
+        wraps everything in ``{"ome": {"version": ...}}`` (RFC-2), 0.4 puts each section
+        at the top level with its own ``version``. Parsing the result gives this model
+        back (with *version*)."""
+        v = version or self.version or "0.5"
+        _check_version(v)
+        d: dict[str, Any] = {}
+        if self.bioformats2raw_layout is not None:
+            d["bioformats2raw.layout"] = self.bioformats2raw_layout
+        if self.multiscales:
+            d["multiscales"] = [m.to_json(v) for m in self.multiscales]
+        if self.omero is not None:
+            d["omero"] = self.omero.to_json(v)
+        if self.image_label is not None:
+            d["image-label"] = self.image_label.to_json(v)
+        if self.labels:
+            d["labels"] = list(self.labels)
+        if self.plate is not None:
+            d["plate"] = self.plate.to_json(v)
+        if self.well is not None:
+            d["well"] = self.well.to_json(v)
+        if self.series:
+            d["series"] = list(self.series)
+        return {"ome": {"version": v, **d}} if v >= "0.5" else d
+
 
 _OME_KEYS = ("multiscales", "omero", "plate", "well", "labels", "image-label")
 
@@ -591,7 +762,7 @@ def parse_node_attributes(
     ome, version = ome_section(attrs, zarr_format)
     if zarr_format == 3 and version is not None and version < "0.5":
         logger.warning("%s: OME-Zarr %s metadata in Zarr v3 (RFC-2 expects 0.5)", node, version)
-    v = version or ("0.5" if zarr_format == 3 else "0.4")
+    v = version or default_version(zarr_format)
 
     multiscales: tuple[Multiscale, ...] = ()
     ms_raw = ome.get("multiscales")

@@ -30,12 +30,27 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+
+# Literal: export_options resolves WriteOptions' type hints in this module's namespace
+# until it calls WriteOptions.from_dict (then this import can go)
+from typing import Any, Literal  # noqa: F401
 
 import numpy as np
 
 from ..errors import OzxError
-from .models import Axis, Channel, LabelColor
+from .models import (
+    Axis,
+    Channel,
+    Dataset,
+    ImageLabel,
+    LabelColor,
+    Multiscale,
+    NodeMetadata,
+    Omero,
+    Window,
+    zarr_format_for,
+)
+from .options import OZX_VERSION, WriteOptions
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +58,7 @@ __all__ = [
     "ImageSpec",
     "LabelsSpec",
     "WriteCancelled",
-    "WriteOptions",
+    "WriteOptions",  # re-exported from .options, its home
     "chunk_and_shard",
     "pyramid_shapes",
     "write_ome_zarr",
@@ -54,28 +69,6 @@ Progress = Callable[[int, int], None]  # (shards done, shards total)
 
 class WriteCancelled(OzxError):
     """The save was cancelled; nothing was written at the target."""
-
-
-@dataclass(frozen=True)
-class WriteOptions:
-    """How to store the data. The same object drives File > Save, the export panel and
-    the command line. Defaults were measured on 2 cores (see benchmarks/bench_write.py)."""
-
-    format: Literal["auto", "ozx", "directory"] = "auto"
-    version: Literal["0.5", "0.4"] = "0.5"
-    chunk_yx: int = 256  # inner chunk edge in y and x (z, c, t chunks are 1)
-    shard_yx: int = 1024  # shard edge in y and x (0.5 only)
-    shard_z: int = 16  # planes per shard (0.5 only)
-    codec: Literal["zstd", "blosc-lz4", "blosc-zstd", "gzip", "none"] = "zstd"
-    level: int = 3
-    pyramid_levels: int | None = None  # None: halve y/x until both fit in one chunk
-    downsample: Literal["auto", "mean", "nearest", "mode"] = "auto"
-    workers: int | None = None  # threads; None: number of CPUs
-
-    def resolved_format(self, target: str | os.PathLike[str]) -> str:
-        if self.format != "auto":
-            return self.format
-        return "ozx" if str(target).lower().endswith((".ozx", ".zip")) else "directory"
 
 
 @dataclass
@@ -121,7 +114,7 @@ def chunk_and_shard(
             c, sh = 1, 1
         chunks.append(c)
         shards.append(sh)
-    return tuple(chunks), (tuple(shards) if opts.version == "0.5" else None)
+    return tuple(chunks), (tuple(shards) if zarr_format_for(opts.version) == 3 else None)
 
 
 def _yx_axes(axes: Sequence[Axis]) -> tuple[int, ...]:
@@ -192,19 +185,7 @@ def _v2_compressor(opts: WriteOptions) -> Any:
 # ------------------------------------------------------------------ metadata
 
 
-def _axes_json(axes: Sequence[Axis]) -> list[dict[str, Any]]:
-    out = []
-    for a in axes:
-        d: dict[str, Any] = {"name": a.name}
-        if a.type:
-            d["type"] = a.type
-        if a.unit:
-            d["unit"] = a.unit
-        out.append(d)
-    return out
-
-
-def _multiscale_json(
+def _multiscale(
     name: str | None,
     axes: Sequence[Axis],
     shapes: list[tuple[int, ...]],
@@ -212,35 +193,27 @@ def _multiscale_json(
     translation: Sequence[float],
     method: str,
     version: str,
-) -> dict[str, Any]:
+) -> Multiscale:
     datasets = []
     halved = _yx_axes(axes)
     for i, _shp in enumerate(shapes):
         # ceil halving repeats the edge: a level-i pixel is exactly 2**i level-0 pixels
         factors = [2.0**i if ax in halved else 1.0 for ax in range(len(axes))]
-        sc = [float(s) * f for s, f in zip(scale, factors, strict=True)]
+        sc = tuple(float(s) * f for s, f in zip(scale, factors, strict=True))
         if method == "mean":  # the centre of a 2x2 block lies half a pixel further in
-            tr = [
+            tr = tuple(
                 float(t) + (f - 1) * s / 2
                 for t, s, f in zip(translation, scale, factors, strict=True)
-            ]
+            )
         else:
-            tr = [float(t) for t in translation]
-        ct: list[dict[str, Any]] = [{"type": "scale", "scale": sc}]
-        if any(tr):
-            ct.append({"type": "translation", "translation": tr})
-        datasets.append({"path": str(i), "coordinateTransformations": ct})
-    ms: dict[str, Any] = {"axes": _axes_json(axes), "datasets": datasets, "type": method}
-    if name:
-        ms["name"] = name
-    if version == "0.4":
-        ms["version"] = "0.4"
-    return ms
+            tr = tuple(float(t) for t in translation)
+        datasets.append(Dataset(str(i), sc, tr))
+    return Multiscale(version, tuple(axes), tuple(datasets), name=name or None, type=method)
 
 
-def _omero_json(
-    channels: Sequence[Channel], dtype: np.dtype, name: str | None
-) -> dict[str, Any] | None:
+def _omero(channels: Sequence[Channel], dtype: np.dtype, name: str | None) -> Omero | None:
+    """The channels as written: white when uncoloured, and a window's missing min/max
+    filled from the integer dtype's range (the window itself where there is none)."""
     if not channels:
         return None
     if np.issubdtype(dtype, np.integer):
@@ -250,34 +223,16 @@ def _omero_json(
         lo, hi = None, None
     chans = []
     for ch in channels:
-        d: dict[str, Any] = {"active": ch.active}
-        if ch.label:
-            d["label"] = ch.label
-        d["color"] = ch.color or "FFFFFF"
-        if ch.window is not None:
-            d["window"] = {
-                "start": ch.window.start,
-                "end": ch.window.end,
-                "min": ch.window.min
-                if ch.window.min is not None
-                else (lo if lo is not None else ch.window.start),
-                "max": ch.window.max
-                if ch.window.max is not None
-                else (hi if hi is not None else ch.window.end),
-            }
-        if ch.inverted:
-            d["inverted"] = True
-        chans.append(d)
-    om: dict[str, Any] = {"channels": chans, "rdefs": {"model": "color"}}
-    if name:
-        om["name"] = name
-    return om
-
-
-def _ome_attrs(section: dict[str, Any], version: str) -> dict[str, Any]:
-    if version == "0.5":
-        return {"ome": {"version": "0.5", **section}}
-    return section
+        w = ch.window
+        if w is not None:
+            w = Window(
+                w.start,
+                w.end,
+                w.min if w.min is not None else (lo if lo is not None else w.start),
+                w.max if w.max is not None else (hi if hi is not None else w.end),
+            )
+        chans.append(replace(ch, label=ch.label or None, color=ch.color or "FFFFFF", window=w))
+    return Omero(tuple(chans), name=name or None, model="color")
 
 
 # --------------------------------------------------------------- downsample
@@ -359,9 +314,8 @@ def write_ome_zarr(
     """
     opts = options or WriteOptions()
     target = Path(target)
+    opts.validate(target)
     fmt = opts.resolved_format(target)
-    if fmt == "ozx" and opts.version != "0.5":
-        raise OzxError("a .ozx holds OME-Zarr 0.5 only (RFC-9 builds on Zarr v3)")
     if image is None and not labels:
         raise OzxError("nothing to write")
     if image is None and len(labels) > 1:
@@ -373,7 +327,7 @@ def write_ome_zarr(
         from ..ozx.write_store import OzxWriteStore
 
         store: Any = OzxWriteStore(
-            target, comment=json.dumps({"ome": {"version": "0.5"}}, separators=(",", ":"))
+            target, comment=json.dumps({"ome": {"version": OZX_VERSION}}, separators=(",", ":"))
         )
         tmp_dir = None
     else:
@@ -416,7 +370,7 @@ def _create_hierarchy(
 ) -> list[_Job]:
     import zarr
 
-    zf = 3 if opts.version == "0.5" else 2
+    zf = zarr_format_for(opts.version)
     jobs: list[_Job] = []
 
     def add_multiscale(
@@ -427,15 +381,17 @@ def _create_hierarchy(
         translation: Any,
         name: str | None,
         method: str,
-        extra: dict[str, Any],
+        omero: Omero | None = None,
+        image_label: ImageLabel | None = None,
     ) -> None:
         if len(axes) != data.ndim:
             raise OzxError(f"{name or path or 'image'}: {data.ndim}-D data but {len(axes)} axes")
         shapes = pyramid_shapes(data.shape, axes, opts)
         scale = list(scale) if scale is not None else [1.0] * data.ndim
         translation = list(translation) if translation is not None else [0.0] * data.ndim
-        ms = _multiscale_json(name, axes, shapes, scale, translation, method, opts.version)
-        attrs = _ome_attrs({"multiscales": [ms], **extra}, opts.version)
+        ms = _multiscale(name, axes, shapes, scale, translation, method, opts.version)
+        node = NodeMetadata(multiscales=(ms,), omero=omero, image_label=image_label)
+        attrs = node.to_attributes(opts.version)
         grp = zarr.create_group(
             store=store, path=path, zarr_format=zf, attributes=attrs, overwrite=True
         )
@@ -458,29 +414,19 @@ def _create_hierarchy(
             job.arrays.append(grp.create_array(str(i), shape=shp, dtype=dtype, **kw))
         jobs.append(job)
 
-    def labels_extra(lab: LabelsSpec, source: str | None) -> dict[str, Any]:
-        il: dict[str, Any] = {}
-        if opts.version == "0.4":
-            il["version"] = "0.4"
-        if lab.colors:
-            il["colors"] = [{"label-value": c.value, "rgba": list(c.rgba)} for c in lab.colors]
-        if lab.properties:
-            il["properties"] = [dict(p) for p in lab.properties]
-        if source:
-            il["source"] = {"image": source}
-        return {"image-label": il}
+    def image_label(lab: LabelsSpec, source: str | None) -> ImageLabel:
+        return ImageLabel(
+            tuple(lab.colors), tuple(dict(p) for p in lab.properties), source_image=source
+        )
 
     def label_method(lab: LabelsSpec) -> str:
         return opts.downsample if opts.downsample in ("nearest", "mode") else "nearest"
 
     if image is not None:
         method = opts.downsample if opts.downsample in ("mean", "nearest") else "mean"
-        extra: dict[str, Any] = {}
-        om = _omero_json(image.channels, np.dtype(image.data.dtype), image.name)
-        if om:
-            extra["omero"] = om
+        om = _omero(image.channels, np.dtype(image.data.dtype), image.name)
         add_multiscale(
-            "", image.data, image.axes, image.scale, image.translation, image.name, method, extra
+            "", image.data, image.axes, image.scale, image.translation, image.name, method, om
         )
         if image.labels:
             names = [lab.name for lab in image.labels]
@@ -490,7 +436,7 @@ def _create_hierarchy(
                 store=store,
                 path="labels",
                 zarr_format=zf,
-                attributes=_ome_attrs({"labels": names}, opts.version),
+                attributes=NodeMetadata(labels=tuple(names)).to_attributes(opts.version),
                 overwrite=True,
             )
             for lab in image.labels:
@@ -502,7 +448,7 @@ def _create_hierarchy(
                     lab.translation,
                     lab.name,
                     label_method(lab),
-                    labels_extra(lab, "../../"),
+                    image_label=image_label(lab, "../../"),
                 )
     else:
         (lab,) = labels
@@ -514,7 +460,7 @@ def _create_hierarchy(
             lab.translation,
             lab.name,
             label_method(lab),
-            labels_extra(lab, None),
+            image_label=image_label(lab, None),
         )
     return jobs
 
