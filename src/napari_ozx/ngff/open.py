@@ -34,6 +34,7 @@ from ..errors import (
 from ..ozx.protocol import as_container
 from .extensions import NodeExtensions, check_document
 from .models import Multiscale, NodeMetadata, parse_node_attributes, with_implied_scales
+from .options import OZX_SUFFIXES
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -44,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["ArrayNode", "GroupNode", "Image", "OmeZarr", "open_ome_zarr", "open_store"]
 
-ZIP_SUFFIXES = (".ozx", ".zip")
+ZIP_SUFFIXES = OZX_SUFFIXES  # single-file OME-Zarr names: one definition, in .options
 # below this many bytes a dask chunk costs more in scheduling than in reading
 _MIN_DASK_CHUNK_BYTES = 1 << 20
 MAX_METADATA_BYTES = 16 << 20  # no real zarr.json comes near this

@@ -24,15 +24,17 @@ parser.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..errors import InvalidOptionError
+
+if TYPE_CHECKING:
+    import argparse
 
 logger = logging.getLogger(__name__)
 
@@ -383,6 +385,8 @@ def option_spec(name: str) -> OptionSpec:
 
 
 def _cli_type(spec: OptionSpec) -> Any:
+    import argparse
+
     def parse(text: str) -> Any:
         if spec.optional and text.lower() == "auto":
             return None
