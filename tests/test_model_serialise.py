@@ -294,3 +294,56 @@ def _with_version(meta: NodeMetadata, version: str) -> NodeMetadata:
         plate=replace(meta.plate, version=version) if meta.plate else None,
         well=replace(meta.well, version=version) if meta.well else None,
     )
+
+
+# -------------------------------------------------- our output, read by validators
+
+
+def _written(tmp_path: Path, version: str) -> Path:
+    import numpy as np
+
+    from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
+
+    axes = [AXES[1], AXES[3], AXES[4]]
+    img = ImageSpec(
+        np.arange(2 * 40 * 50, dtype="uint16").reshape(2, 40, 50),
+        axes,
+        scale=[1.0, 0.5, 0.5],
+        translation=[0.0, 2.0, 3.0],
+        channels=[Channel("a", "FF0000", Window(0, 100)), Channel("b")],
+        name="img",
+        labels=[
+            LabelsSpec(
+                "cells",
+                np.zeros((2, 40, 50), "uint8"),
+                axes,
+                colors=[LabelColor(1, (255, 0, 0, 255))],
+                properties=[{"label-value": 1, "class": "a"}],
+            )
+        ],
+    )
+    target = tmp_path / f"v{version}.ome.zarr"
+    opts = WriteOptions(version=version, chunk_yx=16, shard_yx=32)
+    return write_ome_zarr(target, img, options=opts)
+
+
+@pytest.mark.parametrize("version", ["0.5", "0.4"])
+def test_yaozarrs_accepts_every_document_we_write(tmp_path, version):
+    yaozarrs = pytest.importorskip("yaozarrs", reason="yaozarrs not installed (optional)")
+    root = _written(tmp_path, version)
+    name = "zarr.json" if version == "0.5" else ".zattrs"
+    kinds = []
+    for node in ("", "labels", "labels/cells"):
+        doc = (root / node / name).read_bytes()
+        kinds.append(type(yaozarrs.validate_ome_json(doc)).__name__)
+    assert len(kinds) == 3, kinds
+
+
+@pytest.mark.parametrize("version", ["0.5", "0.4"])
+def test_ome_zarr_models_opens_what_we_write(tmp_path, version):
+    ozm = pytest.importorskip("ome_zarr_models", reason="ome-zarr-models not installed (optional)")
+    root = _written(tmp_path, version)
+    group = ozm.open_ome_zarr(root, version=version)
+    assert type(group).__name__ == "Image"
+    labels = ozm.open_ome_zarr(root / "labels" / "cells", version=version)
+    assert type(labels).__name__ == "ImageLabel"

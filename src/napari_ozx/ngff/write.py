@@ -213,7 +213,11 @@ def _multiscale(
 
 def _omero(channels: Sequence[Channel], dtype: np.dtype, name: str | None) -> Omero | None:
     """The channels as written: white when uncoloured, and a window's missing min/max
-    filled from the integer dtype's range (the window itself where there is none)."""
+    filled from the integer dtype's range (the window itself where there is none).
+
+    A channel without a window gets the dtype's full range (0..1 for floats): the 0.4 and
+    0.5 JSON schemas require ``window`` and ``color`` on every channel, and yaozarrs and
+    ome-zarr-models refuse a file without them (tests/test_model_serialise.py)."""
     if not channels:
         return None
     if np.issubdtype(dtype, np.integer):
@@ -224,13 +228,14 @@ def _omero(channels: Sequence[Channel], dtype: np.dtype, name: str | None) -> Om
     chans = []
     for ch in channels:
         w = ch.window
-        if w is not None:
-            w = Window(
-                w.start,
-                w.end,
-                w.min if w.min is not None else (lo if lo is not None else w.start),
-                w.max if w.max is not None else (hi if hi is not None else w.end),
-            )
+        if w is None:
+            w = Window(lo, hi) if lo is not None and hi is not None else Window(0.0, 1.0)
+        w = Window(
+            w.start,
+            w.end,
+            w.min if w.min is not None else (lo if lo is not None else w.start),
+            w.max if w.max is not None else (hi if hi is not None else w.end),
+        )
         chans.append(replace(ch, label=ch.label or None, color=ch.color or "FFFFFF", window=w))
     return Omero(tuple(chans), name=name or None, model="color")
 
