@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     "write_ome_zarr": "napari_ozx.ngff.write",
     "ImageSpec": "napari_ozx.ngff.write",
     "LabelsSpec": "napari_ozx.ngff.write",
-    "WriteOptions": "napari_ozx.ngff.write",
+    "WriteOptions": "napari_ozx.ngff.options",
     "WriteCancelled": "napari_ozx.ngff.write",
     "convert": "napari_ozx.ngff.convert",
     # validating
@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "MetadataError": "napari_ozx.errors",
     "NotOmeZarrError": "napari_ozx.errors",
     "UnsupportedExtensionError": "napari_ozx.errors",
+    "InvalidOptionError": "napari_ozx.errors",
 }
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "Finding",
     "Image",
     "ImageSpec",
+    "InvalidOptionError",
     "LabelsSpec",
     "MetadataError",
     "NotOmeZarrError",
@@ -79,6 +81,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from napari_ozx.errors import (
         ChunkDecodeError,
+        InvalidOptionError,
         MetadataError,
         NotOmeZarrError,
         OzxError,
@@ -89,14 +92,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from napari_ozx.ngff.convert import convert
     from napari_ozx.ngff.open import Image, OmeZarr, open_ome_zarr
+    from napari_ozx.ngff.options import WriteOptions
     from napari_ozx.ngff.plate import open_hcs
-    from napari_ozx.ngff.write import (
-        ImageSpec,
-        LabelsSpec,
-        WriteCancelled,
-        WriteOptions,
-        write_ome_zarr,
-    )
+    from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteCancelled, write_ome_zarr
     from napari_ozx.ozx.store import OzxStore
     from napari_ozx.ozx.validate import Finding, ValidationReport, validate
     from napari_ozx.ozx.write_store import OzxWriteStore
