@@ -202,3 +202,19 @@ def test_cli_help_shows_ranges_units_and_defaults():
     assert "--downsample {auto,mean,nearest,mode}" in text
     assert "1..65536" in text and "[px]" in text and "(default: 256)" in text
     assert "(default: auto)" in text
+
+
+def test_cli_convert_flags_are_generated_from_write_options() -> None:
+    """The CLI offers exactly the WriteOptions fields, with their ranges (one source)."""
+    from napari_ozx.__main__ import build_parser
+    from napari_ozx.ngff.options import option_specs, options_from_cli
+
+    parser = build_parser()
+    args = parser.parse_args(["convert", "a.ome.zarr", "b.ozx", "--downsample", "nearest"])
+    opts = options_from_cli(args)
+    assert opts.downsample == "nearest"
+    sub = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "convert")
+    flags = {o for act in sub[1]._actions for o in act.option_strings}
+    assert {s.flag for s in option_specs()} <= flags
+    with pytest.raises(SystemExit):  # outside the one declared range
+        parser.parse_args(["convert", "a", "b", "--chunk", "0"])

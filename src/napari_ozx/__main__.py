@@ -174,19 +174,9 @@ def _cluster_client(address: str, timeout: float) -> Any:
 
 def _convert(args: argparse.Namespace) -> int:
     from .ngff.convert import convert
-    from .ngff.write import WriteOptions
+    from .ngff.options import options_from_cli
 
-    opts = WriteOptions(
-        format=args.format,
-        version=args.version,
-        chunk_yx=args.chunk,
-        shard_yx=args.shard,
-        shard_z=args.shard_z,
-        codec=args.codec,
-        level=args.level,
-        pyramid_levels=args.levels,
-        workers=args.workers,
-    )
+    opts = options_from_cli(args)
     client = _cluster_client(args.scheduler, args.scheduler_timeout) if args.scheduler else None
     compute = (lambda x: client.compute(x).result()) if client is not None else None
     bar = _progress_bar(f"{Path(args.src).name} -> {Path(args.dst).name}")
@@ -212,6 +202,8 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .ngff.options import add_cli_arguments
+
     ap = argparse.ArgumentParser(
         prog="napari-ozx", description="OME-Zarr directories and .ozx files"
     )
@@ -228,19 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("src")
     p.add_argument("dst")
-    p.add_argument("--format", choices=["auto", "ozx", "directory"], default="auto")
-    p.add_argument("--version", choices=["0.5", "0.4"], default="0.5")
-    p.add_argument("--chunk", type=int, default=256, help="inner chunk edge in y/x")
-    p.add_argument("--shard", type=int, default=1024, help="shard edge in y/x")
-    p.add_argument("--shard-z", type=int, default=16, help="planes per shard")
-    p.add_argument(
-        "--codec", choices=["zstd", "blosc-lz4", "blosc-zstd", "gzip", "none"], default="zstd"
-    )
-    p.add_argument("--level", type=int, default=3)
-    p.add_argument(
-        "--levels", type=int, default=None, help="pyramid levels (default: until one chunk)"
-    )
-    p.add_argument("--workers", type=int, default=None)
+    # every write option (flags, choices, ranges, defaults, help) from WriteOptions
+    add_cli_arguments(p.add_argument_group("write options"))
     p.add_argument(
         "--scheduler",
         default=None,

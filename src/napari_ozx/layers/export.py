@@ -26,7 +26,6 @@ import logging
 import math
 import os
 import threading
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ import numpy as np
 
 from ..errors import OzxError
 from ..ngff.models import Axis
+from ..ngff.options import CODECS, DOWNSAMPLE, VERSIONS, level_range, versions_for_format
 from ..ngff.write import (
     ImageSpec,
     LabelsSpec,
@@ -282,26 +282,14 @@ def estimate_export(
 
 # ------------------------------------------------------------------ valid choices
 
-#: OME-Zarr versions each format can hold (RFC-9: an .ozx is Zarr v3, so 0.5 only)
-VERSIONS = {"ozx": ("0.5",), "directory": ("0.5", "0.4")}
-CODECS = ("zstd", "blosc-lz4", "blosc-zstd", "gzip", "none")
-DOWNSAMPLE = ("auto", "mean", "nearest", "mode")
-
-
-def level_range(codec: str) -> tuple[int, int] | None:
-    """Valid compression levels of *codec* (None: the codec has no level)."""
-    if codec == "none":
-        return None
-    if codec == "zstd":
-        return (-7, 22)
-    return (0, 9)
-
 
 def constrain(options: WriteOptions) -> WriteOptions:
-    """The nearest valid combination: an .ozx holds 0.5 only, levels within the codec's range."""
+    """The nearest valid combination: a version the format can hold (RFC-9: an .ozx holds
+    0.5 only), a level within the codec's range (ranges from :mod:`napari_ozx.ngff.options`)."""
     fmt = options.format if options.format != "auto" else "ozx"
-    if options.version not in VERSIONS.get(fmt, VERSIONS["directory"]):
-        options = dataclasses.replace(options, version="0.5")
+    allowed = versions_for_format(fmt)
+    if options.version not in allowed:
+        options = dataclasses.replace(options, version=allowed[0])
     rng = level_range(options.codec)
     if rng is not None and not rng[0] <= options.level <= rng[1]:
         options = dataclasses.replace(options, level=min(max(options.level, rng[0]), rng[1]))
@@ -340,63 +328,13 @@ def options_path() -> Path:
     return config_dir() / _OPTIONS_FILE
 
 
-def _field_types() -> dict[str, Any]:
-    from ..ngff import write as _write
-
-    return typing.get_type_hints(WriteOptions, vars(_write))
-
-
 def options_to_dict(options: WriteOptions) -> dict[str, Any]:
-    return dataclasses.asdict(options)
+    return options.to_dict()
 
 
 def options_from_dict(data: Any) -> WriteOptions:
-    """A :class:`WriteOptions` from JSON data; invalid or unknown values are dropped
-    (with a warning) in favour of the defaults, so a damaged file never blocks saving."""
-    if not isinstance(data, dict):
-        logger.warning("remembered export options are not a JSON object; using the defaults")
-        return WriteOptions()
-    hints = _field_types()
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(WriteOptions):
-        if f.name not in data:
-            continue
-        value = data[f.name]
-        if _valid(value, hints[f.name], f.name):
-            kwargs[f.name] = value
-        else:
-            logger.warning("ignoring remembered export option %s=%r", f.name, value)
-    opts = WriteOptions(**kwargs)
-    if opts.format == "ozx" and opts.version != "0.5":
-        opts = dataclasses.replace(opts, version="0.5")
-    return opts
-
-
-_BOUNDS = {
-    "chunk_yx": (1, 1 << 16),
-    "shard_yx": (1, 1 << 20),
-    "shard_z": (1, 1 << 16),
-    "level": (-131072, 22),
-    "pyramid_levels": (1, 64),
-    "workers": (1, 1024),
-}
-
-
-def _valid(value: Any, hint: Any, name: str) -> bool:
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin is typing.Literal:
-        return value in args
-    if type(None) in args:
-        if value is None:
-            return True
-        hint = next(a for a in args if a is not type(None))
-    if hint is int:
-        if not isinstance(value, int) or isinstance(value, bool):
-            return False
-        lo, hi = _BOUNDS.get(name, (-(1 << 62), 1 << 62))
-        return lo <= value <= hi
-    return isinstance(value, hint) if isinstance(hint, type) else False
+    """Tolerant loading (:meth:`WriteOptions.from_dict`): a damaged file never blocks saving."""
+    return WriteOptions.from_dict(data)
 
 
 def save_options(options: WriteOptions, path: str | os.PathLike[str] | None = None) -> Path:
@@ -438,9 +376,7 @@ def load_options(
                 "remembered export options %s are not valid JSON (%s); using the defaults", p, e
             )
     if target is not None:
-        opts = dataclasses.replace(opts, format="auto")
-        if opts.resolved_format(target) == "ozx" and opts.version != "0.5":
-            opts = dataclasses.replace(opts, version="0.5")
+        opts = opts.for_target(target)
     return opts
 
 
