@@ -301,3 +301,29 @@ def test_inspector_failure_is_notified_reason_first(qtbot, tmp_path):
     assert note.message.startswith("Cannot inspect: ")
     assert note.message.endswith("(not-a-zarr)")
     assert f"File: {empty}" in note.details
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("how", ["close the viewer", "remove the dock"])
+def test_a_docked_widget_ends_with_its_dock(make_napari_viewer, qtbot, how):
+    """The viewer's window deletes its docks when it closes, and napari reparents a
+    removed dock's widget to nothing: either way the widget lets go of the viewer."""
+    viewer = make_napari_viewer()
+    w = Probe(viewer)
+    dock = viewer.window.add_dock_widget(w, name="probe")
+
+    def connected() -> bool:
+        for cb in viewer.layers.events.inserted.callbacks:
+            owner = cb[0]() if isinstance(cb, tuple) else getattr(cb, "__self__", None)
+            if owner is w:
+                return True
+        return False
+
+    assert connected() and not w.closed
+    w_ref = w._life  # the record outlives the Qt object
+    if how == "close the viewer":
+        viewer.close()
+    else:
+        viewer.window.remove_dock_widget(dock)
+    qtbot.waitUntil(lambda: w_ref.closed, timeout=10_000)
+    assert not connected()

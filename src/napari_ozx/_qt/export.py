@@ -237,7 +237,7 @@ class ExportWidget(OzxDockWidget):
             for name in ("inserted", "removed", "moved", "reordered"):
                 emitter = getattr(ev_layers, name, None)
                 if emitter is not None:
-                    self.connect_event(emitter, self._refresh_soon)
+                    self.connect_event(emitter, self._on_layers_changed)
         self._refresh_layers()
 
     # ------------------------------------------------------------------ options
@@ -328,6 +328,10 @@ class ExportWidget(OzxDockWidget):
         self.update_estimates()
 
     # ------------------------------------------------------------------ layers
+    def _on_layers_changed(self, *_: Any) -> None:
+        # a method, so napari's emitter holds the widget weakly (the debouncer would not)
+        self._refresh_soon()
+
     def _refresh_layers(self, *_: Any) -> None:
         if self._viewer is None:
             return
