@@ -377,7 +377,7 @@ def test_reader_in_a_worker_thread_docks_when_napari_adds_the_layers(
         assert _click(qtbot, nav, 1, 2) == "B/3"
     finally:
         qtbot.waitUntil(lambda: not nav.busy, timeout=10_000)
-        nav.cleanup()
+        nav.shutdown()
 
 
 @pytest.mark.parametrize(("rows", "cols"), [(2, 3), (8, 12), (16, 24), (32, 48)])
