@@ -34,9 +34,9 @@ def no_leaks(qapp):
     """Requested before make_napari_viewer, so this runs after the viewer is closed:
     no worker, writer thread or file descriptor of ours may outlive a test."""
     yield
-    from napari_ozx._qt._workers import wait_for_workers
+    from superqt.utils import WorkerBase
 
-    wait_for_workers(20_000)
+    WorkerBase.await_workers(20_000)  # every worker of the process: the test is over
     qapp.processEvents()
     assert not [t.name for t in threading.enumerate() if t.name.startswith("ozx-write")]
     import gc
@@ -202,9 +202,7 @@ def test_inspector_on_a_file_lazy_plate(no_leaks, qtbot, tmp_path):
     assert w.inspection is not None and _fds_to(ozx)
     w.close()
     w.deleteLater()
-    from napari_ozx._qt._workers import wait_for_workers
-
-    wait_for_workers(10_000)
+    assert not w.workers  # closing waited for the widget's own workers
     qtbot.waitUntil(lambda: not _fds_to(ozx), timeout=5_000)
 
 

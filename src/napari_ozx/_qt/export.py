@@ -35,6 +35,7 @@ from qtpy.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import qdebounced, signals_blocked
 
 from ..errors import OzxError
 from ..layers.export import (
@@ -52,7 +53,8 @@ from ..layers.export import (
     save_options,
 )
 from ..ngff.write import WriteCancelled, WriteOptions
-from ._workers import ProgressRelay, ShutdownOnUndock, cleanup_hook, disconnector, run_in_thread
+from ._workers import ProgressRelay
+from .base import OzxDockWidget
 
 if TYPE_CHECKING:
     import napari
@@ -65,7 +67,7 @@ _FORMATS = (("ozx", ".ozx (single file)"), ("directory", "Directory (.ome.zarr)"
 _LAYER_ROLE = Qt.ItemDataRole.UserRole
 
 
-class ExportWidget(ShutdownOnUndock, QWidget):
+class ExportWidget(OzxDockWidget):
     """Dock widget that writes the chosen image and labels layers as OME-Zarr."""
 
     #: emitted with "done", "cancelled" or "error" when an export ends
@@ -76,9 +78,8 @@ class ExportWidget(ShutdownOnUndock, QWidget):
     def __init__(
         self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None
     ) -> None:
-        super().__init__(parent)
+        super().__init__(napari_viewer, parent)
         self.setObjectName("napari-ozx export")
-        self._viewer = napari_viewer
         self._cancel: threading.Event | None = None
         self._worker: Any = None
         self._updating = False
@@ -228,20 +229,15 @@ class ExportWidget(ShutdownOnUndock, QWidget):
         self._relay = ProgressRelay(self)
         self._relay.progress.connect(self._on_progress)
 
-        # what to undo when the widget goes away (destroyed, closed, or undocked by napari);
-        # the box lets that cancel a running export without a reference to the widget
-        self._cancel_box: list[threading.Event | None] = [None]
-        box = self._cancel_box
-        self._cleanups: list[Any] = [lambda: box[0].set() if box[0] is not None else None]
-        self._shutdown = cleanup_hook(self._cleanups)
-        self.destroyed.connect(self._shutdown)
+        # a layer list change refreshes the list (and estimates) once per burst: opening a
+        # plate inserts hundreds of layers, each would recompute the estimates
+        self._refresh_soon = qdebounced(self._refresh_layers, timeout=50)
         if napari_viewer is not None:
             ev_layers = napari_viewer.layers.events
             for name in ("inserted", "removed", "moved", "reordered"):
                 emitter = getattr(ev_layers, name, None)
                 if emitter is not None:
-                    emitter.connect(self._refresh_layers)
-                    self._cleanups.append(disconnector(emitter, self._refresh_layers))
+                    self.connect_event(emitter, self._on_layers_changed)
         self._refresh_layers()
 
     # ------------------------------------------------------------------ options
@@ -332,6 +328,10 @@ class ExportWidget(ShutdownOnUndock, QWidget):
         self.update_estimates()
 
     # ------------------------------------------------------------------ layers
+    def _on_layers_changed(self, *_: Any) -> None:
+        # a method, so napari's emitter holds the widget weakly (the debouncer would not)
+        self._refresh_soon()
+
     def _refresh_layers(self, *_: Any) -> None:
         if self._viewer is None:
             return
@@ -342,8 +342,7 @@ class ExportWidget(ShutdownOnUndock, QWidget):
             }
         except RuntimeError:  # widget deleted
             return
-        self.layer_list.blockSignals(True)
-        try:
+        with signals_blocked(self.layer_list):
             self.layer_list.clear()
             for lyr in reversed(list(self._viewer.layers)):  # top layer first, like the layer list
                 kind = type(lyr).__name__
@@ -361,8 +360,6 @@ class ExportWidget(ShutdownOnUndock, QWidget):
                     else Qt.CheckState.Unchecked
                 )
                 self.layer_list.addItem(item)
-        finally:
-            self.layer_list.blockSignals(False)
         self.update_estimates()
 
     def selected_layers(self) -> list[Any]:
@@ -490,7 +487,6 @@ class ExportWidget(ShutdownOnUndock, QWidget):
         except OSError as e:
             logger.warning("cannot remember the export options: %s", e)
         self._cancel = threading.Event()
-        self._cancel_box[0] = self._cancel
         self._set_busy(True)
         self.progress.setRange(0, max(self.estimate.data_entries if self.estimate else 1, 1))
         self.progress.setValue(0)
@@ -500,8 +496,9 @@ class ExportWidget(ShutdownOnUndock, QWidget):
         def job() -> Any:
             return export_layers(target, layers, opts, progress=relay, cancel=cancel)
 
-        self._worker = run_in_thread(
-            job, on_result=self._on_export_done, on_error=self._on_export_error
+        # the base sets *cancel* when the widget goes away: the writer stops, nothing stays
+        self._worker = self.start_worker(
+            job, returned=self._on_export_done, errored=self._on_export_error, cancel=cancel
         )
 
     def cancel_export(self) -> None:
@@ -519,6 +516,7 @@ class ExportWidget(ShutdownOnUndock, QWidget):
         self._finish()
         self.progress.setValue(self.progress.maximum())
         self._set_status(f"Exported to {path}")
+        self.notify_info("Exported", path)
         self.export_finished.emit("done")
 
     def _on_export_error(self, err: BaseException) -> None:
@@ -528,13 +526,12 @@ class ExportWidget(ShutdownOnUndock, QWidget):
             self._set_status("Export cancelled; nothing was written.")
             self.export_finished.emit("cancelled")
             return
-        logger.warning("export failed: %s", err)
         self._set_status(f"Export failed: {err}")
+        self.notify_error(f"Export failed: {err}", self.target_edit.text().strip() or None, err)
         self.export_finished.emit("error")
 
     def _finish(self) -> None:
         self._cancel = None
-        self._cancel_box[0] = None
         self._worker = None
         self._set_busy(False)
 
@@ -549,7 +546,8 @@ class ExportWidget(ShutdownOnUndock, QWidget):
 
     def shutdown(self) -> None:
         """Cancel a running export and stop following the viewer (idempotent)."""
-        self._shutdown()
+        self._refresh_soon.cancel()
+        super().shutdown()
 
 
 def _spin(lo: int, hi: int, step: int, suffix: str, tip: str) -> QSpinBox:

@@ -56,7 +56,7 @@ from ..inspect import (
     TreeNode,
 )
 from ..layers.provenance import LayerSource
-from ._workers import ShutdownOnUndock, cleanup_hook, disconnector, run_in_thread
+from .base import OzxDockWidget
 
 if TYPE_CHECKING:
     import napari
@@ -220,7 +220,7 @@ class _Leases:
 # ------------------------------------------------------------------------- widget
 
 
-class InspectorWidget(ShutdownOnUndock, QWidget):
+class InspectorWidget(OzxDockWidget):
     """Dock widget: browse the OME-Zarr hierarchy behind the active layer, or any file."""
 
     #: emitted (source) when a source has been opened and its tree shown
@@ -233,9 +233,8 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
     def __init__(
         self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None
     ) -> None:
-        super().__init__(parent)
+        super().__init__(napari_viewer, parent)
         self.setObjectName("napari-ozx inspector")
-        self._viewer = napari_viewer
         self._leases = _Leases()
         self._inspection: Inspection | None = None
         self._generation = 0
@@ -346,17 +345,11 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
         layout.addWidget(self.status)
         self._show_archive(None)
 
-        # what to undo when the widget goes away (destroyed, closed, or undocked by napari)
-        self._cleanups: list[Callable[[], None]] = [self._leases.shutdown]
-        self._shutdown = cleanup_hook(self._cleanups)
-        self.destroyed.connect(self._shutdown)
+        # the sources still open are closed when the widget goes away (OzxDockWidget)
+        self.add_cleanup(self._leases.shutdown)
         if napari_viewer is not None:
-            for emitter, cb in (
-                (napari_viewer.layers.selection.events.active, self._on_active_layer),
-                (napari_viewer.events.theme, self._on_theme),
-            ):
-                emitter.connect(cb)
-                self._cleanups.append(disconnector(emitter, cb))
+            self.connect_event(napari_viewer.layers.selection.events.active, self._on_active_layer)
+            self.connect_event(napari_viewer.events.theme, self._on_theme)
             self._on_active_layer()
 
     # ------------------------------------------------------------------ public API
@@ -388,10 +381,10 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
             finally:
                 leases.release(insp)
 
-        run_in_thread(
+        self.start_worker(
             job,
-            on_result=lambda r: self._on_opened(gen, r),
-            on_error=lambda e: self._on_open_failed(gen, source, e),
+            returned=lambda r: self._on_opened(gen, r),
+            errored=lambda e: self._on_open_failed(gen, source, e),
         )
 
     def select_path(self, path: str) -> None:
@@ -437,7 +430,13 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
                 leases.release(insp)
 
         gen = self._generation
-        run_in_thread(job, on_result=on_result, on_error=lambda e: self._on_task_failed(gen, e))
+        if (
+            self.start_worker(
+                job, returned=on_result, errored=lambda e: self._on_task_failed(gen, e)
+            )
+            is None
+        ):  # closed: the lease is not used
+            leases.release(insp)
 
     def _alive(self, gen: int) -> bool:
         return gen == self._generation and not self._leases.shut
@@ -479,6 +478,7 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
         self._items.clear()
         self._clear_details()
         self._set_status(f"Cannot inspect {source}: {err}")
+        self.notify_error(f"Cannot inspect: {err}", source, err)
 
     def _show_chain(self, gen: int, chain: list[TreeNode]) -> None:
         if not self._alive(gen) or not chain:
@@ -730,4 +730,4 @@ class InspectorWidget(ShutdownOnUndock, QWidget):
         """Stop following the viewer and close the inspected source (idempotent)."""
         self._generation += 1
         self._inspection = None
-        self._shutdown()
+        super().shutdown()

@@ -23,6 +23,7 @@ notifications and the well is marked red; the rest keeps working.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 from dataclasses import dataclass, field
@@ -41,12 +42,12 @@ from qtpy.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt.utils import create_worker
 
 from ..errors import OzxError
 from ..layers.provenance import LayerSource
 from ..layers.reading import well_layer_data
 from ..ngff.plate import HcsPlate, Overview, WellInfo, open_hcs, plate_by_id
+from .base import OzxDockWidget
 
 if TYPE_CHECKING:
     import napari
@@ -342,14 +343,14 @@ class _Request:
     acquisition: int | None
 
 
-class PlateNavigator(QWidget):
+class PlateNavigator(OzxDockWidget):
     """The plate map, field / acquisition choices and the well loading."""
 
     wellLoaded = Signal(str)  # well path, after its layers were added
     wellFailed = Signal(str, str)  # well path, message
 
     def __init__(self, napari_viewer: napari.viewer.Viewer) -> None:
-        super().__init__()
+        super().__init__(napari_viewer)
         self.viewer = napari_viewer
         self._entries: dict[str, _Entry] = {}
         self._current: str | None = None
@@ -357,7 +358,6 @@ class PlateNavigator(QWidget):
         self._loaded_cells: set[tuple[int, int]] = set()
         self._shown: _Request | None = None
         self._pending: _Request | None = None
-        self._worker: Any = None
         self._updating = False
         self._adding = False  # our own layers are being inserted
         self._aliases: dict[str, str] = {}  # plate id in layers -> id of the plate reopened
@@ -402,14 +402,11 @@ class PlateNavigator(QWidget):
         self.plate_combo.hide()
         self._set_enabled(False)
 
-        self.viewer.layers.events.inserted.connect(self._on_inserted)
-        self.viewer.layers.events.removed.connect(self._on_removed)
-        self.viewer.mouse_drag_callbacks.append(self._on_canvas_drag)
-        # the dock may be deleted on the C++ side (closed, viewer closed): let go of the
-        # viewer then, from a closure that does not touch the deleted widget
-        self.destroyed.connect(
-            _disconnector(self.viewer, self._on_inserted, self._on_removed, self._on_canvas_drag)
-        )
+        self.connect_event(self.viewer.layers.events.inserted, self._on_inserted)
+        self.connect_event(self.viewer.layers.events.removed, self._on_removed)
+        drags, drag = self.viewer.mouse_drag_callbacks, self._on_canvas_drag
+        drags.append(drag)
+        self.add_cleanup(lambda: drags.remove(drag) if drag in drags else None)
         for layer in list(self.viewer.layers):
             self._bind_layer(layer)
 
@@ -422,7 +419,7 @@ class PlateNavigator(QWidget):
     @property
     def busy(self) -> bool:
         """A worker thread is still running (loading or finishing)."""
-        return self._worker is not None
+        return bool(self.workers)
 
     @property
     def loading(self) -> bool:
@@ -673,16 +670,15 @@ class PlateNavigator(QWidget):
         entry = self._entries[plate.id]
         self._pending = req
         self.status.setText(f"Loading {w.name} ...")
-        worker = create_worker(_load_well, plate, w, req, entry.overview, _start_thread=False)
-        worker.returned.connect(lambda res, req=req, w=w: self._on_loaded(req, w, res))
-        worker.errored.connect(lambda err, req=req, w=w: self._on_error(req, w, err))
-        worker.finished.connect(lambda worker=worker: self._on_finished(worker))
-        self._worker = worker
-        worker.start()
-
-    def _on_finished(self, worker: Any) -> None:
-        if self._worker is worker:
-            self._worker = None
+        self.start_worker(
+            _load_well,
+            plate,
+            w,
+            req,
+            entry.overview,
+            returned=functools.partial(self._on_loaded, req, w),
+            errored=functools.partial(self._on_error, req, w),
+        )
 
     def _on_loaded(self, req: _Request, w: WellInfo, res: tuple[list[Any], list[str]]) -> None:
         if req != self._pending:
@@ -709,7 +705,7 @@ class PlateNavigator(QWidget):
         what = "all fields" if req.grid else f"field {req.field}"
         self.status.setText(f"{w.name}: {what}, {len(layers)} layers")
         for msg in errors:
-            _notify(msg, error=False)
+            self.notify_warning(msg, self._source())
         self.wellLoaded.emit(w.path)
 
     def _add_layers(self, layer_data: list[Any], replace: bool) -> list[Any]:
@@ -770,10 +766,14 @@ class PlateNavigator(QWidget):
 
     def _fail(self, w: WellInfo, msg: str) -> None:
         self.map.mark_failed((w.row, w.column))
-        text = f"napari-ozx cannot open well {w.name}: {msg}"
+        text = f"Cannot open well {w.name}: {msg}"
         self.status.setText(text)
-        _notify(text, error=True)
+        self.notify_error(text, self._source())
         self.wellFailed.emit(w.path, msg)
+
+    def _source(self) -> str | None:
+        plate = self.plate
+        return str(plate.oz.source) if plate is not None else None
 
     def _drop_well_layers(self) -> None:
         layers, self._well_layers = self._well_layers, []
@@ -824,31 +824,11 @@ class PlateNavigator(QWidget):
         return False
 
     # -- lifetime --------------------------------------------------------------------
-    def closeEvent(self, event: Any) -> None:
-        self.cleanup()
-        super().closeEvent(event)
-
-    def cleanup(self) -> None:
-        """Disconnect from the viewer and wait for a running load (tests, close)."""
-        from superqt.utils import WorkerBase
-
-        _disconnector(self.viewer, self._on_inserted, self._on_removed, self._on_canvas_drag)()
+    def shutdown(self) -> None:
+        """Disconnect from the viewer, stop waiting for a well; a running load is waited
+        for (bounded), loads of other widgets are not (idempotent)."""
         self._pending = None
-        WorkerBase.await_workers(10_000)
-
-
-def _disconnector(viewer: Any, inserted: Any, removed: Any, drag: Any) -> Any:
-    def disconnect(*_: Any) -> None:
-        for emitter, cb in (
-            (viewer.layers.events.inserted, inserted),
-            (viewer.layers.events.removed, removed),
-        ):
-            with contextlib.suppress(TypeError, ValueError, RuntimeError):
-                emitter.disconnect(cb)
-        if drag in viewer.mouse_drag_callbacks:
-            viewer.mouse_drag_callbacks.remove(drag)
-
-    return disconnect
+        super().shutdown()
 
 
 def _load_well(
@@ -881,12 +861,3 @@ def _batched(viewer: Any) -> Any:
     rebuilds its scene graph (with a full ``gc.collect``) once instead of per layer."""
     batched = getattr(viewer.layers, "batched_update", None)
     return batched() if callable(batched) else contextlib.nullcontext()
-
-
-def _notify(msg: str, error: bool) -> None:
-    logger.log(logging.ERROR if error else logging.WARNING, msg)
-    try:
-        from napari.utils.notifications import show_error, show_warning
-    except ImportError:  # pragma: no cover
-        return
-    (show_error if error else show_warning)(msg)
