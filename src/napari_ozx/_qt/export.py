@@ -52,6 +52,7 @@ from ..layers.export import (
     retarget,
     save_options,
 )
+from ..ngff.options import option_spec
 from ..ngff.write import WriteCancelled, WriteOptions
 from ._workers import ProgressRelay
 from .base import OzxDockWidget
@@ -103,41 +104,31 @@ class ExportWidget(OzxDockWidget):
         for key, text in _FORMATS:
             self.format_combo.addItem(text, key)
         self.version_combo = QComboBox()
-        for v in ("0.5", "0.4"):
+        for v in option_spec("version").choices or ():
             self.version_combo.addItem(f"OME-Zarr {v}", v)
         fmt_box = QGroupBox("Format")
         ff = QFormLayout(fmt_box)
         ff.addRow("Container", self.format_combo)
         ff.addRow("Version", self.version_combo)
 
-        # -- layout
-        self.chunk_spin = _spin(
-            16, 8192, 64, " px", "Inner chunk edge in y and x: the unit a viewer reads and decodes"
-        )
-        self.shard_spin = _spin(
-            16,
-            65536,
-            256,
-            " px",
-            "Shard edge in y and x (a multiple of the chunk): one stored entry",
-        )
-        self.shard_z_spin = _spin(1, 4096, 1, " planes", "Planes (z) per shard")
+        # -- layout: ranges, steps, units and help from WriteOptions (one source of truth)
+        self.chunk_spin = _spin_for("chunk_yx")
+        self.shard_spin = _spin_for("shard_yx")
+        self.shard_z_spin = _spin_for("shard_z")
         self.codec_combo = QComboBox()
         for c in CODECS:
             self.codec_combo.addItem(c, c)
-        self.level_spin = _spin(-7, 22, 1, "", "Compression level")
+        self.level_spin = _spin_for("level")
         codec_row = QHBoxLayout()
         codec_row.addWidget(self.codec_combo, 1)
         codec_row.addWidget(QLabel("level"))
         codec_row.addWidget(self.level_spin)
-        self.levels_spin = _spin(
-            0, 12, 1, "", "Pyramid levels (auto: halve until one chunk holds a plane)"
-        )
+        self.levels_spin = _spin_for("pyramid_levels")  # its minimum - 1 means "auto"
         self.levels_spin.setSpecialValueText("auto")
         self.downsample_combo = QComboBox()
         for m in DOWNSAMPLE:
             self.downsample_combo.addItem(m, m)
-        self.downsample_combo.setToolTip("auto: mean for images, nearest for labels")
+        self.downsample_combo.setToolTip(option_spec("downsample").help)
         layout_box = QGroupBox("Chunks, shards and compression")
         lf = QFormLayout(layout_box)
         lf.addRow("Chunk y/x", self.chunk_spin)
@@ -559,6 +550,20 @@ def _spin(lo: int, hi: int, step: int, suffix: str, tip: str) -> QSpinBox:
     s.setToolTip(tip)
     s.setKeyboardTracking(False)
     return s
+
+
+def _spin_for(name: str) -> QSpinBox:
+    """A spin box with the range, step, unit and help :class:`WriteOptions` declares for
+    *name*; an optional option (None = auto) gets one value below its minimum for "auto"."""
+    spec = option_spec(name)
+    lo = spec.min if spec.min is not None else -(1 << 30)
+    hi = spec.max if spec.max is not None else 1 << 30
+    if spec.optional:
+        lo -= 1
+    unit = {"px": " px", "planes": " planes"}.get(
+        spec.unit or "", f" {spec.unit}" if spec.unit else ""
+    )
+    return _spin(lo, hi, spec.step or 1, unit, spec.help[:1].upper() + spec.help[1:])
 
 
 def _select(combo: QComboBox, value: Any) -> None:
