@@ -526,4 +526,4 @@ def test_broken_json_is_shown_not_raised(image_dir):
         assert "not valid JSON" in d.raw_json
         # the image still describes its other levels
         levels = _rows(insp.details(insp.root).section("Levels"))
-        assert levels["1"].startswith("missing") and levels["0"].startswith("2 × 3 × 40 × 70")
+        assert levels["1"].startswith("unreadable") and levels["0"].startswith("2 × 3 × 40 × 70")

@@ -323,10 +323,11 @@ def group_sections(
     title: str,
     zarr_format: int,
     meta: NodeMetadata | None,
-    level_shapes: Sequence[Sequence[int] | None] = (),
+    level_shapes: Sequence[Sequence[int] | str | None] = (),
 ) -> list[Section]:
     """The summary of a group: *title* names its first section ("Image", "Plate" ...);
-    *level_shapes* are the shapes of the first multiscale's levels (None: missing)."""
+    *level_shapes* are the shapes of the first multiscale's levels, or why there is
+    none ("missing", "unreadable")."""
     if meta is None:
         return [
             Section(
@@ -375,7 +376,7 @@ def group_sections(
 
 
 def _multiscale_sections(
-    ms: Multiscale, level_shapes: Sequence[Sequence[int] | None]
+    ms: Multiscale, level_shapes: Sequence[Sequence[int] | str | None]
 ) -> list[Section]:
     axes = tuple(
         Row(a.name, ", ".join(x for x in (a.type or "untyped", a.unit) if x)) for a in ms.axes
@@ -383,7 +384,8 @@ def _multiscale_sections(
     rows = []
     shapes = list(level_shapes) + [None] * (len(ms.datasets) - len(level_shapes))
     for i, (d, shape) in enumerate(zip(ms.datasets, shapes, strict=False)):
-        txt = f"{shape_text(shape) if shape else 'missing'} · scale {nums_text(d.scale)}"
+        what = shape if isinstance(shape, str) else shape_text(shape) if shape else "missing"
+        txt = f"{what} · scale {nums_text(d.scale)}"
         if any(d.translation):
             txt += f" · translation {nums_text(d.translation)}"
         rows.append(Row(f"{i} ({d.path})" if d.path != str(i) else str(i), txt))

@@ -73,9 +73,6 @@ class Inspection(Hierarchy):
         self._stored: tuple[list[str], list[int]] | None = None
         self._archive: ArchiveFacts | None = None
 
-    def __enter__(self) -> Inspection:
-        return self
-
     # -- details -----------------------------------------------------------------------
     def details(self, node: TreeNode) -> NodeDetails:
         """Everything the detail pane shows for *node* (metadata reads only)."""
@@ -112,10 +109,7 @@ class Inspection(Hierarchy):
             if meta is not None and meta.multiscales:
                 ms = meta.multiscales[0]
                 levels = self.read_many([join_path(node.path, d.path) for d in ms.datasets])
-                shapes = [
-                    r.docs.document.get("shape") if r is not None and r.is_array else None
-                    for r in levels
-                ]
+                shapes = [_level_shape(r) for r in levels]
                 if levels and levels[0] is not None and levels[0].is_array:
                     facts = self._facts(levels[0])[0]  # the full-resolution array
             title = _SECTION_TITLE.get(node.kind, "Group")
@@ -217,6 +211,16 @@ class Inspection(Hierarchy):
             if self._archive is None:
                 self._archive = facts
             return self._archive
+
+
+def _level_shape(read: NodeRead | None) -> list[int] | str:
+    """A level's shape as its document states it, or why there is none."""
+    if read is None:
+        return "missing"
+    shape = read.docs.document.get("shape")
+    if read.is_array and not read.error and isinstance(shape, list):
+        return shape
+    return "unreadable"
 
 
 def _raw_text(read: NodeRead) -> str:

@@ -21,7 +21,7 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import MetadataError, OzxError
 from ..ngff.documents import METADATA_FILES, NodeDocuments, join_path, read_documents, run_sync
@@ -177,7 +177,7 @@ class Hierarchy:
                 self._closed = True
                 self._store.close()
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
