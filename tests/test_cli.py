@@ -187,3 +187,14 @@ def test_convert_with_unreachable_scheduler_is_a_clear_error(tmp_path, capsys):
     )
     assert "dask scheduler" in capsys.readouterr().err
     assert not (tmp_path / "o.ozx").exists()
+
+
+def test_validate_reports_deeply_nested_json_instead_of_crashing(capsys):
+    # json.loads raises RecursionError (not a ValueError) on deep nesting: the validator
+    # used to crash with a traceback; it is an invalid zarr.json finding
+    from pathlib import Path
+
+    f = Path(__file__).parent / "corpus" / "files" / "json_deep_nesting.ozx"
+    assert main(["validate", str(f), "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert "root-zarr-json-invalid" in {x["code"] for x in rep["findings"]}

@@ -527,3 +527,28 @@ def test_broken_json_is_shown_not_raised(image_dir):
         # the image still describes its other levels
         levels = _rows(insp.details(insp.root).section("Levels"))
         assert levels["1"].startswith("unreadable") and levels["0"].startswith("2 × 3 × 40 × 70")
+
+
+def test_hostile_corpus_never_raises_anything_but_ozx_errors():
+    """Every hand-made broken file: the whole tree, every node's details, the archive
+    facts and the info report either work or raise an OzxError / OSError (no bug)."""
+    from napari_ozx.errors import OzxError
+    from napari_ozx.inspection import info_report
+
+    files = sorted((Path(__file__).parent / "corpus" / "files").glob("*"))
+    assert len(files) > 50
+    readable = 0
+    for f in files:
+        try:
+            with Inspection(f) as insp:
+                stack = [insp.root]
+                while stack:
+                    node = stack.pop()
+                    insp.details(node)
+                    stack += insp.children(node)[:20]
+                insp.archive()
+                info_report(insp)
+            readable += 1
+        except (OzxError, OSError):
+            continue
+    assert readable > 10

@@ -23,7 +23,9 @@ def format_bytes(n: float | None) -> str:
 
 def shape_text(s: Sequence[int] | None) -> str:
     """``(2, 3)`` -> ``"2 × 3"``; ``()`` -> ``"scalar"``; ``None`` -> ``"–"``."""
-    return "–" if s is None else " × ".join(str(int(v)) for v in s) or "scalar"
+    if s is None:
+        return "–"
+    return " × ".join(str(v) if isinstance(v, int) else repr(v) for v in s) or "scalar"
 
 
 def num_text(v: float) -> str:
