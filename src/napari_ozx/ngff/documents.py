@@ -123,8 +123,21 @@ class NodeDocuments:
     error: OzxError | None = None
 
     def raise_error(self) -> None:
+        """Raise the node's problem as a fresh exception.
+
+        Raising the stored instance would attach a traceback whose frames reference
+        these documents, which reference the instance: a cycle that keeps the store
+        (and its file descriptor) alive until a GC pass.
+        """
         if self.error is not None:
-            raise self.error
+            raise _fresh(self.error)
+
+
+def _fresh(error: OzxError) -> OzxError:
+    """A traceback-free copy of *error* (same class, arguments and attributes)."""
+    copy = type(error).__new__(type(error), *error.args)
+    copy.__dict__.update(error.__dict__)
+    return copy
 
 
 async def _read_json(store: Store, key: str) -> tuple[Any, OzxError | None] | None:
