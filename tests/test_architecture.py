@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 PKG = "napari_ozx"
 SRC = Path(__file__).resolve().parents[1] / "src" / PKG
 
@@ -25,7 +23,6 @@ RANKS: tuple[tuple[str, float, str], ...] = (
     (f"{PKG}.ozx", 1, "container"),
     (f"{PKG}.ngff", 2, "OME model and I/O"),
     (f"{PKG}.inspection", 2.5, "inspection"),
-    (f"{PKG}.inspect", 2.5, "inspection"),  # being replaced by the inspection package
     (f"{PKG}.layers", 3, "napari mapping"),
     (f"{PKG}._reader", 4, "entry points"),
     (f"{PKG}._writer", 4, "entry points"),
@@ -38,8 +35,8 @@ RANKS: tuple[tuple[str, float, str], ...] = (
 EXEMPT = {PKG}  # napari_ozx/__init__.py: the lazy public API
 
 QT_ROOTS = {"qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "superqt", "vispy"}
-NO_QT = ("ozx", "ngff", "inspection", "inspect", "layers")
-NO_NAPARI = ("ozx", "ngff", "inspection", "inspect")
+NO_QT = ("ozx", "ngff", "inspection", "layers")
+NO_NAPARI = ("ozx", "ngff", "inspection")
 
 
 @dataclass(frozen=True)
@@ -194,7 +191,6 @@ def test_no_import_cycles():
     assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
 
 
-@pytest.mark.xfail(strict=True, reason="inspect.py is being replaced by the inspection package")
 def test_no_module_shadows_the_stdlib():
     shadowing = [
         m for m in modules() if m.rsplit(".", 1)[-1] in sys.stdlib_module_names and m != PKG

@@ -23,8 +23,38 @@ def test_info_reports_shards_codecs_archive(capsys):
     assert d["archive"]["zip64"] is True
     (img,) = d["images"]
     assert img["channels"] == ["Nuclei", "Membrane"] and img["labels"] == ["nuclei"]
-    assert img["levels"][0]["codecs"] == ["sharding_indexed[bytes, zstd]"]
-    assert img["levels"][0]["shards"] is not None
+    # info describes codecs as the inspector does (from zarr's parsed codec objects):
+    # sharding is the "shards" fact, the codecs are the inner pipeline with settings
+    # (formerly "sharding_indexed[bytes, zstd]", a third description of the same array)
+    level0 = img["levels"][0]
+    assert level0["codecs"][:2] == ["bytes (little)", "zstd level 9 checksum"]
+    assert level0["shards"] == [1, 8, 256, 512] and level0["chunks"] == [1, 1, 256, 256]
+    assert 0 < level0["stored_bytes"] < level0["nbytes"]
+    assert d["archive"]["rfc9"]["ok"] is True and d["problems"] == []
+
+
+def test_info_text_matches_the_inspector_and_flags_unreadable_nodes(tmp_path, capsys):
+    from napari_ozx.inspection import Inspection
+
+    assert main(["info", str(sample_path())]) == 0
+    text = capsys.readouterr().out
+    with Inspection(sample_path()) as insp:
+        facts = insp.array_facts("0")
+    assert " → ".join(facts.codecs) in text and "RFC-9 conformant" in text
+    # a level refused by the reader (unknown must-understand extension) is reported,
+    # with exit code 1, instead of a traceback or a silent success
+    write_image(
+        tmp_path / "ext.zarr",
+        np.zeros((1, 8, 8), np.uint8),
+        axes="cyx",
+        levels=1,
+        array_extra={"extensions": [{"name": "example.unknown", "must_understand": True}]},
+    )
+    assert main(["info", str(tmp_path / "ext.zarr"), "--json"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    (problem,) = d["problems"]
+    assert problem["path"] == "0" and "example.unknown" in problem["error"]
+    assert d["images"][0]["levels"][0]["shape"] == [1, 8, 8]  # still described
 
 
 def test_validate_exit_codes(tmp_path, capsys):
@@ -157,3 +187,14 @@ def test_convert_with_unreachable_scheduler_is_a_clear_error(tmp_path, capsys):
     )
     assert "dask scheduler" in capsys.readouterr().err
     assert not (tmp_path / "o.ozx").exists()
+
+
+def test_validate_reports_deeply_nested_json_instead_of_crashing(capsys):
+    # json.loads raises RecursionError (not a ValueError) on deep nesting: the validator
+    # used to crash with a traceback; it is an invalid zarr.json finding
+    from pathlib import Path
+
+    f = Path(__file__).parent / "corpus" / "files" / "json_deep_nesting.ozx"
+    assert main(["validate", str(f), "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert "root-zarr-json-invalid" in {x["code"] for x in rep["findings"]}

@@ -19,6 +19,7 @@ import pytest
         "napari_ozx.layers.reading",
         "napari_ozx.layers.writing",
         "napari_ozx.layers.export",
+        "napari_ozx.inspection",
         "napari_ozx._reader",
         "napari_ozx._writer",
     ],
@@ -49,3 +50,36 @@ def test_npe2_manifest_validates():
     assert commands[widget.command] == "napari_ozx._qt.plate_navigator:PlateNavigator"
     out = subprocess.run(["npe2", "validate", "napari-ozx"], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_no_module_shadows_the_stdlib_inspect():
+    from pathlib import Path
+
+    src = Path(__file__).parents[1] / "src" / "napari_ozx"
+    assert not list(src.rglob("inspect.py")) and not (src / "inspect").exists()
+
+
+def test_inspection_imports_only_ngff_ozx_errors():
+    """The inspection sits below layers, the entry points and the widgets."""
+    import ast
+    from pathlib import Path
+
+    pkg = Path(__file__).parents[1] / "src" / "napari_ozx" / "inspection"
+    allowed = ("napari_ozx.ngff", "napari_ozx.ozx", "napari_ozx.errors", "napari_ozx.inspection")
+    for f in pkg.glob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = "napari_ozx." * (node.level == 2) + "napari_ozx.inspection." * (
+                    node.level == 1
+                )
+                target = (base + (node.module or "")).rstrip(".")
+            elif isinstance(node, ast.ImportFrom):
+                target = node.module or ""
+            elif isinstance(node, ast.Import):
+                target = node.names[0].name
+            else:
+                continue
+            top = target.split(".")[0]
+            assert top not in ("napari", "qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6")
+            if top == "napari_ozx":
+                assert target.startswith(allowed), f"{f.name} imports {target}"

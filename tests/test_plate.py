@@ -446,6 +446,18 @@ def test_broken_plate_is_an_error(tmp_path):
     assert read(str(p)) == [(None,)]  # reported, never raised
 
 
+def test_a_well_with_invalid_json_is_that_wells_error(tmp_path):
+    # the wells are one batch of the shared document reader (ngff.documents): a broken
+    # document is the problem of its node, the rest of the plate still opens
+    p = write_plate(tmp_path / "p.zarr", PlateSpec(1, 2, fields=1, labels=False))
+    (p / "A" / "1" / "zarr.json").write_text('{"zarr_format": 3,')
+    with open_ome_zarr(p) as oz:
+        plate = HcsPlate(oz)
+        a1, a2 = plate.wells
+        assert a1.error and "invalid JSON" in a1.error and "A/1/zarr.json" in a1.error
+        assert a2.error is None and len(a2.fields) == 1
+
+
 def test_open_hcs_from_path(plates):
     paths, _ = plates("p96_v05")
     plate = open_hcs(paths["ozx"])

@@ -166,7 +166,7 @@ def test_inspector_follows_the_active_layer(no_leaks, make_napari_viewer, qtbot,
 def test_inspector_on_a_file_lazy_plate(no_leaks, qtbot, tmp_path):
     from napari_ozx._qt.inspector import InspectorWidget
 
-    from .test_inspect import make_plate
+    from .test_inspection import make_plate
 
     plate = make_plate(tmp_path / "plate.zarr", rows="ABC", cols=4, fields=2)
     w = InspectorWidget()
@@ -207,7 +207,7 @@ def test_inspector_on_a_file_lazy_plate(no_leaks, qtbot, tmp_path):
 
 
 def test_inspector_follows_plate_layers(no_leaks, make_napari_viewer, qtbot, tmp_path):
-    from .test_inspect import make_plate
+    from .test_inspection import make_plate
 
     plate = make_plate(tmp_path / "plate.zarr", rows="AB", cols=2, fields=2)
     viewer = make_napari_viewer()

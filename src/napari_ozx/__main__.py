@@ -1,7 +1,8 @@
 """Command line: ``napari-ozx info | validate | convert`` (no Qt, no napari import).
 
 Exit codes of ``validate``: 0 no errors, 1 a MUST is violated (or the OME metadata is
-invalid), 2 a file cannot be read at all.
+invalid), 2 a file cannot be read at all. ``info`` prints the inspector's facts
+(:mod:`napari_ozx.inspection`); it exits 1 when a node it shows cannot be read.
 """
 
 from __future__ import annotations
@@ -23,90 +24,12 @@ def _out(text: str = "") -> None:
 # --------------------------------------------------------------------- info
 
 
-def _array_facts(node: Any) -> dict[str, Any]:
-    a = node.array
-
-    def name(c: Any) -> str:
-        return str(c.to_dict().get("name", type(c).__name__))
-
-    codecs = []
-    for c in a.metadata.codecs if hasattr(a.metadata, "codecs") else ():
-        inner = getattr(c, "codecs", None)
-        codecs.append(name(c) + (f"[{', '.join(name(i) for i in inner)}]" if inner else ""))
-    if not codecs and getattr(a.metadata, "compressor", None) is not None:
-        codecs.append(str(a.metadata.compressor))
-    return {
-        "path": node.path,
-        "shape": list(a.shape),
-        "dtype": str(a.dtype),
-        "chunks": list(a.chunks),
-        "shards": list(a.shards) if a.shards else None,
-        "codecs": codecs,
-    }
-
-
 def info(path: str) -> dict[str, Any]:
-    from .ngff.open import open_ome_zarr
+    """The facts the inspector dock shows, as a JSON-able report (metadata reads only)."""
+    from .inspection import Inspection, info_report
 
-    with open_ome_zarr(path) as oz:
-        out: dict[str, Any] = {
-            "source": path,
-            "zarr_format": oz.zarr_format,
-            "kind": oz.root.meta.kind,
-            "images": [],
-        }
-        if oz.root.meta.kind in ("plate", "well"):
-            return out
-        for img in oz.images():
-            ms = img.multiscale
-            entry = {
-                "path": img.path or "/",
-                "name": img.name,
-                "version": ms.version,
-                "axes": [{"name": a.name, "type": a.type, "unit": a.unit} for a in ms.axes],
-                "levels": [
-                    {**_array_facts(a), "scale": list(d.scale), "translation": list(d.translation)}
-                    for a, d in zip(img.arrays, ms.datasets, strict=True)
-                ],
-                "channels": [c.label for c in img.meta.omero.channels] if img.meta.omero else [],
-                "labels": [lab.name for lab in img.labels],
-            }
-            out["images"].append(entry)
-    if Path(path).is_file():
-        from .ozx.store import OzxStore
-
-        with OzxStore(path) as st:
-            out["archive"] = {
-                "entries": len(st.index.entries),
-                "zip64": st.index.zip64,
-                "comment": st.index.comment.decode("utf-8", "replace"),
-                "size": Path(path).stat().st_size,
-            }
-    return out
-
-
-def _print_info(d: dict[str, Any]) -> None:
-    _out(f"{d['source']}: {d['kind']} (Zarr v{d['zarr_format']})")
-    if "archive" in d:
-        a = d["archive"]
-        _out(
-            f"  archive: {a['entries']} entries, {a['size']:,} bytes, ZIP64 {'yes' if a['zip64'] else 'no'}, comment {a['comment']!r}"
-        )
-    for img in d["images"]:
-        axes = " ".join(
-            f"{a['name']}[{a['unit']}]" if a["unit"] else a["name"] for a in img["axes"]
-        )
-        _out(f"  image {img['path']} {img['name']!r} OME-Zarr {img['version']}  axes: {axes}")
-        if img["channels"]:
-            _out(f"    channels: {', '.join(str(c) for c in img['channels'])}")
-        for lv in img["levels"]:
-            shard = f" shards {tuple(lv['shards'])}" if lv["shards"] else ""
-            _out(
-                f"    {lv['path']}: {tuple(lv['shape'])} {lv['dtype']} chunks {tuple(lv['chunks'])}{shard} "
-                f"{' '.join(lv['codecs'])} scale {tuple(lv['scale'])}"
-            )
-        if img["labels"]:
-            _out(f"    labels: {', '.join(img['labels'])}")
+    with Inspection(path) as insp:
+        return info_report(insp)
 
 
 # ----------------------------------------------------------------- validate
@@ -208,7 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="napari-ozx", description="OME-Zarr directories and .ozx files"
     )
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("info", help="hierarchy, shapes, dtypes, chunks/shards, codecs, versions")
+    p = sub.add_parser(
+        "info",
+        help="hierarchy, shapes, dtypes, chunks/shards, codecs, sizes, versions, RFC-9 verdict "
+        "(exit 1 if a node cannot be read)",
+    )
     p.add_argument("path")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("validate", help="RFC-9 conformance of .ozx files and OME metadata")
@@ -266,9 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.cmd == "info":
+            from .inspection import info_text
+
             d = info(args.path)
-            _out(json.dumps(d, indent=2)) if args.json else _print_info(d)
-            return 0
+            _out(json.dumps(d, indent=2, default=str) if args.json else info_text(d))
+            return 1 if d["problems"] else 0
         if args.cmd == "validate":
             worst, reports = 0, []
             for path in args.paths:

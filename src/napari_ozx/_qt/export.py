@@ -413,7 +413,7 @@ class ExportWidget(OzxDockWidget):
             self.estimate_labels["Pyramid levels"].setText(
                 ", ".join(f"{m.plan.name}: {len(m.levels)}" for m in est.multiscales)
             )
-            from ..inspect import format_bytes
+            from ..inspection import format_bytes
 
             self.estimate_labels["Data"].setText(
                 f"{format_bytes(est.nbytes)} uncompressed, all levels"

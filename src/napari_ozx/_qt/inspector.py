@@ -1,6 +1,6 @@
 """Metadata inspector dock widget: hierarchy tree, node details, raw JSON, .ozx findings.
 
-All reading happens in :mod:`napari_ozx.inspect` (no Qt) and runs in worker threads:
+All reading happens in :mod:`napari_ozx.inspection` (no Qt) and runs in worker threads:
 opening a source, loading a node's children when it is expanded, a node's details when
 it is selected and the RFC-9 validation of an ``.ozx``. The widget only renders results.
 It follows napari's active layer (its ``LayerSource``) and can open any
@@ -39,7 +39,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from ..inspect import (
+from ..inspection import (
     ARRAY,
     FIELD,
     IMAGE,

@@ -225,7 +225,7 @@ class ExportEstimate:
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) lines for a panel."""
-        from ..inspect import format_bytes
+        from ..inspection import format_bytes
 
         first = self.first
         if first is None:

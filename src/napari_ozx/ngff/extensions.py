@@ -15,8 +15,11 @@ entry is ``must_understand: false``. The rules (ZEP 9 "Using must_understand", Z
 * unknown *top-level* keys follow the same rule: an object with
   ``"must_understand": false`` may be ignored, anything else must fail.
 
-:func:`check_document` returns a copy of the document that zarr-python accepts plus the
-parsed extensions, so the rest of the code never walks the raw list again.
+:func:`read_extensions` parses a document once, tolerantly: it returns a copy that
+zarr-python accepts, every extension and extension-like top-level key it found, and the
+first refusal (not raised), so an inspector can show a node the reader refuses.
+:func:`check_document` is the same pass, raising the refusal. The rest of the code never
+walks the raw list again.
 """
 
 from __future__ import annotations
@@ -26,9 +29,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import MetadataError, UnsupportedExtensionError
+from ..errors import MetadataError, OzxError, UnsupportedExtensionError
 
-__all__ = ["ArrayStatistics", "Extension", "NodeExtensions", "check_document"]
+__all__ = [
+    "ArrayStatistics",
+    "Extension",
+    "NodeExtensions",
+    "check_document",
+    "read_extensions",
+]
 
 RAW_NAME = re.compile(r"^[a-z0-9-_.]+$")
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://\S+$")
@@ -75,8 +84,12 @@ class ArrayStatistics:
 
 @dataclass(frozen=True, slots=True)
 class NodeExtensions:
+    #: the entries of the ``extensions`` list (those refused too, when read tolerantly)
     extensions: tuple[Extension, ...] = ()
+    #: unknown top-level keys that may be ignored (``must_understand: false``)
     ignored_keys: tuple[str, ...] = ()
+    #: every unknown top-level key as an extension (ignored ones and refused ones)
+    keys: tuple[Extension, ...] = ()
 
     @property
     def statistics(self) -> ArrayStatistics | None:
@@ -89,6 +102,7 @@ class NodeExtensions:
 
 
 def _parse_one(raw: Any, node: str) -> Extension:
+    conf: Mapping[str, Any]
     if isinstance(raw, str):
         name, must, conf = raw, True, {}
     elif isinstance(raw, Mapping) and isinstance(raw.get("name"), str):
@@ -115,28 +129,57 @@ def check_document(doc: Mapping[str, Any], node: str) -> tuple[dict[str, Any], N
 
     Returns the document without what zarr-python would refuse, and the extensions.
     Raises :class:`UnsupportedExtensionError` for a must-understand extension (or
-    unknown key) we do not implement.
+    unknown key) we do not implement, :class:`MetadataError` for a malformed one.
+    """
+    out, exts, refusal = read_extensions(doc, node)
+    if refusal is not None:
+        raise refusal
+    return out, exts
+
+
+def read_extensions(
+    doc: Mapping[str, Any], node: str
+) -> tuple[dict[str, Any], NodeExtensions, OzxError | None]:
+    """The must-understand pass without raising: (document zarr-python accepts, the
+    extensions and extension-like keys found, the first refusal or ``None``).
+
+    Malformed entries are left out of the extensions; refused ones are listed (with
+    ``understood`` false) so that a viewer can say what a node needs.
     """
     out = dict(doc)
     exts: list[Extension] = []
+    refusal: OzxError | None = None
     raw = out.pop("extensions", None)
     if raw is not None:
         if not isinstance(raw, list) or not raw:
-            raise MetadataError(f"{node or '/'}: 'extensions' must be a non-empty list (ZEP 10)")
-        for r in raw:
-            e = _parse_one(r, node)
+            refusal = MetadataError(
+                f"{node or '/'}: 'extensions' must be a non-empty list (ZEP 10)"
+            )
+        for r in raw if isinstance(raw, list) else ():
+            try:
+                e = _parse_one(r, node)
+            except MetadataError as err:
+                refusal = refusal or err
+                continue
             if e.must_understand and not e.understood:
-                raise UnsupportedExtensionError(e.name, node)
+                refusal = refusal or UnsupportedExtensionError(e.name, node)
             exts.append(e)
     known = _V3_ARRAY_KEYS if out.get("node_type") == "array" else _V3_GROUP_KEYS
-    ignored = []
+    ignored: list[str] = []
+    keys: list[Extension] = []
     for key in list(out):
         if key in known:
             continue
-        value = out[key]
+        value = out.pop(key)
+        conf = (
+            {k: v for k, v in value.items() if k != "must_understand"}
+            if isinstance(value, Mapping)
+            else {}
+        )
         if isinstance(value, Mapping) and value.get("must_understand") is False:
             ignored.append(key)
-            del out[key]
+            keys.append(Extension(key, False, conf))
         else:
-            raise UnsupportedExtensionError(key, node, what="metadata key")
-    return out, NodeExtensions(tuple(exts), tuple(ignored))
+            keys.append(Extension(key, True, conf))
+            refusal = refusal or UnsupportedExtensionError(key, node, what="metadata key")
+    return out, NodeExtensions(tuple(exts), tuple(ignored), tuple(keys)), refusal

@@ -10,9 +10,7 @@ reads pixel data until a chunk is computed.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import json
 import logging
 import os
 import re
@@ -32,7 +30,8 @@ from ..errors import (
     UnsupportedExtensionError,
 )
 from ..ozx.protocol import as_container
-from .extensions import NodeExtensions, check_document
+from .documents import NodeDocuments, join_path, read_documents
+from .extensions import NodeExtensions
 from .models import Multiscale, NodeMetadata, parse_node_attributes, with_implied_scales
 from .options import OZX_SUFFIXES
 
@@ -43,12 +42,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ArrayNode", "GroupNode", "Image", "OmeZarr", "open_ome_zarr", "open_store"]
+__all__ = [
+    "ArrayNode",
+    "GroupNode",
+    "Image",
+    "OmeZarr",
+    "array_node",
+    "join_path",
+    "open_ome_zarr",
+    "open_store",
+]
 
 ZIP_SUFFIXES = OZX_SUFFIXES  # single-file OME-Zarr names: one definition, in .options
 # below this many bytes a dask chunk costs more in scheduling than in reading
 _MIN_DASK_CHUNK_BYTES = 1 << 20
-MAX_METADATA_BYTES = 16 << 20  # no real zarr.json comes near this
 MAX_CHUNKS_PER_AXIS = 1 << 24
 
 
@@ -79,55 +86,6 @@ def open_store(source: str | os.PathLike[str] | Store) -> Store:
     raise FileNotFoundError(f"{path}: no such file or directory")
 
 
-def run_sync(coro: Any) -> Any:
-    from zarr.core.sync import sync
-
-    return sync(coro)
-
-
-async def get_bytes(store: Store, key: str) -> bytes | None:
-    from zarr.core.buffer import default_buffer_prototype
-
-    _check_metadata_size(store, key)
-    try:
-        buf = await store.get(key, prototype=default_buffer_prototype())
-    except OzxError:
-        raise
-    except FileNotFoundError:
-        return None
-    except Exception as e:  # a remote store's network error: name the key and the reason
-        raise OzxError(f"reading {key} failed: {type(e).__name__}: {e}") from e
-    return None if buf is None else buf.to_bytes()
-
-
-def _check_metadata_size(store: Store, key: str) -> None:
-    """Refuse absurd metadata documents before reading them (an .ozx knows sizes upfront)."""
-    container = as_container(store)
-    size = container.member_size(key) if container is not None else None
-    if size is None or size <= MAX_METADATA_BYTES:
-        return
-    raise MetadataError(
-        f"{key} is too large ({size:,} bytes; metadata documents are "
-        f"limited to {MAX_METADATA_BYTES:,} bytes)"
-    )
-
-
-def _loads(data: bytes, key: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
-        raise MetadataError(f"{key}: invalid JSON ({e})") from None
-    except RecursionError:
-        raise MetadataError(f"{key}: invalid JSON (nested too deeply)") from None
-    if not isinstance(doc, dict):
-        raise MetadataError(f"{key}: expected a JSON object")
-    return doc
-
-
-def join_path(*parts: str) -> str:
-    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
-
-
 # ------------------------------------------------------------------------ nodes
 
 
@@ -139,7 +97,7 @@ class ArrayNode:
     path: str
     zarr_format: int
     document: Mapping[str, Any] = field(repr=False)
-    extensions: NodeExtensions = NodeExtensions()
+    extensions: NodeExtensions = field(default_factory=NodeExtensions)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -195,6 +153,12 @@ class ArrayNode:
             inline_array=True,
             meta=np.empty((0,) * a.ndim, dtype=a.dtype),
         )
+
+
+def array_node(store: Store, source: str, docs: NodeDocuments) -> ArrayNode:
+    """The ArrayNode of an array's documents, its shape and fill value checked first."""
+    _validate_array_document(docs.checked, f"{source}:{docs.path}")
+    return ArrayNode(store, docs.path, docs.zarr_format, docs.checked, docs.extensions)
 
 
 # how zarr words "this exists but I cannot handle it" (as opposed to invalid metadata)
@@ -272,7 +236,8 @@ class _ChunkReader:
         except Exception as e:  # codec / checksum / short-data failures
             kind = "shard" if self.array.shards else "chunk"
             raise ChunkDecodeError(
-                f"{self.source}: {self._key(sel)}: {kind} data could not be decoded ({type(e).__name__}: {e})"
+                f"{self.source}: {self._key(sel)}: {kind} data could not be decoded "
+                f"({type(e).__name__}: {e})"
             ) from e
 
     def _key(self, sel: Any) -> str:
@@ -297,7 +262,7 @@ class GroupNode:
     zarr_format: int
     attributes: Mapping[str, Any] = field(repr=False)
     meta: NodeMetadata
-    extensions: NodeExtensions = NodeExtensions()
+    extensions: NodeExtensions = field(default_factory=NodeExtensions)
 
 
 @dataclass
@@ -383,52 +348,21 @@ class OmeZarr:
             return f"{self.source}:{id(self)}"
 
     # -- metadata --------------------------------------------------------------
-    def read_docs(
-        self, paths: Sequence[str]
-    ) -> list[tuple[int, dict[str, Any], dict[str, Any]] | None]:
-        """For each node path: (zarr_format, document, attributes) or None if absent.
+    def read_docs(self, paths: Sequence[str]) -> list[NodeDocuments | None]:
+        """For each node path its documents (:mod:`.documents`), or None if absent.
 
         All nodes are read concurrently; Zarr v3 is tried first (0.5 preferred over 0.4,
-        RFC-2), then v2 once the hierarchy is known to be v2.
+        RFC-2), then v2 once the hierarchy is known to be v2. A node's document problems
+        are its ``error``, raised by :meth:`make_group` / :meth:`make_array`.
         """
-        fmt = self.zarr_format
-
-        async def one(p: str) -> tuple[int, dict[str, Any], dict[str, Any]] | None:
-            if fmt in (None, 3):
-                raw = await get_bytes(self.store, join_path(p, "zarr.json"))
-                if raw is not None:
-                    doc = _loads(raw, join_path(p, "zarr.json"))
-                    if doc.get("zarr_format") != 3:
-                        raise MetadataError(f"{join_path(p, 'zarr.json')}: zarr_format is not 3")
-                    attrs = doc.get("attributes") or {}
-                    return 3, doc, attrs if isinstance(attrs, dict) else {}
-                if fmt == 3:
-                    return None
-            zattrs, zgroup, zarray = await asyncio.gather(
-                get_bytes(self.store, join_path(p, ".zattrs")),
-                get_bytes(self.store, join_path(p, ".zgroup")),
-                get_bytes(self.store, join_path(p, ".zarray")),
-            )
-            if zgroup is None and zarray is None and zattrs is None:
-                return None
-            attrs = _loads(zattrs, join_path(p, ".zattrs")) if zattrs is not None else {}
-            if zarray is not None:
-                doc = _loads(zarray, join_path(p, ".zarray"))
-                doc["node_type"] = "array"
-            else:
-                doc = {"zarr_format": 2, "node_type": "group"}
-            return 2, doc, attrs
-
-        async def all_() -> list[Any]:
-            return await asyncio.gather(*(one(p) for p in paths))
-
-        return run_sync(all_())
+        return read_documents(self.store, paths, self.zarr_format)
 
     def group(self, path: str) -> GroupNode:
         g = self._group_or_none(path)
         if g is None:
             raise NotOmeZarrError(
-                f"{self.source}: no Zarr group at {path or '/'!r}{self._why_no_root() if not path else ''}"
+                f"{self.source}: no Zarr group at {path or '/'!r}"
+                f"{self._why_no_root() if not path else ''}"
             )
         return g
 
@@ -441,41 +375,29 @@ class OmeZarr:
         (res,) = self.read_docs([path])
         return None if res is None else self.make_group(path, res)
 
-    def make_group(self, path: str, res: tuple[int, dict[str, Any], dict[str, Any]]) -> GroupNode:
-        fmt, doc, attrs = res
+    def make_group(self, path: str, docs: NodeDocuments) -> GroupNode:
+        """A GroupNode from one ``read_docs`` result (raises the node's document error)."""
         if self.zarr_format is None:
-            self.zarr_format = fmt
-        node = f"{self.source}:{path or '/'}"
-        exts = NodeExtensions()
-        if fmt == 3:
-            doc, exts = check_document(doc, path)
-        if doc.get("node_type") != "group":
-            raise NotOmeZarrError(f"{node} is an array, not an OME-Zarr group")
-        meta = parse_node_attributes(attrs, fmt, node=path)
-        return GroupNode(self.store, path, fmt, attrs, meta, exts)
+            self.zarr_format = docs.zarr_format
+        docs.raise_error()
+        if docs.node_type != "group":
+            raise NotOmeZarrError(f"{self.source}:{path or '/'} is an array, not an OME-Zarr group")
+        meta = parse_node_attributes(docs.attributes, docs.zarr_format, node=path)
+        return GroupNode(self.store, path, docs.zarr_format, docs.attributes, meta, docs.extensions)
 
     def arrays(self, paths: Sequence[str]) -> list[ArrayNode]:
         return [
             self.make_array(p, res) for p, res in zip(paths, self.read_docs(paths), strict=True)
         ]
 
-    def make_array(
-        self, p: str, res: tuple[int, dict[str, Any], dict[str, Any]] | None
-    ) -> ArrayNode:
+    def make_array(self, p: str, docs: NodeDocuments | None) -> ArrayNode:
         """An ArrayNode from one ``read_docs`` result (batch readers such as plates)."""
-        if res is None:
+        if docs is None:
             raise MetadataError(f"{self.source}: pyramid level {p!r} is missing")
-        fmt, doc, attrs = res
-        exts = NodeExtensions()
-        if fmt == 3:
-            doc, exts = check_document(doc, p)
-        else:
-            doc = {**doc, "attributes": attrs}
-            doc.pop("node_type", None)
-        if doc.get("node_type", "array") != "array":
+        docs.raise_error()
+        if docs.node_type != "array":
             raise MetadataError(f"{self.source}: {p!r} is a group, expected an array")
-        _validate_array_document(doc, f"{self.source}:{p}")
-        return ArrayNode(self.store, p, fmt, doc, exts)
+        return array_node(self.store, self.source, docs)
 
     def image(self, path: str, group: GroupNode | None = None) -> Image:
         group = group or self.group(path)
@@ -520,7 +442,8 @@ class OmeZarr:
             series = list(ome.meta.series)
             if len(set(series)) != len(series):
                 raise MetadataError(
-                    f"{self.source}: OME/series lists duplicate series ({len(series)} entries, {len(set(series))} distinct)"
+                    f"{self.source}: OME/series lists duplicate series "
+                    f"({len(series)} entries, {len(set(series))} distinct)"
                 )
             return series
         found = []
@@ -545,7 +468,8 @@ class OmeZarr:
         self.close()
 
     def __repr__(self) -> str:
-        return f"OmeZarr({self.source!r}, zarr_format={self.zarr_format}, kind={self.root.meta.kind!r})"
+        kind = self.root.meta.kind
+        return f"OmeZarr({self.source!r}, zarr_format={self.zarr_format}, kind={kind!r})"
 
 
 def _check_levels(source: str, path: str, ms: Multiscale, arrays: list[ArrayNode]) -> None:
@@ -559,12 +483,16 @@ def _check_levels(source: str, path: str, ms: Multiscale, arrays: list[ArrayNode
                 f"{where}: level {ds.path!r} has {len(shape)} dimensions, axes name {ms.ndim}"
             )
         names = arr.document.get("dimension_names")
-        if arr.zarr_format == 3 and names is not None and list(names) != list(ms.axis_names):
-            if any(n is not None for n in names):
-                raise MetadataError(
-                    f"{where}: dimension_names {list(names)} of level {ds.path!r} "
-                    f"do not match the axes {list(ms.axis_names)} (RFC-2)"
-                )
+        if (
+            arr.zarr_format == 3
+            and names is not None
+            and list(names) != list(ms.axis_names)
+            and any(n is not None for n in names)
+        ):
+            raise MetadataError(
+                f"{where}: dimension_names {list(names)} of level {ds.path!r} "
+                f"do not match the axes {list(ms.axis_names)} (RFC-2)"
+            )
         if prev is not None and any(s > p for s, p in zip(shape, prev, strict=True)):
             raise MetadataError(
                 f"{where}: level {ds.path!r} {shape} is larger than the level before {prev}"

@@ -3,9 +3,10 @@
 ``HcsPlate(oz)`` opens the plate (or single well) at the root of an :class:`OmeZarr`:
 
 1. the root's ``plate`` metadata is already parsed (:class:`~.models.Plate`, any version);
-2. **one** concurrent :meth:`OmeZarr.read_docs` call reads every well's metadata
-   (:class:`~.models.Well`) -> :class:`WellInfo` per well, in plate order; a well whose
-   group is missing or broken keeps an ``error`` and the rest of the plate still opens.
+2. **one** concurrent :meth:`OmeZarr.read_docs` call (:mod:`.documents`) reads every
+   well's metadata (:class:`~.models.Well`) -> :class:`WellInfo` per well, in plate
+   order; a well whose group is missing or broken (invalid JSON included) keeps an
+   ``error`` and the rest of the plate still opens.
 
 ``HcsPlate.overview(field, acquisition)`` builds an :class:`Overview` with three more
 concurrent batches (the chosen field's image group of every well; every level of one
@@ -51,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import MetadataError, NotOmeZarrError, OzxError
+from .documents import join_path, run_sync
 from .models import (
     Acquisition,
     Axis,
@@ -61,7 +63,7 @@ from .models import (
     Plate,
     parse_node_attributes,
 )
-from .open import ArrayNode, GroupNode, Image, OmeZarr, join_path, run_sync
+from .open import ArrayNode, GroupNode, Image, OmeZarr
 
 if TYPE_CHECKING:
     import dask.array as da

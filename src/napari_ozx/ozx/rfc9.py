@@ -326,7 +326,7 @@ def comment_version(comment: bytes) -> tuple[str | None, str | None]:
         return None, 'the archive has no comment (expected {"ome": {"version": ...}})'
     try:
         doc = json.loads(comment.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return None, f"archive comment is not UTF-8 JSON ({exc})"
     ome = doc.get("ome") if isinstance(doc, dict) else None
     version = ome.get("version") if isinstance(ome, dict) else None

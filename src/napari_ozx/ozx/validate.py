@@ -475,7 +475,7 @@ def _validate(
         code = "root-zarr-json-invalid" if name == "zarr.json" else "zarr-json-invalid"
         try:
             doc = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             col.add(code, f"{name!r} is not valid UTF-8 JSON: {exc}", name)
             continue
         problem = _zarr_json_problem(doc)

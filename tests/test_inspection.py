@@ -1,4 +1,4 @@
-"""The inspector's Qt-free model: lazy hierarchy trees, node details, .ozx facts."""
+"""The inspection (Qt-free): lazy hierarchy trees, node details, .ozx facts, CLI text."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import zarr
 
 from napari_ozx._sample_data import sample_path
-from napari_ozx.inspect import Inspection, TreeNode, format_bytes
+from napari_ozx.inspection import Inspection, TreeNode, format_bytes
 
 from .omegen import write_image, zip_dir
 
@@ -251,13 +251,13 @@ def test_plate_tree_is_lazy_and_complete(tmp_path):
             ("well", "A/1", "A1"),
             ("well", "A/3", "A3"),
         ]
-        assert set(insp._raw) == {""}  # rows and wells come from the plate metadata alone
+        assert insp.paths_read() == ("",)  # rows and wells come from the plate metadata alone
         fields = insp.children(wells[0])
         assert [(f.kind, f.path, f.title) for f in fields] == [
             ("field", "A/1/0", "Field 0"),
             ("field", "A/1/1", "Field 1"),
         ]
-        assert "A/3" not in insp._raw  # a well is read when it is expanded, not before
+        assert "A/3" not in insp.paths_read()  # a well is read when expanded, not before
         levels = insp.children(fields[1])
         assert [(n.kind, n.path) for n in levels] == [("level", "A/1/1/0"), ("level", "A/1/1/1")]
         chain = insp.find("B/2/1/1")
@@ -289,7 +289,7 @@ def test_1536_well_plate_lists_wells_from_plate_metadata_only(tmp_path):
         row_nodes = insp.children(insp.root)
         assert len(row_nodes) == 32
         assert sum(len(insp.children(r)) for r in row_nodes) == 1536
-        assert list(insp._raw) == [""]  # one document read for 1536 wells
+        assert insp.paths_read() == ("",)  # one document read for 1536 wells
         # a well that does not exist is an error on that node, not an exception
         w = insp.children(row_nodes[0])[0]
         assert insp.children(w) == []
@@ -412,7 +412,7 @@ def test_invalid_metadata_is_a_node_error(tmp_path):
 
 def test_not_zarr_raises_and_closes(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(Exception, match="no zarr.json"):
+    with pytest.raises(Exception, match=r"no zarr\.json"):
         Inspection(tmp_path / "empty")
 
 
@@ -488,7 +488,7 @@ def test_remote_sources(tmp_path):
 
 
 def test_pretty_json_keeps_short_lists_on_one_line():
-    from napari_ozx.inspect import pretty_json
+    from napari_ozx.inspection import pretty_json
 
     doc = {
         "shape": [2, 16, 256],
@@ -502,3 +502,53 @@ def test_pretty_json_keeps_short_lists_on_one_line():
     assert json.loads(text) == doc
     assert '"shape": [2, 16, 256]' in text and '"e": {}' in text
     assert text.count("\n") > 100  # a long list is not squeezed onto one line
+
+
+def test_info_report_of_a_plate_reads_the_plate_document_only(tmp_path):
+    from napari_ozx.inspection import info_report, info_text
+
+    plate = make_plate(tmp_path / "plate.zarr")
+    with Inspection(plate) as insp:
+        rep = info_report(insp)
+        assert insp.paths_read() == ("",)  # a plate's summary needs no well
+    assert rep["kind"] == "plate" and rep["images"] == [] and rep["problems"] == []
+    assert rep["plate"]["wells"] == 3 and rep["plate"]["rows"] == ["A", "B"]
+    assert "2 rows × 3 columns, 3 wells, 2 fields per well" in info_text(rep)
+
+
+def test_broken_json_is_shown_not_raised(image_dir):
+    (image_dir / "1" / "zarr.json").write_text('{"zarr_format": 3, "node_type": "arr')
+    with Inspection(image_dir) as insp:
+        lvl = insp.find("1")[-1]
+        assert lvl.error and "invalid JSON" in lvl.error
+        d = insp.details(lvl)
+        assert d.array is None and d.raw_files == ("zarr.json",)
+        assert "not valid JSON" in d.raw_json
+        # the image still describes its other levels
+        levels = _rows(insp.details(insp.root).section("Levels"))
+        assert levels["1"].startswith("unreadable") and levels["0"].startswith("2 × 3 × 40 × 70")
+
+
+def test_hostile_corpus_never_raises_anything_but_ozx_errors():
+    """Every hand-made broken file: the whole tree, every node's details, the archive
+    facts and the info report either work or raise an OzxError / OSError (no bug)."""
+    from napari_ozx.errors import OzxError
+    from napari_ozx.inspection import info_report
+
+    files = sorted((Path(__file__).parent / "corpus" / "files").glob("*"))
+    assert len(files) > 50
+    readable = 0
+    for f in files:
+        try:
+            with Inspection(f) as insp:
+                stack = [insp.root]
+                while stack:
+                    node = stack.pop()
+                    insp.details(node)
+                    stack += insp.children(node)[:20]
+                insp.archive()
+                info_report(insp)
+            readable += 1
+        except (OzxError, OSError):
+            continue
+    assert readable > 10

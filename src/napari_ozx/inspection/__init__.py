@@ -1,0 +1,62 @@
+"""Facts about an OME-Zarr hierarchy, for people: the inspector dock and ``napari-ozx info``.
+
+* :mod:`.tree` - :class:`TreeNode` and the lazy hierarchy (plates, wells and fields
+  are loaded when expanded);
+* :mod:`.facts` - :class:`NodeDetails`, :class:`ArrayFacts`, :class:`ExtensionInfo`,
+  codec descriptions from zarr's parsed metadata;
+* :mod:`.archive` - :class:`ArchiveFacts` of an ``.ozx`` and its RFC-9 findings;
+* :mod:`.source` - :class:`Inspection`, which ties them together (thread-safe);
+* :mod:`.render` - plain text and JSON for the command line.
+
+Documents are read by :mod:`napari_ozx.ngff.documents`, the opener's own reader. This
+package imports ``ngff``, ``ozx`` and ``errors`` only: no napari, no Qt.
+"""
+
+from __future__ import annotations
+
+from ._text import format_bytes, pretty_json
+from .archive import ArchiveFacts
+from .facts import ArrayFacts, ExtensionInfo, NodeDetails, Row, Section, describe_codec
+from .render import info_report, info_text
+from .source import Inspection
+from .tree import (
+    ARRAY,
+    COLLECTION,
+    FIELD,
+    GROUP,
+    IMAGE,
+    LABEL_IMAGE,
+    LABELS,
+    LEVEL,
+    PLATE,
+    ROW,
+    WELL,
+    TreeNode,
+)
+
+__all__ = [
+    "ARRAY",
+    "COLLECTION",
+    "FIELD",
+    "GROUP",
+    "IMAGE",
+    "LABELS",
+    "LABEL_IMAGE",
+    "LEVEL",
+    "PLATE",
+    "ROW",
+    "WELL",
+    "ArchiveFacts",
+    "ArrayFacts",
+    "ExtensionInfo",
+    "Inspection",
+    "NodeDetails",
+    "Row",
+    "Section",
+    "TreeNode",
+    "describe_codec",
+    "format_bytes",
+    "info_report",
+    "info_text",
+    "pretty_json",
+]

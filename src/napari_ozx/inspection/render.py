@@ -1,0 +1,172 @@
+"""Plain-text and JSON renderings of the inspection's facts (``napari-ozx info``).
+
+:func:`info_report` gathers, from one :class:`~.source.Inspection`, the facts the CLI
+prints: the root's kind, each image with its axes, channels, labels and the
+:class:`~.facts.ArrayFacts` of every level, a plate's layout, the archive's facts and
+RFC-9 verdict, and every problem found on the way. :func:`info_text` renders that report
+for people; ``--json`` prints it as it is. The Qt inspector renders the same facts as
+HTML, so the command line and the dock cannot disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._text import format_bytes, pretty_json, shape_text
+from .source import Inspection
+from .tree import COLLECTION, IMAGE, LABEL_IMAGE, LABELS, LEVEL, TreeNode
+
+__all__ = ["format_bytes", "info_report", "info_text", "pretty_json"]
+
+
+def _image_nodes(insp: Inspection) -> list[TreeNode]:
+    """The images a viewer would show: the root image, a collection's series or the
+    label images of a ``labels`` group (as the reader does)."""
+    root = insp.root
+    if root.kind in (IMAGE, LABEL_IMAGE):
+        return [root]
+    if root.kind in (LABELS, COLLECTION):
+        return [n for n in insp.children(root) if n.kind in (IMAGE, LABEL_IMAGE)]
+    return []
+
+
+def _image_entry(insp: Inspection, node: TreeNode, problems: list[dict[str, Any]]) -> dict:
+    read = insp.read(node.path)
+    meta = read.meta if read is not None else None
+    entry: dict[str, Any] = {"path": node.path or "/", "name": node.title}
+    if meta is None or not meta.multiscales:
+        return entry
+    ms = meta.multiscales[0]
+    if node.kind != LABEL_IMAGE and node.path.split("/")[-2:-1] != ["labels"]:
+        entry["name"] = (
+            ms.name
+            or (meta.omero.name if meta.omero is not None else None)
+            or (node.title if node.path else insp.name)
+        )
+    levels = []
+    labels: list[str] = []
+    for child in insp.children(node):
+        if child.kind == LEVEL and child.level is not None:
+            ds = ms.datasets[child.level]
+            facts = insp.array_facts(child.path)
+            level: dict[str, Any] = {"path": child.path}
+            if facts is not None:
+                level.update(facts.to_dict())
+            level["scale"] = list(ds.scale)
+            level["translation"] = list(ds.translation)
+            if child.error or facts is None:
+                level["error"] = child.error or "zarr cannot read this array's metadata"
+                problems.append({"path": child.path, "error": level["error"]})
+            levels.append(level)
+        elif child.kind == LABELS:
+            labels = [c.path.rsplit("/", 1)[-1] for c in insp.children(child)]
+    entry.update(
+        version=ms.version,
+        axes=[{"name": a.name, "type": a.type, "unit": a.unit} for a in ms.axes],
+        levels=levels,
+        channels=[c.label for c in meta.omero.channels] if meta.omero else [],
+        labels=labels,
+    )
+    return entry
+
+
+def info_report(insp: Inspection) -> dict[str, Any]:
+    """The facts ``napari-ozx info`` shows, JSON-able (metadata reads only)."""
+    root = insp.read("")
+    meta = root.meta if root is not None else None
+    problems: list[dict[str, Any]] = []
+    out: dict[str, Any] = {
+        "source": insp.source,
+        "zarr_format": insp.zarr_format,
+        "kind": meta.kind if meta is not None else "invalid",
+        "version": meta.version if meta is not None else None,
+        "images": [],
+    }
+    if insp.root.error:
+        problems.append({"path": "/", "error": insp.root.error})
+    if meta is not None and meta.plate is not None:
+        p = meta.plate
+        out["plate"] = {
+            "name": p.name,
+            "rows": list(p.rows),
+            "columns": list(p.columns),
+            "wells": len(p.wells),
+            "field_count": p.field_count,
+            "acquisitions": [a.id for a in p.acquisitions],
+        }
+    if meta is not None and meta.well is not None:
+        out["well"] = {"fields": [im.path for im in meta.well.images]}
+    for node in _image_nodes(insp):
+        if node.error and node is not insp.root:
+            problems.append({"path": node.path, "error": node.error})
+        out["images"].append(_image_entry(insp, node, problems))
+    archive = insp.archive()
+    if archive is not None:
+        out["archive"] = archive.to_dict()
+        if archive.validation_error:
+            problems.append({"path": "/", "error": f"RFC-9: {archive.validation_error}"})
+    out["problems"] = problems
+    return out
+
+
+def info_text(report: dict[str, Any]) -> str:
+    """:func:`info_report` for people."""
+    lines = [f"{report['source']}: {report['kind']} (Zarr v{report['zarr_format']})"]
+    if "archive" in report:
+        a = report["archive"]
+        rfc = a["rfc9"]
+        verdict = (
+            f"cannot validate ({rfc['validation_error']})"
+            if rfc["validation_error"]
+            else ("RFC-9 conformant" if rfc["ok"] else "NOT RFC-9 conformant")
+            + f" ({rfc['error']} errors, {rfc['warning']} warnings)"
+        )
+        lines.append(
+            f"  archive: {a['entries']:,} entries, {format_bytes(a['size'])}, "
+            f"ZIP64 {'yes' if a['zip64'] else 'no'}, comment {a['comment']!r}; {verdict}"
+        )
+    if "plate" in report:
+        p = report["plate"]
+        lines.append(
+            f"  plate {p['name'] or ''!r}: {len(p['rows'])} rows × {len(p['columns'])} columns, "
+            f"{p['wells']} wells"
+            + (f", {p['field_count']} fields per well" if p["field_count"] else "")
+        )
+    if "well" in report:
+        lines.append(f"  well: {len(report['well']['fields'])} fields")
+    for img in report["images"]:
+        if "axes" not in img:
+            lines.append(f"  image {img['path']} {img['name']!r}: no multiscale metadata")
+            continue
+        axes = " ".join(
+            f"{a['name']}[{a['unit']}]" if a["unit"] else a["name"] for a in img["axes"]
+        )
+        lines.append(
+            f"  image {img['path']} {img['name']!r} OME-Zarr {img['version']}  axes: {axes}"
+        )
+        if img["channels"]:
+            lines.append(f"    channels: {', '.join(str(c) for c in img['channels'])}")
+        for lv in img["levels"]:
+            lines.append("    " + _level_text(lv))
+        if img["labels"]:
+            lines.append(f"    labels: {', '.join(img['labels'])}")
+    for p in report.get("problems", ()):
+        lines.append(f"  problem at {p['path']}: {p['error']}")
+    return "\n".join(lines)
+
+
+def _level_text(lv: dict[str, Any]) -> str:
+    if "shape" not in lv:
+        return f"{lv['path']}: {lv.get('error', 'unreadable')}"
+    shard = f" shards {shape_text(lv['shards'])}" if lv["shards"] else ""
+    stored = (
+        f" stored {format_bytes(lv['stored_bytes'])}"
+        + (f" ({lv['nbytes'] / lv['stored_bytes']:.2f}:1)" if lv["stored_bytes"] else "")
+        if "stored_bytes" in lv
+        else ""
+    )
+    return (
+        f"{lv['path']}: {shape_text(lv['shape'])} {lv['dtype']} chunks "
+        f"{shape_text(lv['chunks'])}{shard} [{' → '.join(lv['codecs']) or 'no codecs'}] "
+        f"scale {tuple(lv['scale'])}{stored}"
+    )

@@ -1,0 +1,228 @@
+"""The one reader of Zarr metadata documents: ``zarr.json``, ``.zattrs``, ``.zgroup``,
+``.zarray``.
+
+The opener (:class:`~.open.OmeZarr`), HCS plates (through ``OmeZarr.read_docs``) and the
+inspection all read a node's documents here, for a batch of node paths at once
+(concurrently, in zarr's event loop: a plate's wells are one batch, not one round trip
+each). Per node:
+
+* Zarr v3 first (``zarr.json``; OME-Zarr 0.5 is preferred over 0.4, RFC-2), then the
+  Zarr v2 trio once the hierarchy is known not to be v3;
+* a document is refused before it is read when the container declares it larger than
+  :data:`MAX_METADATA_BYTES` (:func:`ozx.protocol.as_container`; a directory or remote
+  store has no table of sizes, so only the JSON parser limits it there);
+* each document must be a JSON object; ``zarr.json`` must say ``zarr_format: 3``;
+* a ``zarr.json`` goes through the ZEP 10 must-understand pass
+  (:func:`.extensions.read_extensions`), which gives the copy zarr-python accepts.
+
+A problem with one node's documents does not stop the batch: it becomes that node's
+:attr:`NodeDocuments.error` (the opener raises it when the node is used, the inspector
+shows it), and the documents read so far are kept (``files``) so they can still be shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MetadataError, OzxError
+from ..ozx.protocol import as_container
+from .extensions import NodeExtensions, read_extensions
+
+if TYPE_CHECKING:
+    from zarr.abc.store import Store
+
+__all__ = [
+    "MAX_METADATA_BYTES",
+    "METADATA_FILES",
+    "NodeDocuments",
+    "get_bytes",
+    "join_path",
+    "loads_object",
+    "read_documents",
+    "run_sync",
+]
+
+MAX_METADATA_BYTES = 16 << 20  # no real zarr.json comes near this
+#: the names of metadata documents (everything else under a node is chunk data)
+METADATA_FILES = ("zarr.json", ".zarray", ".zattrs", ".zgroup")
+
+
+def join_path(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+def run_sync(coro: Any) -> Any:
+    """Run *coro* in zarr's event loop (thread-safe; callable from any thread)."""
+    from zarr.core.sync import sync
+
+    return sync(coro)
+
+
+async def get_bytes(store: Store, key: str) -> bytes | None:
+    """One metadata document's bytes, ``None`` if absent; size-capped for containers."""
+    from zarr.core.buffer import default_buffer_prototype
+
+    _check_metadata_size(store, key)
+    try:
+        buf = await store.get(key, prototype=default_buffer_prototype())
+    except OzxError:
+        raise
+    except FileNotFoundError:
+        return None
+    except Exception as e:  # a remote store's network error: name the key and the reason
+        raise OzxError(f"reading {key} failed: {type(e).__name__}: {e}") from e
+    return None if buf is None else buf.to_bytes()
+
+
+def _check_metadata_size(store: Store, key: str) -> None:
+    """Refuse absurd metadata documents before reading them (an .ozx knows sizes upfront)."""
+    container = as_container(store)
+    size = container.member_size(key) if container is not None else None
+    if size is None or size <= MAX_METADATA_BYTES:
+        return
+    raise MetadataError(
+        f"{key} is too large ({size:,} bytes; metadata documents are "
+        f"limited to {MAX_METADATA_BYTES:,} bytes)"
+    )
+
+
+def loads_object(data: bytes, key: str) -> dict[str, Any]:
+    """Parse one document, which must be a JSON object (:class:`MetadataError` if not)."""
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
+        raise MetadataError(f"{key}: invalid JSON ({e})") from None
+    except RecursionError:
+        raise MetadataError(f"{key}: invalid JSON (nested too deeply)") from None
+    if not isinstance(doc, dict):
+        raise MetadataError(f"{key}: expected a JSON object")
+    return doc
+
+
+@dataclass(frozen=True)
+class NodeDocuments:
+    """One node's metadata documents as stored, and what the ZEP 10 pass made of them."""
+
+    path: str
+    zarr_format: int
+    node_type: str  #: "group" or "array" (what the documents say; v3: as stored)
+    #: ``zarr.json`` as stored; for Zarr v2 the ``.zarray`` (arrays) or a group stub,
+    #: with ``node_type`` added
+    document: dict[str, Any] = field(repr=False)
+    attributes: dict[str, Any] = field(repr=False)
+    #: (file name, parsed JSON or ``None`` when it is not valid JSON), in reading order
+    files: tuple[tuple[str, Any], ...] = field(default=(), repr=False)
+    #: the document zarr-python accepts (``extensions`` and ignorable keys removed)
+    checked: dict[str, Any] = field(default_factory=dict, repr=False)
+    extensions: NodeExtensions = field(default_factory=NodeExtensions)
+    #: why the reader refuses this node (invalid JSON, ZEP 10 ...), or None
+    error: OzxError | None = None
+
+    def raise_error(self) -> None:
+        """Raise the node's problem as a fresh exception.
+
+        Raising the stored instance would attach a traceback whose frames reference
+        these documents, which reference the instance: a cycle that keeps the store
+        (and its file descriptor) alive until a GC pass.
+        """
+        if self.error is not None:
+            raise _fresh(self.error)
+
+
+def _fresh(error: OzxError) -> OzxError:
+    """A traceback-free copy of *error* (same class, arguments and attributes)."""
+    copy = type(error).__new__(type(error), *error.args)
+    copy.__dict__.update(error.__dict__)
+    return copy
+
+
+async def _read_json(store: Store, key: str) -> tuple[Any, OzxError | None] | None:
+    """(parsed object or None, error) of one document, or None if it is absent."""
+    try:
+        data = await get_bytes(store, key)
+    except MetadataError as e:  # declared too large: a problem of this node only
+        return None, e
+    if data is None:
+        return None
+    try:
+        return loads_object(data, key), None
+    except MetadataError as e:
+        try:  # keep a valid non-object for display; an unparsable one is None
+            value = json.loads(data)
+        except (ValueError, RecursionError):
+            value = None
+        return value, e
+
+
+async def _read_node(store: Store, path: str, zarr_format: int | None) -> NodeDocuments | None:
+    if zarr_format in (None, 3):
+        key = join_path(path, "zarr.json")
+        got = await _read_json(store, key)
+        if got is not None:
+            doc, err = got
+            if err is not None or not isinstance(doc, dict):
+                return NodeDocuments(path, 3, "group", {}, {}, (("zarr.json", doc),), error=err)
+            return _v3(path, doc)
+        if zarr_format == 3:
+            return None
+    names = (".zarray", ".zgroup", ".zattrs")
+    got2 = await asyncio.gather(*(_read_json(store, join_path(path, n)) for n in names))
+    if all(g is None for g in got2):
+        return None
+    zarray, _zgroup, zattrs = got2
+    files = tuple((n, g[0]) for n, g in zip(names, got2, strict=True) if g is not None)
+    errors = [g[1] for g in got2 if g is not None and g[1] is not None]
+    attrs = zattrs[0] if zattrs is not None and isinstance(zattrs[0], dict) else {}
+    if zarray is not None and isinstance(zarray[0], dict):
+        doc = {**zarray[0], "node_type": "array"}
+        checked = {k: v for k, v in doc.items() if k != "node_type"}
+        checked["attributes"] = attrs
+    else:
+        doc = {"zarr_format": 2, "node_type": "group"}
+        checked = dict(doc)
+    return NodeDocuments(
+        path,
+        2,
+        str(doc["node_type"]),
+        doc,
+        attrs,
+        files,
+        checked,
+        error=errors[0] if errors else None,
+    )
+
+
+def _v3(path: str, doc: dict[str, Any]) -> NodeDocuments:
+    attrs = doc.get("attributes")
+    node_type = str(doc.get("node_type"))
+    checked, exts, err = read_extensions(doc, path)
+    if doc.get("zarr_format") != 3:
+        err = MetadataError(f"{join_path(path, 'zarr.json')}: zarr_format is not 3")
+    return NodeDocuments(
+        path,
+        3,
+        node_type,
+        doc,
+        attrs if isinstance(attrs, dict) else {},
+        (("zarr.json", doc),),
+        checked,
+        exts,
+        err,
+    )
+
+
+def read_documents(
+    store: Store, paths: Sequence[str], zarr_format: int | None = None
+) -> list[NodeDocuments | None]:
+    """The documents of every node in *paths* (``None`` where there is no node), read
+    concurrently. *zarr_format* is the hierarchy's format once known (``None``: try v3,
+    then v2). Only store failures (I/O, network) raise; see the module docstring."""
+
+    async def all_() -> list[NodeDocuments | None]:
+        return list(await asyncio.gather(*(_read_node(store, p, zarr_format) for p in paths)))
+
+    return list(run_sync(all_()))
