@@ -205,9 +205,33 @@ def test_dask_chunks_follow_zarr_chunks(tmp_path):
     write_image(tmp_path / "big.zarr", data, levels=1, chunks=(1, 1, 256, 256))
     with open_ome_zarr(tmp_path / "big.zarr") as oz:
         lvl = oz.images()[0].levels[0]
-        # 256x256 uint16 chunks (128 KiB) are grown within the shard to >= 1 MiB tiles
-        assert lvl.chunksize == (1, 1, 512, 1024)
+        # 256x256 uint16 chunks (128 KiB) stay as they are: a napari tile decodes one
+        assert lvl.chunksize == (1, 1, 256, 256)
         assert all(c % 256 == 0 for c in lvl.chunks[-1])
+
+
+def test_dask_chunks_grow_tiny_chunks_within_the_shard_and_cap_the_count():
+    from napari_ozx.ngff.open import _MAX_DASK_CHUNKS, _dask_chunks
+
+    # 64x64 uint16 (8 KiB) grows to 256x256 (128 KiB), never past the shard
+    assert _dask_chunks((2, 8, 1024, 1024), (1, 1, 64, 64), (1, 8, 1024, 1024), 2) == (
+        1,
+        1,
+        256,
+        256,
+    )
+    assert _dask_chunks((2, 8, 1024, 1024), (1, 1, 64, 64), (1, 8, 128, 128), 2) == (
+        1,
+        1,
+        128,
+        128,
+    )
+    # a huge array of 128 KiB chunks is grown until dask's graph stays bounded
+    shape = (2, 600, 16384, 16384)
+    out = _dask_chunks(shape, (1, 1, 256, 256), None, 2)
+    count = np.prod([-(-s // c) for s, c in zip(shape, out, strict=True)])
+    assert count <= _MAX_DASK_CHUNKS
+    assert out[:2] == (1, 1)
 
 
 def test_our_zstd_chunks_carry_a_checksum_so_bitflips_are_errors(tmp_path):

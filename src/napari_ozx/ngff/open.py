@@ -5,7 +5,8 @@
 metadata pass (:mod:`.extensions`) and typed models (:mod:`.models`). Arrays are built
 from those parsed documents, so zarr-python does not read them again, and every pyramid
 level is exposed as a dask array whose chunks follow the Zarr (inner) chunks. Nothing
-reads pixel data until a chunk is computed.
+reads pixel data until a chunk is computed; then :mod:`.fastread` reads it directly
+where it can (zarr-python otherwise).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ __all__ = [
 
 ZIP_SUFFIXES = OZX_SUFFIXES  # single-file OME-Zarr names: one definition, in .options
 # below this many bytes a dask chunk costs more in scheduling than in reading
-_MIN_DASK_CHUNK_BYTES = 1 << 20
+_MIN_DASK_CHUNK_BYTES = 128 << 10
+_MAX_DASK_CHUNKS = 1 << 18
 MAX_CHUNKS_PER_AXIS = 1 << 24
 
 
@@ -195,24 +197,36 @@ def _validate_array_document(doc: Mapping[str, Any], where: str) -> None:
 def _dask_chunks(
     shape: Sequence[int], chunks: Sequence[int], shards: Sequence[int] | None, itemsize: int
 ) -> tuple[int, ...]:
-    """Dask chunks = Zarr read chunks, grown along the last (y, x) axes while tiny.
+    """Dask chunks = Zarr read chunks (inner chunks when sharded), grown along the last
+    (y, x) axes only while tiny (< 128 KiB) or while the array would have more than
+    :data:`_MAX_DASK_CHUNKS` of them.
 
+    Why 128 KiB and not more: napari computes whole dask chunks, so a 256x256 tile
+    inside a 1 MiB dask chunk decoded 8 inner chunks (12.7 ms instead of ~2 ms,
+    benchmarks/bench_compiled.py); below ~128 KiB dask's per-task cost outweighs the
+    decode. Why the count cap: every compute culls the whole from_array graph, O(chunks).
     Growing stays within a shard (or the array) so one dask task never straddles two
-    shards; it stops at ~1 MiB so tiles that napari shows partly still read little.
+    shards.
     """
     out = [min(c, s) for c, s in zip(chunks, shape, strict=True)]
     limit = list(shards) if shards else list(shape)
     limit = [min(lv, s) for lv, s in zip(limit, shape, strict=True)]
     nbytes = int(np.prod(out)) * itemsize
-    for ax in (len(out) - 1, len(out) - 2):
-        while (
-            ax >= 0
-            and nbytes < _MIN_DASK_CHUNK_BYTES
-            and out[ax] * 2 <= limit[ax]
-            and limit[ax] % (out[ax] * 2) == 0
-        ):
-            out[ax] *= 2
-            nbytes *= 2
+    count = int(np.prod([-(-s // c) if c else 0 for s, c in zip(shape, out, strict=True)]))
+    grew = True
+    while grew and (nbytes < _MIN_DASK_CHUNK_BYTES or count > _MAX_DASK_CHUNKS):
+        grew = False
+        for ax in (len(out) - 1, len(out) - 2):  # x and y in turn: square tiles
+            if (
+                ax >= 0
+                and (nbytes < _MIN_DASK_CHUNK_BYTES or count > _MAX_DASK_CHUNKS)
+                and out[ax] * 2 <= limit[ax]
+                and limit[ax] % (out[ax] * 2) == 0
+            ):
+                count = count // (-(-shape[ax] // out[ax])) * (-(-shape[ax] // (out[ax] * 2)))
+                out[ax] *= 2
+                nbytes *= 2
+                grew = True
     return tuple(out)
 
 
@@ -227,10 +241,13 @@ class _ChunkReader:
         self.shape = array.shape
         self.dtype = array.dtype
         self.ndim = array.ndim
+        from .fastread import fast_reader
+
+        self.reader: Any = fast_reader(array) or array
 
     def __getitem__(self, sel: Any) -> Any:
         try:
-            return self.array[sel]
+            return self.reader[sel]
         except OzxError:
             raise
         except Exception as e:  # codec / checksum / short-data failures
