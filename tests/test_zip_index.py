@@ -158,7 +158,7 @@ def test_matches_zipfile(compression, force_zip64):
         assert e.crc32 == info.CRC
         assert e.compressed_size == info.compress_size
         assert e.uncompressed_size == info.file_size
-        assert idx.by_name[e.name] is e
+        assert idx.by_name[e.name] == e  # built on demand: equal, not identical
         off = data_offset(reader, e, limit=idx.cd_offset)
         raw = data[off : off + e.compressed_size]
         if e.method == METHOD_STORED:
@@ -698,3 +698,73 @@ def test_fuzz_mutations_never_crash(data):
 def test_fuzz_random_bytes(data):
     with contextlib.suppress(OzxError):
         read_zip_index(FileObjRangeReader(io.BytesIO(data)))
+
+
+# ---- compact index: the same answers as a dict of entries, without one object per entry
+
+
+def _reference(data: bytes) -> tuple[list[tuple], dict[str, int]]:
+    """What zipfile sees: records in order, name -> position of the last record."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        infos = zf.infolist()
+    recs = [(i.filename, i.header_offset, i.CRC, i.compress_size, i.file_size) for i in infos]
+    last = {}
+    for k, r in enumerate(recs):
+        last[r[0]] = k
+    return recs, last
+
+
+@pytest.mark.parametrize("zip64", [True, False])
+def test_compact_index_matches_zipfile_on_many_entries(zip64):
+    members = [(f"0/c/{i // 100}/{i % 100}", bytes([i % 251]) * (i % 7)) for i in range(5000)]
+    members += [("0/c/0/3", b"rewritten"), ("0/c/10/10", b"again")]  # duplicates: last wins
+    data = make_zip(members, zip64=zip64)
+    idx = index_of(data)
+    recs, last = _reference(data)
+    assert len(idx.entries) == len(recs) == 5002
+    got = [
+        (e.name, e.header_offset, e.crc32, e.compressed_size, e.uncompressed_size)
+        for e in idx.entries
+    ]
+    assert got == recs
+    assert idx.entries[-1].name == "0/c/10/10" and idx.entries[-1].index == 5001
+    assert idx.entries[-5002] == idx.entries[0]
+    with pytest.raises(IndexError):
+        idx.entries[5002]
+    assert [e.index for e in idx.entries[10:13]] == [10, 11, 12]
+    assert len(idx.by_name) == len(last) == 5000
+    assert list(idx.by_name) == list(last)  # first-seen order, like a dict
+    for name, k in last.items():
+        assert idx.by_name[name].index == k
+    assert idx.by_name["0/c/0/3"].uncompressed_size == len(b"rewritten")
+    assert idx.duplicates == ("0/c/0/3", "0/c/10/10")
+    assert "0/c/50/100" not in idx.by_name and idx.get("nope") is None
+    with pytest.raises(KeyError):
+        idx.by_name["0/c/0/3/"]
+    assert all(e.zip64_extra == zip64 for e in idx.entries[:50])
+
+
+def test_compact_index_non_ascii_and_colliding_names():
+    long_a = "A" * 64 + "x"  # the name hash covers 64 bytes + the length: these collide
+    long_b = "A" * 64 + "y"
+    members = [("zarr.json", b"{}"), (long_a, b"a"), (long_b, b"b"), ("ü/zarr.json", b"u")]
+    members += [(long_a, b"a2")]
+    for data in (make_zip(members), make_zip(members, flags=0)):
+        idx = index_of(data)
+        assert idx.by_name[long_a].index == 4 and idx.by_name[long_b].index == 2
+        assert idx.duplicates == (long_a,)
+        assert len(idx.by_name) == 4
+    # without the UTF-8 flag a name is cp437, as zipfile reads it
+    idx = index_of(make_zip(members, flags=0))
+    _recs, last = _reference(make_zip(members, flags=0))
+    assert set(idx.by_name) == set(last)
+
+
+def test_compact_index_is_compact():
+    from napari_ozx.ozx._zip import _EntrySequence
+
+    members = [(f"0/c/{i // 100}/{i % 100}", b"x") for i in range(20000)]
+    idx = index_of(make_zip(members))
+    assert isinstance(idx.entries, _EntrySequence)
+    table = idx.entries._table
+    assert table.nbytes < 100 * len(members)  # bytes per entry, names included

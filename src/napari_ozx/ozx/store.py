@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import functools
 import io
 import logging
 import os
@@ -174,16 +175,51 @@ def _resolve_range(byte_range: ByteRequest | None, size: int) -> tuple[int, int]
     raise TypeError(f"Unexpected byte_range, got {byte_range!r}")  # zarr's wording
 
 
+class _Members:
+    """``key -> entry`` of the file members (directory records excluded), looked up in
+    the index on demand. The index keeps a compact table, not one object per member
+    (an archive of 1,000,000 members must open in well under a second), so recently used
+    entries are cached here (thread-safe LRU)."""
+
+    def __init__(self, index: ZipIndex) -> None:
+        self._by_name = index.by_name
+        self.get = functools.lru_cache(maxsize=1 << 16)(self._lookup)
+
+    def _lookup(self, key: str) -> ZipEntry | None:
+        entry = self._by_name.get(key)
+        return None if entry is None or entry.is_dir else entry
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def __getitem__(self, key: str) -> ZipEntry:
+        entry = self.get(key)
+        if entry is None:
+            raise KeyError(key)
+        return entry
+
+
 class _Shared:
     """Parsed state shared by stores cloned from one another (immutable after build)."""
 
     def __init__(self, index: ZipIndex) -> None:
         self.index = index
-        members = {name: e for name, e in index.by_name.items() if not e.is_dir}
-        self.members: dict[str, ZipEntry] = members
-        self.keys: list[str] = sorted(members)
+        self.members = _Members(index)
+        self._keys: list[str] | None = None
         self._children: dict[str, tuple[str, ...]] | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # children() builds on keys
+
+    @property
+    def keys(self) -> list[str]:
+        """Sorted names of the file members, built on first use (listing only)."""
+        keys = self._keys
+        if keys is None:
+            with self._lock:
+                if self._keys is None:
+                    by_name = self.index.by_name
+                    self._keys = sorted(n for n in by_name if not n.endswith("/"))
+                keys = self._keys
+        return keys
 
     def children(self) -> dict[str, tuple[str, ...]]:
         """``directory -> sorted child names`` ("" is the root), built on first use."""
