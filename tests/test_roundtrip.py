@@ -1080,3 +1080,38 @@ def test_large_lazy_source_written_correctly(big_write):
     names = [e["name"] for e in z["local"]]
     assert names[0] == "zarr.json" and len(names) == len(set(names))
     assert sum(n.startswith("0/c/") for n in names) == stats["n0"]
+
+
+def test_unsharded_writes_go_in_regions_of_whole_chunks(tmp_path):
+    """A 0.4 directory of small chunks is written in multi-chunk regions (one zarr write
+    and one source compute each), every chunk whole, and reads back exactly."""
+    import dask.array as da
+
+    from napari_ozx.ngff.models import Axis
+    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.write import ImageSpec, WriteOptions, _write_step, write_ome_zarr
+
+    step = _write_step((2, 3, 1000, 700), (1, 1, 64, 64), 2)
+    assert step[:2] == (1, 1)
+    assert all(s % 64 == 0 for s in step[2:]) and step[2] * step[3] * 2 >= 1 << 20
+    assert _write_step((5, 10, 10), (1, 10, 10), 1) == (1, 10, 10)  # nothing to grow
+
+    data = np.arange(2 * 3 * 300 * 200, dtype=np.uint16).reshape(2, 3, 300, 200)
+    computes = []
+
+    def counting(block):
+        computes.append(block.shape)
+        return block
+
+    src = da.from_array(data, chunks=(1, 1, 300, 200)).map_blocks(counting, dtype=data.dtype)
+    axes = [Axis("c", "channel"), Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
+    out = write_ome_zarr(
+        tmp_path / "a.zarr",
+        ImageSpec(src, axes),
+        options=WriteOptions(version="0.4", chunk_yx=32, pyramid_levels=1),
+    )
+    n_chunks = 2 * 3 * math.ceil(300 / 32) * math.ceil(200 / 32)
+    assert len([p for p in (out / "0").rglob("*") if p.is_file() and p.name[0] != "."]) == n_chunks
+    assert len(computes) <= 2 * 3 * 2  # one compute per region, not per 32x32 chunk
+    with open_ome_zarr(out) as oz:
+        np.testing.assert_array_equal(np.asarray(oz.images()[0].levels[0]), data)

@@ -290,6 +290,33 @@ class _Job:
     arrays: list[Any] = field(default_factory=list)
 
 
+#: unsharded arrays are written in regions of about this many bytes (whole chunks)
+_WRITE_REGION_BYTES = 4 << 20
+
+
+def _write_step(shape: Sequence[int], chunks: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """The region one write task covers for an unsharded array: whole chunks, grown in
+    y and x to ~:data:`_WRITE_REGION_BYTES`.
+
+    Why: one task per chunk made a 0.4 directory of 64x64 chunks cost a thread hop, a
+    zarr ``__setitem__`` (event-loop round trip) and, for a lazy source, a dask compute
+    *per chunk* (864 chunks: 71 s vs 6.6 s sharded). A region of many chunks is one
+    ``__setitem__`` that zarr fans out concurrently, and one source compute. Chunks stay
+    whole, so none is written twice or read back.
+    """
+    step = [min(c, s) if s else c for c, s in zip(chunks, shape, strict=True)]
+    nbytes = int(np.prod(step)) * itemsize
+    grew = True
+    while grew and nbytes < _WRITE_REGION_BYTES:
+        grew = False
+        for ax in (len(step) - 1, len(step) - 2):
+            if ax >= 0 and step[ax] < shape[ax] and nbytes < _WRITE_REGION_BYTES:
+                step[ax] *= 2
+                nbytes *= 2
+                grew = True
+    return tuple(step)
+
+
 def _regions(shape: Sequence[int], step: Sequence[int]) -> list[tuple[slice, ...]]:
     ranges = [range(0, s, st) for s, st in zip(shape, step, strict=True)]
     return [
@@ -481,7 +508,7 @@ def _write_data(
     for job in jobs:
         ds_axes = _yx_axes(job.axes)
         for lvl, arr in enumerate(job.arrays):
-            step = arr.shards or arr.chunks
+            step = arr.shards or _write_step(arr.shape, arr.chunks, arr.dtype.itemsize)
             plan.append([(job, lvl, arr, r, ds_axes) for r in _regions(arr.shape, step)])
     total = sum(len(p) for p in plan)
     done = 0
