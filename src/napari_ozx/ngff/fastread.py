@@ -48,6 +48,10 @@ __all__ = ["INDEX_CACHE_BYTES", "FastReader", "fast_reader"]
 INDEX_CACHE_BYTES = 4 << 20
 #: byte ranges of one shard closer than this are read with one call
 MERGE_GAP = 64 << 10
+#: shards of a container (``.ozx``) up to this size are read whole, as zarr-python read
+#: them when a dask chunk covered the shard: the store then verifies the member's
+#: CRC-32 (``OzxStore.verify_crc_max``), which ranged reads cannot
+WHOLE_SHARD_BYTES = 1 << 20
 #: decode on threads only when a request needs at least this many chunks
 _THREAD_MIN_CHUNKS = 4
 _MAX_U64 = np.uint64(2**64 - 1)
@@ -220,6 +224,9 @@ class FastReader:
         self.dtype = np.dtype(array.dtype)
         self.fill = np.asarray(array.fill_value, dtype=self.dtype)
         self._proto = default_buffer_prototype()
+        from ..ozx.protocol import as_container
+
+        self._container = as_container(self.store)
         self._indexes: OrderedDict[tuple[int, ...], np.ndarray | None] = OrderedDict()
         self._index_bytes = 0
         self._lock = threading.Lock()
@@ -282,13 +289,38 @@ class FastReader:
     # ------------------------------------------------------------------ reads
 
     def __getitem__(self, sel: Any) -> np.ndarray:
-        lo = self.layout
         sel = sel if isinstance(sel, tuple) else (sel,)
-        if len(sel) != len(lo.shape) or not all(
-            isinstance(s, slice) and s.step in (None, 1) for s in sel
-        ):
+        box, drop = self._box(sel)
+        if box is None:
             return np.asarray(self.array[sel])  # anything but plain boxes: zarr-python
-        box = [s.indices(n)[:2] for s, n in zip(sel, lo.shape, strict=True)]
+        out = self._read_box(box)
+        return out[tuple(0 if d else slice(None) for d in drop)] if any(drop) else out
+
+    def _box(self, sel: tuple[Any, ...]) -> tuple[list[tuple[int, int]] | None, list[bool]]:
+        """``(start, stop)`` per axis and which axes an integer drops, or ``(None, [])``
+        for anything else (steps, lists, arrays, Ellipsis, newaxis, out of range)."""
+        shape = self.layout.shape
+        if len(sel) != len(shape):
+            return None, []
+        box: list[tuple[int, int]] = []
+        drop: list[bool] = []
+        for s, n in zip(sel, shape, strict=True):
+            if isinstance(s, slice) and s.step in (None, 1):
+                a, b, _ = s.indices(n)
+                box.append((a, max(a, b)))
+                drop.append(False)
+            elif isinstance(s, int | np.integer) and not isinstance(s, bool):
+                i = int(s) + n if s < 0 else int(s)
+                if not 0 <= i < n:
+                    return None, []  # zarr raises its own IndexError
+                box.append((i, i + 1))
+                drop.append(True)
+            else:
+                return None, []
+        return box, drop
+
+    def _read_box(self, box: list[tuple[int, int]]) -> np.ndarray:
+        lo = self.layout
         out = np.empty([max(b - a, 0) for a, b in box], dtype=self.dtype)
         if out.size == 0:
             return out
@@ -336,15 +368,16 @@ class FastReader:
         n_per_shard = int(np.prod(per))
         for scoords, members in groups.items():
             key = self._key(scoords)
-            if len(members) == n_per_shard:
+            size = None if self._container is None else self._container.member_size(key)
+            if len(members) == n_per_shard or (size is not None and size <= WHOLE_SHARD_BYTES):
                 # the whole shard, read as one member like zarr-python does (so a
                 # container store verifies its checksum), index taken from its bytes
                 whole = self._get(key)
                 if whole is None:
                     continue  # missing shard: fill value
-                size = lo.index_size
-                raw_index = whole[-size:] if lo.index_end else whole[:size]
-                whole_index = self._decode_index(raw_index if len(whole) >= size else whole)
+                isize = lo.index_size
+                raw_index = whole[-isize:] if lo.index_end else whole[:isize]
+                whole_index = self._decode_index(raw_index if len(whole) >= isize else whole)
                 for i in members:
                     local = tuple(c % p for c, p in zip(coords_list[i], per, strict=True))
                     off, n = whole_index[local]

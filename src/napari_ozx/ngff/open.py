@@ -56,7 +56,7 @@ __all__ = [
 
 ZIP_SUFFIXES = OZX_SUFFIXES  # single-file OME-Zarr names: one definition, in .options
 # below this many bytes a dask chunk costs more in scheduling than in reading
-_MIN_DASK_CHUNK_BYTES = 128 << 10
+_MIN_DASK_CHUNK_BYTES = 4 << 20  # see _dask_chunks
 _MAX_DASK_CHUNKS = 1 << 18
 MAX_CHUNKS_PER_AXIS = 1 << 24
 
@@ -151,7 +151,10 @@ class ArrayNode:
             name=name,
             lock=False,
             asarray=False,
-            fancy=False,
+            # fancy=True: dask then fuses a slice of a chunk into the chunk's own read
+            # (dask's getter_nofancy path never does), so a tile of a large dask chunk
+            # reads only the inner chunks it touches (ngff.fastread)
+            fancy=True,
             inline_array=True,
             meta=np.empty((0,) * a.ndim, dtype=a.dtype),
         )
@@ -197,16 +200,17 @@ def _validate_array_document(doc: Mapping[str, Any], where: str) -> None:
 def _dask_chunks(
     shape: Sequence[int], chunks: Sequence[int], shards: Sequence[int] | None, itemsize: int
 ) -> tuple[int, ...]:
-    """Dask chunks = Zarr read chunks (inner chunks when sharded), grown along the last
-    (y, x) axes only while tiny (< 128 KiB) or while the array would have more than
-    :data:`_MAX_DASK_CHUNKS` of them.
+    """Dask chunks = Zarr read chunks, grown along the last (y, x) axes to ~4 MiB (and
+    while the array would have more than :data:`_MAX_DASK_CHUNKS` of them), never past
+    a shard (so one dask task never straddles two shards).
 
-    Why 128 KiB and not more: napari computes whole dask chunks, so a 256x256 tile
-    inside a 1 MiB dask chunk decoded 8 inner chunks (12.7 ms instead of ~2 ms,
-    benchmarks/bench_compiled.py); below ~128 KiB dask's per-task cost outweighs the
-    decode. Why the count cap: every compute culls the whole from_array graph, O(chunks).
-    Growing stays within a shard (or the array) so one dask task never straddles two
-    shards.
+    Why large: dask costs ~0.4 ms per task and ~2.5 ms per compute on the 2-core dev
+    machine, so a 2-channel 1024x1024 plane in 256x256 tasks took 29 ms, in 1024x1024
+    tasks 13.5 ms (zarrista: 12.4 ms; benchmarks/bench_compiled.py). Why that does not
+    slow tiles: the dask arrays are built with ``fancy=True``, so dask fuses a tile's
+    slice into the chunk read and :mod:`.fastread` decodes only the inner chunks the
+    tile touches (with ``fancy=False`` dask never fuses; a 256x256 tile of a 1 MiB dask
+    chunk decoded 8 inner chunks: 12.7 ms).
     """
     out = [min(c, s) for c, s in zip(chunks, shape, strict=True)]
     limit = list(shards) if shards else list(shape)
@@ -246,8 +250,22 @@ class _ChunkReader:
         self.reader: Any = fast_reader(array) or array
 
     def __getitem__(self, sel: Any) -> Any:
+        sel = sel if isinstance(sel, tuple) else (sel,)
+        fancy = [isinstance(s, list | np.ndarray) for s in sel]
         try:
-            return self.reader[sel]
+            if not any(fancy):
+                return self.reader[sel]
+            # dask (fancy=True) may hand over integer lists: read the box, then take
+            # along each such axis (orthogonal, as dask means it)
+            box = tuple(slice(None) if f else s for s, f in zip(sel, fancy, strict=False))
+            out = np.asarray(self.reader[box])
+            axis = 0
+            for s, f in zip(sel, fancy, strict=False):
+                if f:
+                    out = np.take(out, np.asarray(s), axis=axis)
+                if not isinstance(s, int | np.integer):
+                    axis += 1
+            return out
         except OzxError:
             raise
         except Exception as e:  # codec / checksum / short-data failures
@@ -262,7 +280,7 @@ class _ChunkReader:
         a = self.array
         grid = a.shards or a.chunks
         starts = [
-            s.start or 0 if isinstance(s, slice) else int(s)
+            s.start or 0 if isinstance(s, slice) else int(s) if np.ndim(s) == 0 else 0
             for s in (sel if isinstance(sel, tuple) else (sel,))
         ]
         starts += [0] * (a.ndim - len(starts))
