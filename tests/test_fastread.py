@@ -249,3 +249,20 @@ def test_shard_index_cache_is_bounded(tmp_path, monkeypatch):
             data[z : z + 1, y : y + 16, x : x + 16],
         )
     assert len(fr._indexes) <= 3
+
+
+def test_fast_reader_pickles_for_distributed_workers(tmp_path):
+    import pickle
+
+    data = _data("uint16")
+    a = _write(tmp_path / "a.zarr", data, chunks=(1, 16, 16), shards=(1, 32, 32))
+    root = Path(a.store_path.store.root)
+    b = zarr.open_array(OzxStore(_zip_dir(root, tmp_path / "a.ozx")), mode="r")
+    for arr in (a, b):
+        reader = _ChunkReader(arr, "src")
+        np.testing.assert_array_equal(
+            reader[(slice(0, 1), slice(0, 9), slice(3, 40))], data[:1, :9, 3:40]
+        )
+        clone = pickle.loads(pickle.dumps(reader))
+        assert isinstance(clone.reader, FastReader)
+        np.testing.assert_array_equal(clone[(slice(0, 3), slice(None), slice(None))], data)

@@ -235,6 +235,11 @@ class FastReader:
         self._index_bytes = 0
         self._lock = threading.Lock()
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # for dask.distributed: rebuilt from the (picklable) zarr array on the worker;
+        # locks and caches are per process
+        return _rebuild, (self.array,)
+
     # ------------------------------------------------------------------ keys and I/O
 
     def _key(self, coords: tuple[int, ...]) -> str:
@@ -413,3 +418,7 @@ class FastReader:
                     out[i] = data[s0 - start : s1 - start]
                 j = k
         return out
+
+
+def _rebuild(array: zarr.Array) -> FastReader | zarr.Array:
+    return fast_reader(array) or array
