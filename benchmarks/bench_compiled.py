@@ -136,6 +136,16 @@ def _readers() -> dict[str, tuple[Callable[[int, int, int, int], object], Callab
                 lambda c, z, y, x, ls=layers: np.asarray(ls[c][z, y : y + 256, x : x + 256]),
                 lambda z, ls=layers: np.stack([np.asarray(lv[z]) for lv in ls]),
             )
+    # the same read path without dask: what dask's own per-compute cost adds
+    from napari_ozx.ngff.open import _ChunkReader, open_ome_zarr
+
+    for name, p in (("fastread ozx (no dask)", OZX), ("fastread dir (no dask)", DIR)):
+        arr = open_ome_zarr(p).images()[0].arrays[0].array
+        r = _ChunkReader(arr, str(p))
+        out[name] = (
+            lambda c, z, y, x, r=r: r[(c, z, slice(y, y + 256), slice(x, x + 256))],
+            lambda z, r=r: r[(slice(None), z, slice(None), slice(None))],
+        )
     for name, store in (
         ("zarr LocalStore dir", zarr.storage.LocalStore(DIR, read_only=True)),
         ("zarr OzxStore ozx", OzxStore(OZX)),
