@@ -145,8 +145,12 @@ class ArrayNode:
                 f"{self.path}: shape {a.shape} needs {counts} chunks per axis: too many to index"
             )
         name = "ozx-" + hashlib.sha1(f"{name_token}/{self.path}".encode()).hexdigest()[:16]
+        reader = _ChunkReader(a, source or name_token)
+        from .live import register  # a save over this directory re-points the reader
+
+        register(reader, self.store)
         return da.from_array(
-            _ChunkReader(a, source or name_token),
+            reader,
             chunks=chunks,
             name=name,
             lock=False,

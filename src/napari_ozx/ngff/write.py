@@ -383,6 +383,15 @@ def write_ome_zarr(
 
 
 def _swap_directory(tmp_dir: Path, target: Path) -> None:
+    from .live import adopt_old_tree, retain_for_readers
+
+    # open layers reading the tree being replaced keep a stable copy (see ngff/live.py)
+    cloned = True
+    if target.is_dir():
+        try:
+            retain_for_readers(target)
+        except OSError:  # no hard links here: keep the old tree itself for them
+            cloned = False
     old = None
     if target.exists():
         old = target.parent / f".{target.name}.{uuid.uuid4().hex[:8]}.old"
@@ -393,7 +402,7 @@ def _swap_directory(tmp_dir: Path, target: Path) -> None:
         if old is not None:
             os.replace(old, target)
         raise
-    if old is not None:
+    if old is not None and not (not cloned and old.is_dir() and adopt_old_tree(old, target)):
         shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
 
 

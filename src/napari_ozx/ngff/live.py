@@ -1,0 +1,180 @@
+"""Keep open lazy arrays correct when the directory they read is replaced by a save.
+
+The problem (issue "never lose data while saving"): a napari layer opened from an
+OME-Zarr *directory* is a dask array whose tasks read files below that directory by key
+(``s0/c/0/0/0`` for ome-zarr-py, ``scale0/image/...`` for ngff-zarr). Saving onto the
+same path writes a new tree beside it and swaps it in atomically, so the file on disk is
+right — but the still-open layers then ask for keys the new tree does not have (zarr
+answers a missing key with the fill value: silent zeros), or for keys it has with a
+different chunk layout and codec. A second save would write those zeros.
+
+What we do instead: before the swap, every live reader of the replaced tree is re-pointed
+at a *hard-linked clone* of that tree (same files, no data copied, one link per file),
+so it keeps reading exactly the bytes it was opened on, while the target path gets the
+new tree. The clone lives beside the target as a hidden ``.<name>.<id>.open`` directory
+and is removed as soon as the last reader of it is garbage-collected (the layers closed)
+or the interpreter exits.
+
+Why a clone and not "rename the old tree away and re-point": the re-pointing and the
+rename cannot happen at the same instant, and a render thread reading in between would
+get zeros that napari's dask cache then keeps. With the clone both paths stay valid
+throughout. Why not re-point to the new tree: the new pyramid need not have the old
+levels' shapes (another tool's downsampling, another level count), and channels may have
+been reordered, so "level *i* of the new tree" is not provably the same pixels; the clone
+always is. Where the file system has no hard links, the old tree itself is kept (renamed
+away instead of deleted) and the readers are re-pointed to it right after the swap.
+
+``.ozx`` sources need none of this: :class:`~napari_ozx.ozx.store.OzxStore` reads through
+one open descriptor, which keeps the replaced file's inode alive.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import uuid
+import weakref
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["live_readers", "register", "repoint", "retain_for_readers"]
+
+_lock = threading.Lock()
+# realpath of a store root -> readers (objects with a zarr ``array`` attribute) reading it
+_readers: dict[str, weakref.WeakSet[Any]] = {}
+# retained tree -> number of live readers still pointing at it
+_retained: dict[str, int] = {}
+
+
+def _key(path: str | os.PathLike[str]) -> str:
+    return os.path.realpath(os.fspath(path))
+
+
+def register(reader: Any, store: Any) -> None:
+    """Remember that *reader* (``reader.array`` is a zarr array) reads *store*.
+
+    Only local directory stores are tracked; anything else is ignored.
+    """
+    root = _local_root(store)
+    if root is None:
+        return
+    with _lock:
+        _readers.setdefault(_key(root), weakref.WeakSet()).add(reader)
+
+
+def _local_root(store: Any) -> str | None:
+    try:
+        from zarr.storage import LocalStore
+    except ImportError:  # pragma: no cover - zarr is a dependency
+        return None
+    if isinstance(store, LocalStore):
+        return os.fspath(store.root)
+    return None
+
+
+def live_readers(tree: str | os.PathLike[str]) -> list[tuple[Any, str]]:
+    """(reader, path of its store root relative to *tree*) for every live reader whose
+    store root is *tree* or lies inside it."""
+    top = _key(tree)
+    out: list[tuple[Any, str]] = []
+    with _lock:
+        for root, readers in list(_readers.items()):
+            if root == top:
+                rel = ""
+            elif root.startswith(top + os.sep):
+                rel = os.path.relpath(root, top)
+            else:
+                continue
+            out.extend((r, rel) for r in list(readers))
+            if not readers:
+                del _readers[root]
+    return out
+
+
+def repoint(reader: Any, new_root: str | os.PathLike[str]) -> None:
+    """Make *reader* read the same array (same metadata, same key) below *new_root*."""
+    import zarr
+    from zarr.core.array import AsyncArray
+    from zarr.storage import LocalStore, StorePath
+
+    old = reader.array
+    store = LocalStore(Path(new_root), read_only=True)
+    aa = AsyncArray(metadata=old.metadata, store_path=StorePath(store, old.path))
+    reader.array = zarr.Array(aa)
+    with _lock:
+        _readers.setdefault(_key(new_root), weakref.WeakSet()).add(reader)
+        for root, readers in _readers.items():
+            if root != _key(new_root):
+                readers.discard(reader)
+
+
+def retain_for_readers(target: Path) -> Path | None:
+    """Before *target* (a directory) is replaced: give its live readers a stable copy.
+
+    Returns the hard-linked clone the readers now read (kept until they are gone), or
+    ``None`` when nothing reads *target*. Raises ``OSError`` when the clone cannot be
+    made; the caller then keeps the old tree itself (:func:`adopt_old_tree`).
+    """
+    readers = live_readers(target)
+    if not readers:
+        return None
+    clone = target.parent / f".{target.name}.{uuid.uuid4().hex[:8]}.open"
+    try:
+        _link_tree(target, clone)
+    except OSError:
+        shutil.rmtree(clone, ignore_errors=True)
+        raise
+    _hand_over(readers, clone)
+    return clone
+
+
+def adopt_old_tree(old: Path, target: Path) -> bool:
+    """After a swap without a clone: re-point the readers of *target* at *old* (the
+    renamed previous tree). Returns True when *old* must be kept for them."""
+    readers = live_readers(target)
+    if not readers:
+        return False
+    _hand_over(readers, old)
+    return True
+
+
+def _hand_over(readers: list[tuple[Any, str]], tree: Path) -> None:
+    key = _key(tree)
+    with _lock:
+        _retained[key] = _retained.get(key, 0) + len(readers)
+    for reader, rel in readers:
+        repoint(reader, tree / rel if rel else tree)
+        weakref.finalize(reader, _release, key)
+
+
+def _release(key: str) -> None:
+    with _lock:
+        n = _retained.get(key, 0) - 1
+        if n > 0:
+            _retained[key] = n
+            return
+        _retained.pop(key, None)
+        _readers.pop(key, None)
+    shutil.rmtree(key, ignore_errors=True)
+    logger.debug("removed %s: no open layer reads it any more", key)
+
+
+def retained_trees() -> list[str]:
+    """The kept trees still read by open layers (for tests and diagnostics)."""
+    with _lock:
+        return sorted(_retained)
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """*dst* = a copy of the directory *src* whose files are hard links (no data copied)."""
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        out = dst if rel == "." else dst / rel
+        out.mkdir(parents=True, exist_ok=rel != ".")
+        for name in filenames:
+            os.link(os.path.join(dirpath, name), out / name)
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
