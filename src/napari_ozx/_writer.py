@@ -15,9 +15,14 @@ from .ngff.write import WriteOptions
 
 
 def write_layers(
-    path: str, layers: list[FullLayerData], options: WriteOptions | None = None
+    path: str,
+    layers: list[FullLayerData],
+    options: WriteOptions | None = None,
+    version: str | None = None,
 ) -> list[str]:
-    """Save image and label layers to *path* (``.ozx`` or directory)."""
+    """Save image and label layers to *path* (``.ozx`` or directory).
+
+    *version* (File > Save's writers) overrides the version of the remembered options."""
 
     def progress(done: int, n: int) -> None:
         if bar is not None:
@@ -31,6 +36,10 @@ def write_layers(
             from .layers.export import load_options
 
             options = load_options(path)
+        if version is not None:  # File > Save: the version the writer's name promises
+            from .layers.file_save import with_version
+
+            options = with_version(options, version, path)
         out = write_layer_data(path, layers, options, progress=progress)
     finally:
         if bar is not None:
@@ -46,9 +55,26 @@ def _progress_bar(desc: str) -> Any:
     return progress(total=0, desc=desc)
 
 
+# File > Save: one npe2 writer per version, each writing what its display name says
+def write_layers_05(path: str, layers: list[FullLayerData]) -> list[str]:
+    return write_layers(path, layers, version="0.5")
+
+
+def write_layers_04(path: str, layers: list[FullLayerData]) -> list[str]:
+    return write_layers(path, layers, version="0.4")
+
+
 def write_single_image(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
-    return write_layers(path, [(data, meta, "image")])
+    return write_layers(path, [(data, meta, "image")], version="0.5")
 
 
 def write_single_labels(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
-    return write_layers(path, [(data, meta, "labels")])
+    return write_layers(path, [(data, meta, "labels")], version="0.5")
+
+
+def write_single_image_04(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
+    return write_layers(path, [(data, meta, "image")], version="0.4")
+
+
+def write_single_labels_04(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
+    return write_layers(path, [(data, meta, "labels")], version="0.4")

@@ -77,15 +77,9 @@ def layer_axes(
 
 
 def _hex(cmap: Any) -> str | None:
-    colors = None
-    if isinstance(cmap, dict):
-        colors = cmap.get("colors")
-    elif hasattr(cmap, "colors"):
-        colors = cmap.colors
-    if colors is None or len(colors) == 0:
-        return None
-    r, g, b = (round(float(c) * 255) for c in np.asarray(colors)[-1][:3])
-    return f"{r:02X}{g:02X}{b:02X}"
+    from .colormaps import colormap_hex  # names ("green") too, not only colour lists
+
+    return colormap_hex(cmap)
 
 
 def _level0(data: Any, meta: dict[str, Any]) -> Any:

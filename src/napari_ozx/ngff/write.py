@@ -585,6 +585,14 @@ def _downsampled_region(
 
 
 def _compute(x: Any) -> Any:
+    """One region of a lazy source, on this thread, with a private (empty) callback set.
+
+    ``callbacks=()`` matters: with the default (``None``) dask's scheduler *swaps out the
+    process-global* ``Callback.active`` for the duration of the compute, so a background
+    export would switch off napari's dask cache while the user moves a slider (and
+    napari's callbacks would see half of the export's tasks). An empty tuple leaves the
+    global set alone and keeps the export's tasks out of napari's cache.
+    """
     if hasattr(x, "compute") and hasattr(x, "dask"):
-        return x.compute(scheduler="synchronous")
+        return x.compute(scheduler="synchronous", callbacks=())
     return x
