@@ -238,7 +238,9 @@ def labels_layer_data(label: Any, source: LayerSource | None = None) -> list[Lay
             name=label.name if n == 1 else f"{label.name} c{i}",
             metadata=(dataclasses.replace(src, channel=i) if c is not None else src).to_metadata(),
         )
-        out.append((lv if len(lv) > 1 else lv[0], kw, "labels"))
+        from .editable import labels_entry  # editable level 0 where cheap
+
+        out.append(labels_entry(lv, kw))
     return out
 
 

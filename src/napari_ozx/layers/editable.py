@@ -1,0 +1,437 @@
+"""Editable labels without loading the volume: a copy-on-write level 0.
+
+napari makes a multiscale Labels layer read-only (the paint tools are greyed out with no
+explanation), and painting into a dask array is not possible at all. An
+:class:`EditableLabels` array stands in for level 0: reads go to the lazy source, a
+write copies only the touched *storage chunks* into memory (the dirty map) and changes
+them there. Memory therefore grows by one chunk per chunk touched (a 256x256 uint32
+chunk is 256 KiB), never by the volume; :mod:`napari_ozx.layers.saveback` writes just
+those chunks (and the pyramid regions below them) back to the file.
+
+napari indexes a Labels layer two ways and both are supported: basic indexing (ints and
+slices: slicing for display) and a tuple of integer coordinate arrays (``data_setitem``,
+painting and fill, and its undo history).
+
+The layer is single-scale (level 0 only): napari then reads the displayed plane at full
+resolution, which is cheap for planes up to a few thousand pixels a side.
+:func:`make_labels_editable` swaps a multiscale labels layer for such a layer on demand;
+:func:`read_only_reason` is the text a read-only one shows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import OzxError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "EDITABLE_KEY",
+    "EditableLabels",
+    "labels_entry",
+    "make_labels_editable",
+    "read_only_reason",
+]
+
+#: layer metadata key set on layers whose data is an :class:`EditableLabels`
+EDITABLE_KEY = "ozx_editable"
+#: a labels pyramid whose level-0 plane is at most this many pixels opens editable
+CHEAP_PLANE_PIXELS = 4096 * 4096
+
+Chunk = tuple[int, ...]
+
+
+class EditableLabels:
+    """A writable, lazily read, copy-on-write integer array over *base* (level 0)."""
+
+    def __init__(self, base: Any, chunks: Sequence[int] | None = None) -> None:
+        if not np.issubdtype(np.dtype(base.dtype), np.integer):
+            raise OzxError(f"labels must be of an integer type, not {base.dtype}")
+        self.base = base
+        self.shape: tuple[int, ...] = tuple(int(s) for s in base.shape)
+        self.dtype = np.dtype(base.dtype)
+        self.ndim = len(self.shape)
+        self.chunks: tuple[int, ...] = (
+            tuple(
+                max(1, min(int(c), s))
+                for c, s in zip(chunks or _storage_chunks(base), self.shape, strict=True)
+            )
+            if self.shape
+            else ()
+        )
+        self._dirty: dict[Chunk, np.ndarray] = {}
+        self._lock = threading.RLock()
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def dirty_chunks(self) -> list[Chunk]:
+        """Grid indices of the chunks changed since opening (or the last save-back)."""
+        with self._lock:
+            return sorted(self._dirty)
+
+    @property
+    def dirty_nbytes(self) -> int:
+        with self._lock:
+            return sum(a.nbytes for a in self._dirty.values())
+
+    def chunk_region(self, idx: Chunk) -> tuple[slice, ...]:
+        return tuple(
+            slice(i * c, min((i + 1) * c, s))
+            for i, c, s in zip(idx, self.chunks, self.shape, strict=True)
+        )
+
+    def dirty_items(self) -> list[tuple[tuple[slice, ...], np.ndarray]]:
+        """(region, values) of every changed chunk (copies, safe to use while painting)."""
+        with self._lock:
+            return [(self.chunk_region(k), v.copy()) for k, v in sorted(self._dirty.items())]
+
+    def clear_dirty(self) -> None:
+        """Forget the edits: after a save-back the base holds them."""
+        with self._lock:
+            self._dirty.clear()
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return (
+            f"EditableLabels(shape={self.shape}, dtype={self.dtype}, chunks={self.chunks}, "
+            f"dirty={len(self._dirty)})"
+        )
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self[(slice(None),) * self.ndim]
+        return out.astype(dtype, copy=False) if dtype is not None else out
+
+    # ---------------------------------------------------------------- reading
+    def __getitem__(self, key: Any) -> Any:
+        key = _normalize(key, self.ndim)
+        if _is_fancy(key):
+            idx = np.broadcast_arrays(*(np.asarray(k, dtype=np.intp) for k in key))
+            return self._get_points(idx)
+        region, post = _basic(key, self.shape)
+        return self._read_region(region)[post]
+
+    def _read_base(self, region: tuple[slice, ...]) -> np.ndarray:
+        block = self.base[region]
+        if hasattr(block, "compute") and hasattr(block, "dask"):
+            # private callbacks: napari's global dask cache must not see (or keep) these
+            block = block.compute(scheduler="synchronous", callbacks=())
+        return np.asarray(block, dtype=self.dtype)
+
+    def _read_region(self, region: tuple[slice, ...]) -> np.ndarray:
+        out = None
+        with self._lock:
+            dirty = [
+                (k, v) for k, v in self._dirty.items() if _overlap(self.chunk_region(k), region)
+            ]
+        if region_size(region):
+            out = self._read_base(region)
+        else:
+            out = np.empty([s.stop - s.start for s in region], self.dtype)
+        if dirty:
+            out = np.array(out, copy=True)
+            for k, v in dirty:
+                cr = self.chunk_region(k)
+                inter = tuple(
+                    slice(max(a.start, b.start), min(a.stop, b.stop))
+                    for a, b in zip(cr, region, strict=True)
+                )
+                dst = tuple(
+                    slice(i.start - r.start, i.stop - r.start)
+                    for i, r in zip(inter, region, strict=True)
+                )
+                src = tuple(
+                    slice(i.start - c.start, i.stop - c.start)
+                    for i, c in zip(inter, cr, strict=True)
+                )
+                out[dst] = v[src]
+        return out
+
+    def _chunk_for_read(self, idx: Chunk) -> np.ndarray:
+        with self._lock:
+            v = self._dirty.get(idx)
+        return v if v is not None else self._read_base(self.chunk_region(idx))
+
+    def _dirty_chunk(self, idx: Chunk) -> np.ndarray:
+        with self._lock:
+            v = self._dirty.get(idx)
+            if v is None:
+                v = np.array(self._read_base(self.chunk_region(idx)), copy=True)
+                self._dirty[idx] = v
+            return v
+
+    def _group(
+        self, idx: list[np.ndarray]
+    ) -> Iterator[tuple[Chunk, np.ndarray, tuple[np.ndarray, ...]]]:
+        """Points grouped by chunk: (chunk index, which points, their in-chunk coords)."""
+        flat = [np.ravel(i) for i in idx]
+        for ax, (a, s) in enumerate(zip(flat, self.shape, strict=True)):
+            if a.size and (a.min() < -s or a.max() >= s):
+                raise IndexError(f"index out of bounds for axis {ax} with size {s}")
+        flat = [np.where(a < 0, a + s, a) for a, s in zip(flat, self.shape, strict=True)]
+        cid = (
+            np.stack([a // c for a, c in zip(flat, self.chunks, strict=True)], axis=-1)
+            if flat
+            else None
+        )
+        if cid is None or cid.size == 0:
+            return
+        uniq, inverse = np.unique(cid, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        for u, ck in enumerate(uniq):
+            sel = np.nonzero(inverse == u)[0]
+            chunk = tuple(int(x) for x in ck)
+            local = tuple(a[sel] - c * i for a, c, i in zip(flat, self.chunks, chunk, strict=True))
+            yield chunk, sel, local
+
+    def _get_points(self, idx: list[np.ndarray]) -> np.ndarray:
+        shape = idx[0].shape if idx else ()
+        out = np.empty(int(np.prod(shape)), dtype=self.dtype)
+        for chunk, sel, local in self._group(idx):
+            out[sel] = self._chunk_for_read(chunk)[local]
+        return out.reshape(shape)
+
+    # ---------------------------------------------------------------- writing
+    def __setitem__(self, key: Any, value: Any) -> None:
+        key = _normalize(key, self.ndim)
+        if _is_fancy(key):
+            idx = np.broadcast_arrays(*(np.asarray(k, dtype=np.intp) for k in key))
+            vals = np.broadcast_to(np.asarray(value, dtype=self.dtype), idx[0].shape).ravel()
+            with self._lock:
+                for chunk, sel, local in self._group(idx):
+                    self._dirty_chunk(chunk)[local] = vals[sel]
+            return
+        region, post = _basic(key, self.shape)
+        target_shape = np.empty([s.stop - s.start for s in region], dtype=bool)[post].shape
+        vals = np.broadcast_to(np.asarray(value, dtype=self.dtype), target_shape)
+        full = np.empty([s.stop - s.start for s in region], dtype=self.dtype)
+        mask = np.zeros(full.shape, dtype=bool)
+        full[post] = vals
+        mask[post] = True
+        with self._lock:
+            for chunk in self._chunks_in(region):
+                cr = self.chunk_region(chunk)
+                inter = tuple(
+                    slice(max(a.start, b.start), min(a.stop, b.stop))
+                    for a, b in zip(cr, region, strict=True)
+                )
+                src = tuple(
+                    slice(i.start - r.start, i.stop - r.start)
+                    for i, r in zip(inter, region, strict=True)
+                )
+                if not mask[src].any():
+                    continue
+                dst = tuple(
+                    slice(i.start - c.start, i.stop - c.start)
+                    for i, c in zip(inter, cr, strict=True)
+                )
+                block = self._dirty_chunk(chunk)
+                sub = block[dst]
+                np.copyto(sub, full[src], where=mask[src])
+
+    def _chunks_in(self, region: tuple[slice, ...]) -> Iterator[Chunk]:
+        ranges = [
+            range(r.start // c, -(-r.stop // c)) if r.stop > r.start else range(0)
+            for r, c in zip(region, self.chunks, strict=True)
+        ]
+        yield from itertools.product(*ranges)
+
+
+def region_size(region: tuple[slice, ...]) -> int:
+    return math.prod(max(0, s.stop - s.start) for s in region)
+
+
+def _storage_chunks(base: Any) -> tuple[int, ...]:
+    """The zarr (inner) chunk shape behind a dask array from our reader, else its chunks."""
+    reader = _chunk_reader(base)
+    if reader is not None:
+        return tuple(int(c) for c in reader.array.chunks)
+    chunks = getattr(base, "chunksize", None) or getattr(base, "chunks", None)
+    if chunks and all(isinstance(c, int) for c in chunks):
+        return tuple(chunks)
+    return tuple(min(s, 256) for s in base.shape)
+
+
+def _chunk_reader(base: Any) -> Any:
+    """The object our reader's dask arrays read through (``.array`` is the zarr array)."""
+    graph = getattr(base, "dask", None)
+    if graph is None:
+        return None
+    # from_array(..., inline_array=True) keeps the array object in every reading task
+    for task in dict(graph).values():
+        found = _find_reader(task)
+        if found is not None:
+            return found
+    return None
+
+
+def _find_reader(obj: Any, depth: int = 0) -> Any:
+    if depth > 6:
+        return None
+    if hasattr(obj, "array") and hasattr(obj, "source") and hasattr(obj.array, "metadata"):
+        return obj
+    for attr in ("args", "kwargs"):
+        inner = getattr(obj, attr, None)
+        if isinstance(inner, dict):
+            inner = list(inner.values())
+        if isinstance(inner, tuple | list):
+            for x in inner:
+                f = _find_reader(x, depth + 1)
+                if f is not None:
+                    return f
+    value = getattr(obj, "value", None)
+    if value is not None and value is not obj:
+        f = _find_reader(value, depth + 1)
+        if f is not None:
+            return f
+    if isinstance(obj, tuple | list):
+        for x in obj:
+            f = _find_reader(x, depth + 1)
+            if f is not None:
+                return f
+    return None
+
+
+def _normalize(key: Any, ndim: int) -> tuple[Any, ...]:
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(k is Ellipsis for k in key):
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (ndim - len(key) + 1) + key[i + 1 :]
+    if len(key) > ndim:
+        raise IndexError(f"too many indices for a {ndim}-D array")
+    return tuple(key) + (slice(None),) * (ndim - len(key))
+
+
+def _is_fancy(key: tuple[Any, ...]) -> bool:
+    return any(isinstance(k, np.ndarray | list) for k in key)
+
+
+def _basic(key: tuple[Any, ...], shape: Sequence[int]) -> tuple[tuple[slice, ...], tuple[Any, ...]]:
+    """A unit-step bounding region and the indexing that turns it into the result."""
+    region: list[slice] = []
+    post: list[Any] = []
+    for k, s in zip(key, shape, strict=True):
+        if isinstance(k, slice):
+            start, stop, step = k.indices(s)
+            if step < 0:
+                raise IndexError("negative steps are not supported")
+            stop = max(start, stop)
+            region.append(slice(start, stop))
+            post.append(slice(None, None, step))
+        else:
+            i = int(k)
+            if i < -s or i >= s:
+                raise IndexError(f"index {i} is out of bounds for size {s}")
+            i %= s
+            region.append(slice(i, i + 1))
+            post.append(0)
+    return tuple(region), tuple(post)
+
+
+def _overlap(a: tuple[slice, ...], b: tuple[slice, ...]) -> bool:
+    return all(x.start < y.stop and y.start < x.stop for x, y in zip(a, b, strict=True))
+
+
+# --------------------------------------------------------------------- layers
+
+
+def read_only_reason(name: str) -> str:
+    return (
+        f"labels {name!r} open read-only: napari cannot paint into a multiscale (pyramid) "
+        "labels layer. Use Layers > 'Edit labels at full resolution (napari-ozx)' (or "
+        "napari_ozx.layers.editable.make_labels_editable) to edit level 0; save with "
+        "'Save labels back into the file (napari-ozx)'."
+    )
+
+
+def labels_entry(levels: list[Any], kw: dict[str, Any]) -> tuple[Any, dict[str, Any], str]:
+    """The reader's hook: layer data for one label image given its lazy *levels*.
+
+    A single level, or a pyramid whose level-0 plane is cheap to show at full
+    resolution, opens editable (an :class:`EditableLabels`); a larger pyramid stays
+    multiscale and read-only, and its metadata says why and how to edit it.
+    """
+    lvl0 = levels[0]
+    plane = math.prod(lvl0.shape[-2:]) if lvl0.ndim >= 2 else lvl0.size
+    if len(levels) == 1 or plane <= CHEAP_PLANE_PIXELS:
+        meta = {**kw.get("metadata", {}), EDITABLE_KEY: True}
+        return EditableLabels(lvl0), {**kw, "multiscale": False, "metadata": meta}, "labels"
+    meta = {**kw.get("metadata", {}), "ozx_read_only": read_only_reason(str(kw.get("name")))}
+    return levels, {**kw, "metadata": meta}, "labels"
+
+
+def make_labels_editable(layer: Any) -> Any:
+    """A single-scale Labels layer editing *layer*'s level 0 copy-on-write (nothing is
+    loaded until shown or painted). Returns *layer* itself when it already is editable."""
+    from napari.layers import Labels
+
+    if not isinstance(layer, Labels):
+        raise OzxError(f"layer {layer.name!r} is not a labels layer")
+    if isinstance(layer.data, EditableLabels):
+        return layer
+    data = layer.data[0] if layer.multiscale else layer.data
+    state = layer._get_state()
+    for k in ("data", "multiscale"):
+        state.pop(k, None)
+    state["metadata"] = {**state.get("metadata", {}), EDITABLE_KEY: True}
+    state["metadata"].pop("ozx_read_only", None)
+    new = Labels(EditableLabels(data), **{k: v for k, v in state.items() if k in _LABELS_ARGS})
+    return new
+
+
+_LABELS_ARGS = {
+    "name",
+    "metadata",
+    "scale",
+    "translate",
+    "rotate",
+    "shear",
+    "affine",
+    "opacity",
+    "blending",
+    "visible",
+    "colormap",
+    "features",
+    "axis_labels",
+    "units",
+    "rendering",
+    "depiction",
+    "iso_gradient_mode",
+    "plane",
+    "experimental_clipping_planes",
+}
+
+
+def edit_selected_labels(viewer: Any) -> list[Any]:
+    """Replace every selected multiscale (read-only) labels layer of *viewer* by an
+    editable one at the same place in the layer list. Returns the new layers."""
+    from napari.layers import Labels
+
+    out = []
+    for layer in [lyr for lyr in viewer.layers.selection if isinstance(lyr, Labels)]:
+        if isinstance(layer.data, EditableLabels):
+            continue
+        new = make_labels_editable(layer)
+        i = viewer.layers.index(layer)
+        viewer.layers.remove(layer)
+        viewer.layers.insert(i, new)
+        out.append(new)
+    return out
