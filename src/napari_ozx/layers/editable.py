@@ -68,6 +68,8 @@ class EditableLabels:
             else ()
         )
         self._dirty: dict[Chunk, np.ndarray] = {}
+        #: the source's fingerprint when opened (see :func:`..saveback.fingerprint`)
+        self.opened: tuple[Any, ...] | None = None
         self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- queries
@@ -261,7 +263,7 @@ def region_size(region: tuple[slice, ...]) -> int:
 def _storage_chunks(base: Any) -> tuple[int, ...]:
     """The zarr (inner) chunk shape behind a dask array from our reader, else its chunks."""
     reader = _chunk_reader(base)
-    if reader is not None:
+    if reader is not None and len(reader.array.chunks) == len(base.shape):
         return tuple(int(c) for c in reader.array.chunks)
     chunks = getattr(base, "chunksize", None) or getattr(base, "chunks", None)
     if chunks and all(isinstance(c, int) for c in chunks):
@@ -353,6 +355,14 @@ def _overlap(a: tuple[slice, ...], b: tuple[slice, ...]) -> bool:
 # --------------------------------------------------------------------- layers
 
 
+def _editable(level0: Any) -> EditableLabels:
+    from .saveback import fingerprint  # what the save-back checks is still there
+
+    e = EditableLabels(level0)
+    e.opened = fingerprint(e)
+    return e
+
+
 def read_only_reason(name: str) -> str:
     return (
         f"labels {name!r} open read-only: napari cannot paint into a multiscale (pyramid) "
@@ -373,7 +383,7 @@ def labels_entry(levels: list[Any], kw: dict[str, Any]) -> tuple[Any, dict[str, 
     plane = math.prod(lvl0.shape[-2:]) if lvl0.ndim >= 2 else lvl0.size
     if len(levels) == 1 or plane <= CHEAP_PLANE_PIXELS:
         meta = {**kw.get("metadata", {}), EDITABLE_KEY: True}
-        return EditableLabels(lvl0), {**kw, "multiscale": False, "metadata": meta}, "labels"
+        return _editable(lvl0), {**kw, "multiscale": False, "metadata": meta}, "labels"
     meta = {**kw.get("metadata", {}), "ozx_read_only": read_only_reason(str(kw.get("name")))}
     return levels, {**kw, "metadata": meta}, "labels"
 
@@ -393,7 +403,7 @@ def make_labels_editable(layer: Any) -> Any:
         state.pop(k, None)
     state["metadata"] = {**state.get("metadata", {}), EDITABLE_KEY: True}
     state["metadata"].pop("ozx_read_only", None)
-    new = Labels(EditableLabels(data), **{k: v for k, v in state.items() if k in _LABELS_ARGS})
+    new = Labels(_editable(data), **{k: v for k, v in state.items() if k in _LABELS_ARGS})
     return new
 
 

@@ -1,0 +1,384 @@
+"""Save edited labels back into the file they came from, with one action.
+
+Only what changed is written:
+
+* **directory** — the changed storage chunks (whole shards when sharded: zarr rewrites a
+  shard to change a chunk of it) of level 0, and the regions of the lower pyramid levels
+  they cover. Every other file (all image chunks, untouched label chunks) keeps its
+  bytes and its mtime.
+* **.ozx** — a new archive beside the old one: every unchanged member is copied byte
+  for byte (a STORED member's bytes are read and appended, never decoded), the changed
+  label members are new; the metadata keeps RFC-9's ``zarr.json``-first order (the
+  :class:`~napari_ozx.ozx.writer.OzxWriter` enforces it) and the archive comment; the
+  new file is renamed onto the old one.
+
+How it stays atomic: the new chunk bytes are *staged* in memory first (encoded by zarr
+through :class:`_StagingStore`, which reads the file and keeps writes to itself), the
+lower levels are computed from the staged level above, and only then is anything written
+to disk: for a directory each changed key goes to a temporary file beside it, all are
+flushed, then renamed into place (a full disk fails while writing the temporaries, which
+are removed: the original is untouched); for ``.ozx`` the new archive is one temporary
+file renamed at the end.
+
+The lower levels are recomputed by taking every 2nd (n-th) pixel: napari-ozx's label
+pyramids are written that way, and ``nearest`` never invents a label value.
+
+Refused, with one :class:`~napari_ozx.errors.OzxError` naming the file and the reason
+and nothing written: a read-only target, a source changed since it was opened (its
+array documents or the archive differ), labels that are not integers, a shape or data
+type that does not match the stored level 0, labels with a channel axis.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import OzxError
+from .editable import EditableLabels, _chunk_reader
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SaveBackError", "fingerprint", "save_labels_back"]
+
+
+class SaveBackError(OzxError):
+    """Labels could not be saved back; the file is untouched."""
+
+
+# ---------------------------------------------------------------- staging store
+
+
+def _staging_store(base: Any) -> Any:
+    from zarr.abc.store import (
+        OffsetByteRequest,
+        RangeByteRequest,
+        Store,
+        SuffixByteRequest,
+    )
+    from zarr.core.buffer import default_buffer_prototype
+
+    class _StagingStore(Store):
+        """Reads *base*, keeps every write (and delete) in memory."""
+
+        supports_writes = True
+        supports_deletes = True
+        supports_partial_writes = False
+        supports_listing = False
+
+        def __init__(self) -> None:
+            super().__init__(read_only=False)
+            self.base = base
+            self.staged: dict[str, bytes | None] = {}  # None: deleted
+
+        def __eq__(self, other: object) -> bool:
+            return self is other
+
+        def __hash__(self) -> int:
+            return id(self)
+
+        async def get(self, key: str, prototype: Any = None, byte_range: Any = None) -> Any:
+            prototype = prototype or default_buffer_prototype()
+            if key not in self.staged:
+                return await self.base.get(key, prototype, byte_range)
+            data = self.staged[key]
+            if data is None:
+                return None
+            if byte_range is None:
+                part = data
+            elif isinstance(byte_range, RangeByteRequest):
+                part = data[byte_range.start : byte_range.end]
+            elif isinstance(byte_range, OffsetByteRequest):
+                part = data[byte_range.offset :]
+            elif isinstance(byte_range, SuffixByteRequest):
+                part = data[-byte_range.suffix :] if byte_range.suffix else b""
+            else:  # pragma: no cover
+                raise TypeError(f"unexpected byte range {byte_range!r}")
+            return prototype.buffer.from_bytes(part)
+
+        async def get_partial_values(
+            self, prototype: Any, key_ranges: Iterable[tuple[str, Any]]
+        ) -> list[Any]:
+            return [await self.get(k, prototype, r) for k, r in key_ranges]
+
+        async def exists(self, key: str) -> bool:
+            if key in self.staged:
+                return self.staged[key] is not None
+            return bool(await self.base.exists(key))
+
+        async def set(self, key: str, value: Any) -> None:
+            self.staged[key] = value.to_bytes()
+
+        async def delete(self, key: str) -> None:
+            self.staged[key] = None
+
+        async def list(self) -> AsyncIterator[str]:  # pragma: no cover - not listed
+            return
+            yield
+
+        async def list_prefix(self, prefix: str) -> AsyncIterator[str]:  # pragma: no cover
+            return
+            yield
+
+        async def list_dir(self, prefix: str) -> AsyncIterator[str]:  # pragma: no cover
+            return
+            yield
+
+    return _StagingStore()
+
+
+# ------------------------------------------------------------------ fingerprint
+
+
+def fingerprint(data: EditableLabels) -> tuple[Any, ...]:
+    """What must not change between opening and saving: the stored array document of
+    level 0 (directory) or the whole archive (``.ozx``: size, mtime, inode)."""
+    reader = _chunk_reader(data.base)
+    if reader is None:
+        return ()
+    store = reader.array.store_path.store
+    path = reader.array.path
+    root = _local_root(store)
+    if root is not None:
+        out = []
+        for doc in ("zarr.json", ".zarray"):
+            p = Path(root, path, doc)
+            if p.exists():
+                st = p.stat()
+                out.append((doc, st.st_size, st.st_mtime_ns))
+        return tuple(out)
+    ozx = getattr(store, "path", None)
+    if ozx:
+        st = os.stat(ozx)
+        return ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
+    return ()
+
+
+def _local_root(store: Any) -> str | None:
+    from zarr.storage import LocalStore
+
+    return os.fspath(store.root) if isinstance(store, LocalStore) else None
+
+
+# -------------------------------------------------------------------- save back
+
+
+def save_labels_back(layer: Any) -> Path:
+    """Write *layer*'s edits into the OME-Zarr it was opened from (see module doc).
+
+    *layer* is a napari Labels layer (or anything with ``data`` and ``metadata``) whose
+    data is an :class:`EditableLabels`. Returns the file written.
+    """
+    data = layer.data
+    meta = getattr(layer, "metadata", {}) or {}
+    src = (meta.get("ome_zarr") or {}).get("source")
+    node = (meta.get("ome_zarr") or {}).get("path")
+    name = getattr(layer, "name", "labels")
+    if not isinstance(data, EditableLabels) or src is None or node is None:
+        raise SaveBackError(
+            f"labels {name!r} were not opened editable from an OME-Zarr file; "
+            "save them with File > Save instead"
+        )
+    target = Path(src)
+    try:
+        return _save_back(target, node, data, name)
+    except SaveBackError:
+        raise
+    except OzxError as e:
+        raise SaveBackError(f"{e} (saving labels {name!r} back into {target})") from e
+    except OSError as e:
+        raise SaveBackError(
+            f"{e.strerror or e} (saving labels {name!r} back into {target}; the file is unchanged)"
+        ) from e
+
+
+def _fail(target: Path, reason: str) -> SaveBackError:
+    return SaveBackError(f"{reason}: {target} (nothing was written)")
+
+
+def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path:
+    from ..ngff.open import open_ome_zarr
+
+    if not np.issubdtype(data.dtype, np.integer):
+        raise _fail(target, f"labels {name!r} are not integers ({data.dtype})")
+    if not target.exists():
+        raise _fail(target, "the source no longer exists")
+    opened = getattr(data, "opened", None)
+    if opened is not None and fingerprint(data) != opened:
+        raise _fail(target, f"the file changed since labels {name!r} were opened")
+    dirty = data.dirty_items()
+    if not dirty:
+        return target
+    oz = open_ome_zarr(str(target))
+    try:
+        return _stage_and_commit(oz, target, node, data, name, dirty)
+    finally:
+        oz.close()
+
+
+def _stage_and_commit(
+    oz: Any,
+    target: Path,
+    node: str,
+    data: EditableLabels,
+    name: str,
+    dirty: list[tuple[tuple[slice, ...], np.ndarray]],
+) -> Path:
+    image = oz.image(node)
+    if image.multiscale.channel_axis is not None:
+        raise _fail(target, f"labels {name!r} have a channel axis (not supported here)")
+    arrays = [a.array for a in image.arrays]
+    docs = [a.path for a in image.arrays]
+    lvl0 = arrays[0]
+    if tuple(lvl0.shape) != data.shape:
+        raise _fail(
+            target, f"labels {name!r} have shape {data.shape}, the file {tuple(lvl0.shape)}"
+        )
+    if not np.issubdtype(lvl0.dtype, np.integer):
+        raise _fail(target, f"the stored labels {node!r} are not integers ({lvl0.dtype})")
+    for _, v in dirty:
+        if v.size and not _fits(v, np.dtype(lvl0.dtype)):
+            raise _fail(target, f"label values of {name!r} do not fit {lvl0.dtype}")
+    if target.is_dir():
+        for p in docs:
+            d = target / p
+            if not os.access(d if d.exists() else target, os.W_OK):
+                raise _fail(target, "the labels are read-only (no write permission)")
+    elif not os.access(target.parent, os.W_OK) or not os.access(target, os.W_OK):
+        raise _fail(target, "the file or its folder is read-only")
+
+    base_store = arrays[0].store_path.store
+    staging = _staging_store(base_store)
+    staged_arrays = [_on_store(a, staging) for a in arrays]
+    boxes = [r for r, _ in dirty]
+    for region, values in dirty:
+        staged_arrays[0][region] = values.astype(lvl0.dtype, copy=False)
+    for lvl in range(1, len(staged_arrays)):
+        prev, cur = staged_arrays[lvl - 1], staged_arrays[lvl]
+        f = [max(1, round(p / c)) if c else 1 for p, c in zip(prev.shape, cur.shape, strict=True)]
+        boxes = _merge(
+            [
+                tuple(
+                    slice(-(-s.start // k), min(-(-s.stop // k), n))
+                    for s, k, n in zip(b, f, cur.shape, strict=True)
+                )
+                for b in boxes
+            ]
+        )
+        for b in boxes:
+            if any(s.stop <= s.start for s in b):
+                continue
+            src = tuple(
+                slice(s.start * k, min((s.stop - 1) * k + 1, n))
+                for s, k, n in zip(b, f, prev.shape, strict=True)
+            )
+            block = np.asarray(prev[src])[tuple(slice(None, None, k) for k in f)]
+            cur[b] = block
+    if target.is_dir():
+        _commit_directory(target, staging.staged)
+    else:
+        _commit_ozx(target, base_store, staging.staged)
+        _repoint_ozx(data, target)
+    if target.is_dir():
+        data.clear_dirty()
+    data.opened = fingerprint(data)
+    logger.info("saved %d changed keys of %r back into %s", len(staging.staged), name, target)
+    return target
+
+
+def _fits(v: np.ndarray, dtype: np.dtype) -> bool:
+    info = np.iinfo(dtype)
+    return bool(v.min() >= info.min and v.max() <= info.max)
+
+
+def _on_store(a: Any, store: Any) -> Any:
+    import zarr
+    from zarr.core.array import AsyncArray
+    from zarr.storage import StorePath
+
+    return zarr.Array(AsyncArray(metadata=a.metadata, store_path=StorePath(store, a.path)))
+
+
+def _merge(boxes: list[tuple[slice, ...]]) -> list[tuple[slice, ...]]:
+    """Drop duplicates (neighbouring chunks map onto the same lower-level region)."""
+    seen: dict[tuple[tuple[int, int], ...], tuple[slice, ...]] = {}
+    for b in boxes:
+        seen.setdefault(tuple((s.start, s.stop) for s in b), b)
+    return list(seen.values())
+
+
+# ----------------------------------------------------------------------- commit
+
+
+def _commit_directory(root: Path, staged: dict[str, bytes | None]) -> None:
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for key, value in staged.items():
+            if value is None:
+                continue
+            dest = root / key
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:8]}.partial"
+            temps.append((tmp, dest))
+            with open(tmp, "wb") as fh:
+                fh.write(value)
+                fh.flush()
+                os.fsync(fh.fileno())
+    except BaseException:
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, dest in temps:
+        os.replace(tmp, dest)
+    for key, value in staged.items():
+        if value is None:
+            (root / key).unlink(missing_ok=True)
+
+
+def _commit_ozx(target: Path, base_store: Any, staged: dict[str, bytes | None]) -> None:
+    from ..ozx.writer import OzxWriter
+
+    index = base_store.index
+    comment = base_store.comment
+    entries = sorted(
+        (e for e in index.by_name.values() if not e.is_dir), key=lambda e: e.header_offset
+    )
+    names = {e.name for e in entries}
+    writer = OzxWriter(target, comment=comment or None)
+    try:
+        for e in entries:
+            if e.name in staged:
+                value = staged[e.name]
+                if value is not None:
+                    writer.add(e.name, value)
+                continue
+            raw = base_store.get_sync(e.name)  # a STORED member: its bytes as stored, no decode
+            if raw is None:
+                raise OzxError(f"member {e.name!r} could not be read")
+            writer.add(e.name, raw.as_numpy_array().data)
+        for key, value in staged.items():
+            if key not in names and value is not None:
+                writer.add(key, value)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def _repoint_ozx(data: EditableLabels, target: Path) -> None:
+    """The editable layer's base reads the replaced archive (its descriptor keeps the
+    old inode): point it at the new file so the base holds the saved edits."""
+    from napari_ozx.ngff.open import open_store
+
+    reader = _chunk_reader(data.base)
+    if reader is None:
+        return
+    store = open_store(target)
+    reader.array = _on_store(reader.array, store)
+    data.clear_dirty()

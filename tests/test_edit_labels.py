@@ -1,0 +1,321 @@
+"""Editing labels in place and saving only the changes back into the file."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.editable import EditableLabels, make_labels_editable
+from napari_ozx.layers.saveback import SaveBackError, save_labels_back
+
+from . import thirdparty as tp
+
+pytest.importorskip("napari")
+
+RNG = np.random.default_rng(7)
+
+
+def _open(path: Path) -> Any:
+    from napari.components import ViewerModel
+
+    from napari_ozx._reader import read_layer_data
+
+    vm = ViewerModel()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for data, kw, kind in read_layer_data(str(path)):
+            getattr(vm, f"add_{kind}")(data, **kw)
+    return vm
+
+
+def _labels(vm: Any) -> Any:
+    from napari.layers import Labels
+
+    return next(lyr for lyr in vm.layers if isinstance(lyr, Labels))
+
+
+def _mtimes(root: Path) -> dict[str, tuple[int, bytes]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+def _ours(tmp_path: Path, suffix: str, levels: int = 3, shape=(2, 8, 96, 128)) -> Path:
+    from napari_ozx._writer import layer_axes
+    from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
+
+    img = RNG.integers(0, 4000, shape, dtype=np.uint16)
+    lab = np.zeros(shape[1:], np.uint32)
+    lab[:, 10:40, 20:60] = 1
+    lab[:, 50:90, 70:120] = 2
+    path = tmp_path / f"cells{suffix}"
+    axes = layer_axes(["z", "y", "x"], None, 3, True)
+    spec = ImageSpec(img, axes, channels=[])
+    labels = LabelsSpec("cells", lab, layer_axes(["z", "y", "x"], None, 3, False))
+    opts = WriteOptions(chunk_yx=32, shard_yx=64, shard_z=2, pyramid_levels=levels)
+    write_ome_zarr(path, spec, [labels], opts)
+    return path
+
+
+# ------------------------------------------------------------------ the array
+
+
+def test_editable_array_reads_lazily_and_copies_only_touched_chunks():
+    import dask.array as da
+
+    base_np = RNG.integers(0, 5, (3, 64, 64), dtype=np.uint16)
+    e = EditableLabels(da.from_array(base_np, chunks=(1, 16, 16)))
+    truth = base_np.copy()
+    np.testing.assert_array_equal(np.asarray(e), truth)
+    np.testing.assert_array_equal(e[1, 5:40:3, -10:], truth[1, 5:40:3, -10:])
+    pts = (np.array([0, 2, 2]), np.array([1, 63, 62]), np.array([0, 63, 17]))
+    e[pts] = 9
+    truth[pts] = 9
+    e[1, 20:22, 30:50] = 4
+    truth[1, 20:22, 30:50] = 4
+    np.testing.assert_array_equal(e[pts], truth[pts])
+    np.testing.assert_array_equal(np.asarray(e), truth)
+    assert e.dirty_chunks == [(0, 0, 0), (1, 1, 1), (1, 1, 2), (1, 1, 3), (2, 3, 1), (2, 3, 3)]
+    assert e.dirty_nbytes == 6 * 16 * 16 * 2
+    assert not (base_np == 9).any()  # the base itself is never written
+    with pytest.raises(IndexError):
+        e[(np.array([3]), np.array([0]), np.array([0]))] = 1
+    with pytest.raises(OzxError):
+        EditableLabels(da.zeros((4, 4), dtype=float))
+
+
+def test_napari_paints_an_opened_labels_layer(tmp_path):
+    fx = tp.make_omezarr_py_v05_image_labels(tmp_path)
+    vm = _open(fx.path)
+    lab = _labels(vm)
+    assert isinstance(lab.data, EditableLabels) and lab.editable and not lab.multiscale
+    lab.paint((1, 10, 10), 5)
+    assert lab.data[1, 10, 10] == 5
+    lab.undo()
+    assert lab.data[1, 10, 10] == fx.labels["cells"][0][1, 10, 10]
+
+
+def test_large_pyramid_stays_read_only_and_says_why(tmp_path, monkeypatch):
+    from napari_ozx.layers import editable
+
+    monkeypatch.setattr(editable, "CHEAP_PLANE_PIXELS", 16)
+    fx = tp.make_omezarr_py_v05_image_labels(tmp_path)
+    vm = _open(fx.path)
+    lab = _labels(vm)
+    assert lab.multiscale and not lab.editable
+    assert "read-only" in lab.metadata["ozx_read_only"]
+    assert "Edit labels" in lab.metadata["ozx_read_only"]
+    new = make_labels_editable(lab)
+    assert new.editable and isinstance(new.data, EditableLabels)
+    assert new.data.shape == lab.data[0].shape
+    assert new.metadata["ome_zarr"] == lab.metadata["ome_zarr"]
+    np.testing.assert_array_equal(np.asarray(new.data), fx.labels["cells"][0])
+
+
+def test_edit_selected_labels_replaces_the_layer_in_place(tmp_path, monkeypatch):
+    from napari_ozx.layers import editable
+
+    monkeypatch.setattr(editable, "CHEAP_PLANE_PIXELS", 16)
+    fx = tp.make_omezarr_py_v05_image_labels(tmp_path)
+    vm = _open(fx.path)
+    lab = _labels(vm)
+    i = vm.layers.index(lab)
+    vm.layers.selection = {lab}
+    (new,) = editable.edit_selected_labels(vm)
+    assert vm.layers[i] is new and new.editable
+
+
+# ------------------------------------------------------------- save back: dirs
+
+
+@pytest.mark.parametrize(
+    "maker", [tp.make_omezarr_py_v05_image_labels, tp.make_omezarr_py_v04_image_labels]
+)
+def test_save_back_rewrites_only_changed_label_chunks(maker, tmp_path):
+    from napari_ozx._reader import read_layer_data
+
+    fx = maker(tmp_path)
+    vm = _open(fx.path)
+    lab = _labels(vm)
+    before = _mtimes(fx.path)
+    time.sleep(0.02)
+    truth = fx.labels["cells"][0].copy()
+    lab.data_setitem((np.array([1, 1]), np.array([3, 4]), np.array([5, 5])), 9)
+    truth[1, 3:5, 5] = 9
+    save_labels_back(lab)
+    after = _mtimes(fx.path)
+    changed = sorted(k for k in after if before.get(k) != after[k])
+    assert changed, "nothing written"
+    assert all(k.startswith("labels/cells/") for k in changed), changed
+    assert set(before) <= set(after)
+    # one chunk per level: the one holding (1, 3..4, 5) and its parents
+    levels = {k.split("/")[2] for k in changed}
+    assert levels == set(fx.label_paths["cells"])
+    assert len(changed) == len(levels)
+    lab_back = next(d for d, kw, k in read_layer_data(str(fx.path)) if k == "labels")
+    np.testing.assert_array_equal(np.asarray(lab_back), truth)
+    np.testing.assert_array_equal(np.asarray(lab.data), truth)
+    assert lab.data.dirty_chunks == []
+    # the pyramid below follows (nearest: every 2nd pixel)
+    import zarr
+
+    g = zarr.open_group(str(fx.path), mode="r")
+    s1 = np.asarray(g[f"labels/cells/{fx.label_paths['cells'][1]}"])
+    assert s1[1, 2, 2] == truth[1, 4, 4]
+    # a second edit + save works on top of the first
+    lab.data_setitem((np.array([0]), np.array([0]), np.array([0])), 3)
+    truth[0, 0, 0] = 3
+    save_labels_back(lab)
+    lab_back = next(d for d, kw, k in read_layer_data(str(fx.path)) if k == "labels")
+    np.testing.assert_array_equal(np.asarray(lab_back), truth)
+
+
+def test_save_back_sharded_directory(tmp_path):
+    path = _ours(tmp_path, ".ome.zarr")
+    vm = _open(path)
+    lab = _labels(vm)
+    before = _mtimes(path)
+    time.sleep(0.02)
+    lab.data[3, 72, 100] = 7
+    save_labels_back(lab)
+    after = _mtimes(path)
+    changed = sorted(k for k in after if before.get(k) != after[k])
+    assert changed == ["labels/cells/0/c/1/1/1", "labels/cells/1/c/1/0/0", "labels/cells/2/c/1/0/0"]
+    assert not list(path.rglob("*.partial"))
+
+
+# --------------------------------------------------------------- save back: ozx
+
+
+def test_save_back_ozx_copies_unchanged_members_byte_for_byte(tmp_path):
+    from napari_ozx._reader import read_layer_data
+    from napari_ozx.ozx.validate import validate
+
+    path = _ours(tmp_path, ".ozx")
+    with zipfile.ZipFile(path) as z:
+        old = {i.filename: z.read(i.filename) for i in z.infolist()}
+        old_order = [i.filename for i in z.infolist()]
+        old_comment = z.comment
+    vm = _open(path)
+    lab = _labels(vm)
+    truth = np.asarray(lab.data).copy()
+    lab.data[3, 72, 100] = 7
+    truth[3, 72, 100] = 7
+    inode = path.stat().st_ino
+    save_labels_back(lab)
+    assert path.stat().st_ino != inode
+    with zipfile.ZipFile(path) as z:
+        new = {i.filename: z.read(i.filename) for i in z.infolist()}
+        assert all(i.compress_type == zipfile.ZIP_STORED for i in z.infolist())
+        assert z.comment == old_comment
+        new_order = [i.filename for i in z.infolist()]
+    changed = sorted(k for k in new if old.get(k) != new[k])
+    assert changed == ["labels/cells/0/c/1/1/1", "labels/cells/1/c/1/0/0", "labels/cells/2/c/1/0/0"]
+    assert new_order == old_order
+    report = validate(path, deep=True)
+    assert report.ok, report
+    lab_back = next(d for d, kw, k in read_layer_data(str(path)) if k == "labels")
+    np.testing.assert_array_equal(np.asarray(lab_back), truth)
+    np.testing.assert_array_equal(np.asarray(lab.data), truth)
+    # the image layers still read (their descriptor holds the old, identical inode)
+    assert np.asarray(vm.layers[0].data[0]).any()
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+    # and again
+    lab.data[0, 0, 0] = 5
+    truth[0, 0, 0] = 5
+    save_labels_back(lab)
+    lab_back = next(d for d, kw, k in read_layer_data(str(path)) if k == "labels")
+    np.testing.assert_array_equal(np.asarray(lab_back), truth)
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def test_save_back_refuses_a_changed_source(tmp_path):
+    fx = tp.make_omezarr_py_v05_image_labels(tmp_path)
+    vm = _open(fx.path)
+    lab = _labels(vm)
+    lab.data[0, 0, 0] = 4
+    doc = fx.path / "labels" / "cells" / "s0" / "zarr.json"
+    time.sleep(0.02)
+    doc.write_bytes(doc.read_bytes())  # rewritten by someone else
+    before = _mtimes(fx.path)
+    with pytest.raises(SaveBackError, match="changed since") as ei:
+        save_labels_back(lab)
+    assert str(fx.path) in str(ei.value)
+    assert _mtimes(fx.path) == before
+
+
+def test_save_back_refuses_read_only(tmp_path, monkeypatch):
+    """A read-only archive (or folder) is refused before anything is written. (chmod is
+    simulated through ``os.access``: the tests may run as root, which ignores modes.)"""
+    from napari_ozx.layers import saveback
+
+    path = _ours(tmp_path, ".ozx")
+    vm = _open(path)
+    lab = _labels(vm)
+    lab.data[0, 0, 0] = 4
+    real_access = os.access
+    monkeypatch.setattr(
+        saveback.os,
+        "access",
+        lambda p, mode: False if Path(p) == path and mode == os.W_OK else real_access(p, mode),
+    )
+    inode = path.stat().st_ino
+    with pytest.raises(SaveBackError, match="read-only") as ei:
+        save_labels_back(lab)
+    assert str(path) in str(ei.value)
+    assert path.stat().st_ino == inode and [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_save_back_refuses_values_that_do_not_fit_and_non_labels(tmp_path):
+    from napari.layers import Labels
+
+    path = _ours(tmp_path, ".ome.zarr")
+    vm = _open(path)
+    lab = _labels(vm)
+    before = _mtimes(path)
+    with pytest.raises(SaveBackError, match="not opened editable"):
+        save_labels_back(Labels(np.zeros((4, 4), np.uint8), name="new"))
+    lab.data._dirty[(0, 0, 0)] = np.full(lab.data.chunks, -1, np.int64)  # wider than uint32
+    with pytest.raises(SaveBackError, match="do not fit"):
+        save_labels_back(lab)
+    assert _mtimes(path) == before
+
+
+def test_save_back_full_disk_leaves_the_original(tmp_path, monkeypatch):
+    """A failure while writing the new chunks (ENOSPC) leaves every file as it was."""
+    import errno
+
+    from napari_ozx.layers import saveback
+
+    path = _ours(tmp_path, ".ome.zarr")
+    vm = _open(path)
+    lab = _labels(vm)
+    lab.data[3, 72, 100] = 7
+    before = _mtimes(path)
+    real_fsync = os.fsync
+    calls = []
+
+    def full(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(saveback.os, "fsync", full)
+    with pytest.raises(SaveBackError, match="No space left") as ei:
+        save_labels_back(lab)
+    assert str(path) in str(ei.value)
+    assert _mtimes(path) == before
+    assert not list(path.rglob("*.partial"))
