@@ -319,3 +319,23 @@ def test_save_back_full_disk_leaves_the_original(tmp_path, monkeypatch):
     assert str(path) in str(ei.value)
     assert _mtimes(path) == before
     assert not list(path.rglob("*.partial"))
+
+
+def test_menu_commands_edit_and_save_back(tmp_path, monkeypatch):
+    from napari_ozx.layers import commands, editable
+
+    monkeypatch.setattr(editable, "CHEAP_PLANE_PIXELS", 16)
+    path = _ours(tmp_path, ".ome.zarr")
+    vm = _open(path)
+    vm.layers.selection = {_labels(vm)}
+    commands.edit_labels(vm)
+    lab = _labels(vm)
+    assert isinstance(lab.data, EditableLabels) and lab.editable
+    lab.data[1, 72, 100] = 6
+    vm.layers.selection = {lab}
+    commands.save_labels(vm)
+    with pytest.raises(OzxError, match="select"):
+        vm.layers.selection = {vm.layers[0]}
+        commands.save_labels(vm)
+    vm2 = _open(path)
+    assert np.asarray(_labels(vm2).data[0])[1, 72, 100] == 6  # still a (read-only) pyramid
