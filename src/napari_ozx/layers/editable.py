@@ -180,7 +180,7 @@ class EditableLabels:
             return v
 
     def _group(
-        self, idx: list[np.ndarray]
+        self, idx: Sequence[np.ndarray]
     ) -> Iterator[tuple[Chunk, np.ndarray, tuple[np.ndarray, ...]]]:
         """Points grouped by chunk: (chunk index, which points, their in-chunk coords)."""
         flat = [np.ravel(i) for i in idx]
@@ -203,7 +203,7 @@ class EditableLabels:
             local = tuple(a[sel] - c * i for a, c, i in zip(flat, self.chunks, chunk, strict=True))
             yield chunk, sel, local
 
-    def _get_points(self, idx: list[np.ndarray]) -> np.ndarray:
+    def _get_points(self, idx: Sequence[np.ndarray]) -> np.ndarray:
         shape = idx[0].shape if idx else ()
         out = np.empty(int(np.prod(shape)), dtype=self.dtype)
         for chunk, sel, local in self._group(idx):

@@ -215,7 +215,17 @@ def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path
     dirty = data.dirty_items()
     if not dirty:
         return target
-    oz = open_ome_zarr(str(target))
+    # an .ozx: reuse the descriptor the layer already reads (checked unchanged above)
+    reader = _chunk_reader(data.base)
+    store = reader.array.store_path.store if reader is not None else None
+    same = (
+        target.is_file()
+        and getattr(store, "path", None) is not None
+        and os.path.realpath(store.path) == os.path.realpath(target)
+        and opened is not None
+        and not getattr(store, "closed", True)
+    )
+    oz = open_ome_zarr(store if same else str(target))
     try:
         return _stage_and_commit(oz, target, node, data, name, dirty)
     finally:
