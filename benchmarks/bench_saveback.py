@@ -43,7 +43,7 @@ def _rss_mib() -> float:
 
 
 def make(path: Path) -> None:
-    from napari_ozx._writer import layer_axes
+    from napari_ozx.layers.writing import layer_axes
     from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
 
     rng = np.random.default_rng(0)

@@ -51,7 +51,7 @@ def _mtimes(root: Path) -> dict[str, tuple[int, bytes]]:
 
 
 def _ours(tmp_path: Path, suffix: str, levels: int = 3, shape=(2, 8, 96, 128)) -> Path:
-    from napari_ozx._writer import layer_axes
+    from napari_ozx.layers.writing import layer_axes
     from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
 
     img = RNG.integers(0, 4000, shape, dtype=np.uint16)
@@ -118,7 +118,7 @@ def test_large_pyramid_stays_read_only_and_says_why(tmp_path, monkeypatch):
     new = make_labels_editable(lab)
     assert new.editable and isinstance(new.data, EditableLabels)
     assert new.data.shape == lab.data[0].shape
-    assert new.metadata["ome_zarr"] == lab.metadata["ome_zarr"]
+    assert new.metadata["napari_ozx"] == lab.metadata["napari_ozx"]
     np.testing.assert_array_equal(np.asarray(new.data), fx.labels["cells"][0])
 
 

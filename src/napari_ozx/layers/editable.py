@@ -23,8 +23,10 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import os
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "EDITABLE_KEY",
     "EditableLabels",
+    "fingerprint",
     "labels_entry",
     "make_labels_editable",
     "read_only_reason",
@@ -352,12 +355,43 @@ def _overlap(a: tuple[slice, ...], b: tuple[slice, ...]) -> bool:
     return all(x.start < y.stop and y.start < x.stop for x, y in zip(a, b, strict=True))
 
 
+# ------------------------------------------------------------------ fingerprint
+
+
+def fingerprint(data: EditableLabels) -> tuple[Any, ...]:
+    """What must not change between opening and saving: the stored array document of
+    level 0 (directory) or the whole archive (``.ozx``: size, mtime, inode)."""
+    reader = _chunk_reader(data.base)
+    if reader is None:
+        return ()
+    store = reader.array.store_path.store
+    path = reader.array.path
+    root = _local_root(store)
+    if root is not None:
+        out = []
+        for doc in ("zarr.json", ".zarray"):
+            p = Path(root, path, doc)
+            if p.exists():
+                st = p.stat()
+                out.append((doc, st.st_size, st.st_mtime_ns))
+        return tuple(out)
+    ozx = getattr(store, "path", None)
+    if ozx:
+        st = os.stat(ozx)
+        return ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
+    return ()
+
+
+def _local_root(store: Any) -> str | None:
+    from zarr.storage import LocalStore
+
+    return os.fspath(store.root) if isinstance(store, LocalStore) else None
+
+
 # --------------------------------------------------------------------- layers
 
 
 def _editable(level0: Any) -> EditableLabels:
-    from .saveback import fingerprint  # what the save-back checks is still there
-
     e = EditableLabels(level0)
     e.opened = fingerprint(e)
     return e

@@ -41,11 +41,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import OzxError
-from .editable import EditableLabels, _chunk_reader
+from .editable import EditableLabels, _chunk_reader, fingerprint
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SaveBackError", "fingerprint", "save_labels_back"]
+__all__ = ["SaveBackError", "save_labels_back"]
 
 
 class SaveBackError(OzxError):
@@ -133,39 +133,6 @@ def _staging_store(base: Any) -> Any:
     return _StagingStore()
 
 
-# ------------------------------------------------------------------ fingerprint
-
-
-def fingerprint(data: EditableLabels) -> tuple[Any, ...]:
-    """What must not change between opening and saving: the stored array document of
-    level 0 (directory) or the whole archive (``.ozx``: size, mtime, inode)."""
-    reader = _chunk_reader(data.base)
-    if reader is None:
-        return ()
-    store = reader.array.store_path.store
-    path = reader.array.path
-    root = _local_root(store)
-    if root is not None:
-        out = []
-        for doc in ("zarr.json", ".zarray"):
-            p = Path(root, path, doc)
-            if p.exists():
-                st = p.stat()
-                out.append((doc, st.st_size, st.st_mtime_ns))
-        return tuple(out)
-    ozx = getattr(store, "path", None)
-    if ozx:
-        st = os.stat(ozx)
-        return ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
-    return ()
-
-
-def _local_root(store: Any) -> str | None:
-    from zarr.storage import LocalStore
-
-    return os.fspath(store.root) if isinstance(store, LocalStore) else None
-
-
 # -------------------------------------------------------------------- save back
 
 
@@ -177,9 +144,17 @@ def save_labels_back(layer: Any) -> Path:
     """
     data = layer.data
     meta = getattr(layer, "metadata", {}) or {}
-    src = (meta.get("ome_zarr") or {}).get("source")
-    node = (meta.get("ome_zarr") or {}).get("path")
+    from .provenance import LayerSource
+
+    where = LayerSource.from_metadata(meta)
+    src = where.source if where is not None and where.kind == "labels" else None
+    node = where.node if where is not None else None
     name = getattr(layer, "name", "labels")
+    if where is not None and where.channel is not None:
+        raise SaveBackError(
+            f"labels {name!r} are one channel of a label image; saving back channels is not "
+            f"supported: {src} (nothing was written)"
+        )
     if not isinstance(data, EditableLabels) or src is None or node is None:
         raise SaveBackError(
             f"labels {name!r} were not opened editable from an OME-Zarr file; "
@@ -217,11 +192,12 @@ def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path
         return target
     # an .ozx: reuse the descriptor the layer already reads (checked unchanged above)
     reader = _chunk_reader(data.base)
-    store = reader.array.store_path.store if reader is not None else None
+    store: Any = reader.array.store_path.store if reader is not None else None
+    store_path = getattr(store, "path", None)
     same = (
         target.is_file()
-        and getattr(store, "path", None) is not None
-        and os.path.realpath(store.path) == os.path.realpath(target)
+        and isinstance(store_path, str)
+        and os.path.realpath(store_path) == os.path.realpath(target)
         and opened is not None
         and not getattr(store, "closed", True)
     )
