@@ -17,7 +17,8 @@ def test_open_sample_shows_named_coloured_channels_and_labels(make_napari_viewer
     nuc, mem, lab = layers
     assert nuc.colormap.name == "cyan" and mem.colormap.name == "magenta"
     assert nuc.contrast_limits == [40.0, 800.0]
-    assert nuc.multiscale and lab.multiscale
+    # small label pyramids open editable: level 0, copy-on-write (layers.editable)
+    assert nuc.multiscale and lab.editable and not lab.multiscale
     assert tuple(nuc.scale) == (1.0, 0.25, 0.25)
     assert [str(u) for u in nuc.units] == ["micrometer"] * 3
     assert tuple(viewer.dims.axis_labels) == ("z", "y", "x")
