@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from napari_ozx.errors import OzxError
-from napari_ozx.ngff.write import WriteOptions
+from napari_ozx.ngff.options import WriteOptions
 
 RNG = np.random.default_rng(3)
 

@@ -12,7 +12,7 @@ import dataclasses
 import os
 
 from ..errors import OzxError
-from ..ngff.write import WriteOptions
+from ..ngff.options import WriteOptions
 
 __all__ = ["with_version"]
 
