@@ -272,6 +272,12 @@ def _stage_and_commit(
         _commit_ozx(target, base_store, staging.staged)
         _repoint_ozx(data, target)
     if target.is_dir():
+        # same store, new shard files: the fast path's cached shard indexes are stale
+        from ..ngff.live import set_array
+
+        base_reader = _chunk_reader(data.base)
+        if base_reader is not None:
+            set_array(base_reader, base_reader.array)
         data.clear_dirty()
     data.opened = fingerprint(data)
     logger.info("saved %d changed keys of %r back into %s", len(staging.staged), name, target)
@@ -365,6 +371,8 @@ def _repoint_ozx(data: EditableLabels, target: Path) -> None:
     reader = _chunk_reader(data.base)
     if reader is None:
         return
+    from napari_ozx.ngff.live import set_array
+
     store = open_store(target)
-    reader.array = _on_store(reader.array, store)
+    set_array(reader, _on_store(reader.array, store))
     data.clear_dirty()

@@ -41,7 +41,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["live_readers", "register", "repoint", "retain_for_readers"]
+__all__ = ["live_readers", "register", "repoint", "retain_for_readers", "set_array"]
 
 _lock = threading.Lock()
 # realpath of a store root -> readers (objects with a zarr ``array`` attribute) reading it
@@ -104,12 +104,22 @@ def repoint(reader: Any, new_root: str | os.PathLike[str]) -> None:
     old = reader.array
     store = LocalStore(Path(new_root), read_only=True)
     aa = AsyncArray(metadata=old.metadata, store_path=StorePath(store, old.path))
-    reader.array = zarr.Array(aa)
+    set_array(reader, zarr.Array(aa))
     with _lock:
         _readers.setdefault(_key(new_root), weakref.WeakSet()).add(reader)
         for root, readers in _readers.items():
             if root != _key(new_root):
                 readers.discard(reader)
+
+
+def set_array(reader: Any, array: Any) -> None:
+    """Point *reader* at *array*, dropping its fast path (and that path's cached shard
+    indexes, which describe the files it read before)."""
+    reader.array = array
+    if hasattr(reader, "reader"):
+        from .fastread import fast_reader
+
+        reader.reader = fast_reader(array) or array
 
 
 def retain_for_readers(target: Path) -> Path | None:
