@@ -1,0 +1,331 @@
+"""Check a whole OME-Zarr hierarchy (directory or ``.ozx``) against :mod:`.rules`.
+
+:func:`validate_ome` walks from the root: images and their levels, ``labels`` groups and
+their label images (against the image's level count), plates, every listed well and its
+fields, bioformats2raw series. Documents are read through the opener's document reader
+(:meth:`.open.OmeZarr.read_docs`: size caps, Zarr v3 before v2), a batch per level of the
+hierarchy, so a plate of 384 wells costs a few concurrent rounds, not 384 sequential ones.
+
+Nothing is parsed into the typed models first: a node that breaks a rule is reported and
+the walk goes on, where the opener would stop at its first error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import OzxError, UnsupportedExtensionError
+from . import rules
+from .extensions import check_document
+from .models import ome_section
+from .rules import Finding, ImageFacts, PlateFacts, Reporter
+
+if TYPE_CHECKING:
+    from zarr.abc.store import Store
+
+__all__ = ["DocumentReader", "validate_documents", "validate_ome"]
+
+Doc = tuple[int, dict[str, Any], dict[str, Any]]
+#: bioformats2raw without an OME/series list: at most this many numbered groups are probed
+MAX_SERIES = 10_000
+
+
+class DocumentReader(Protocol):
+    """What the walk needs: the opener's batch document reader."""
+
+    def read_docs(self, paths: Sequence[str]) -> list[Doc | None]: ...
+
+
+class _Documents:
+    """The opener's document reader over a store, without parsing the root first (an
+    :class:`~.open.OmeZarr` refuses to exist when the root is invalid; we want to say why)."""
+
+    def __init__(self, store: Store, source: str) -> None:
+        self.store = store
+        self.source = source
+        self.zarr_format: int | None = None
+
+    def read_docs(self, paths: Sequence[str]) -> list[Doc | None]:
+        from .open import OmeZarr
+
+        return OmeZarr.read_docs(self, paths)  # type: ignore[arg-type]
+
+
+def validate_ome(source: str | os.PathLike[str] | Store) -> list[Finding]:
+    """Every OME-Zarr metadata finding for a directory, ``.ozx`` or store.
+
+    Raises :class:`OSError` / :class:`OzxError` only when the source cannot be opened
+    at all (no such file, not a readable archive).
+    """
+    from .open import open_store
+
+    store = open_store(source)
+    name = os.fspath(source) if isinstance(source, str | os.PathLike) else repr(source)
+    try:
+        return validate_documents(_Documents(store, name))
+    finally:
+        if store is not source:
+            store.close()
+
+
+def validate_documents(docs: DocumentReader, wells: bool = True) -> list[Finding]:
+    """The findings for the hierarchy *docs* reads. ``wells=False`` checks a plate's own
+    metadata but not its wells and fields (what a reader can afford on every open)."""
+    walker = _Walker(docs, wells)
+    walker.run()
+    return walker.r.finish()
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    path: str
+    zarr_format: int
+    attrs: Mapping[str, Any]
+    ome: Mapping[str, Any]
+    version: str
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+class _Unreadable:
+    """A node whose document could not be read (already reported)."""
+
+
+_UNREADABLE = _Unreadable()
+
+
+class _Walker:
+    def __init__(self, docs: DocumentReader, wells: bool) -> None:
+        self.docs = docs
+        self.wells = wells
+        self.r = Reporter()
+        self.hierarchy_version: str | None = None
+
+    # -- reading -----------------------------------------------------------------
+    def read(self, paths: Sequence[str]) -> list[Doc | _Unreadable | None]:
+        if not paths:
+            return []
+        try:
+            return list(self.docs.read_docs(paths))
+        except (OzxError, OSError):
+            pass
+        out: list[Doc | _Unreadable | None] = []
+        for p in paths:  # one at a time, to say which node is unreadable
+            try:
+                (res,) = self.docs.read_docs([p])
+                out.append(res)
+            except (OzxError, OSError) as e:
+                self.r.add("node-unreadable", p, str(e))
+                out.append(_UNREADABLE)
+        return out
+
+    def zep10(self, path: str, doc: Mapping[str, Any], fmt: int) -> dict[str, Any]:
+        if fmt != 3:
+            return dict(doc)
+        try:
+            checked, _ = check_document(doc, path)
+        except UnsupportedExtensionError as e:
+            self.r.add("zarr-extension", path, str(e))
+            return dict(doc)
+        except OzxError as e:
+            self.r.add("zarr-extension", path, str(e))
+            return dict(doc)
+        return checked
+
+    def group(self, path: str, res: Doc) -> _Group | None:
+        """Version / namespace / ZEP 10 rules of one group; None when it is no group or
+        its version is unknown (nothing else can be checked)."""
+        fmt, doc, attrs = res
+        doc = self.zep10(path, doc, fmt)
+        if doc.get("node_type", "group") != "group":
+            return None
+        ome, version = ome_section(attrs, fmt)
+        v = rules.check_node_version(self.r, path, fmt, attrs, ome, version, self.hierarchy_version)
+        if v is None:
+            return None
+        if self.hierarchy_version is None and fmt == 3 and version is not None:
+            self.hierarchy_version = version
+        return _Group(path, fmt, attrs, ome, v)
+
+    def array_docs(self, paths: Sequence[str]) -> list[Mapping[str, Any] | None]:
+        out: list[Mapping[str, Any] | None] = []
+        for p, res in zip(paths, self.read(paths), strict=True):
+            if not isinstance(res, tuple):
+                out.append(None if res is None else {"shape": None})
+                continue
+            fmt, doc, _ = res
+            doc = self.zep10(p, doc, fmt)
+            out.append(doc if doc.get("node_type", "array") == "array" else None)
+        return out
+
+    # -- the walk ----------------------------------------------------------------
+    def run(self) -> None:
+        (res,) = self.read([""])
+        if isinstance(res, _Unreadable):
+            return
+        if res is None:
+            self.r.add("not-ome", "", "no Zarr group at the root")
+            return
+        if res[1].get("node_type", "group") != "group":
+            self.r.add("not-ome", "", "the root is a Zarr array, not a group")
+            return
+        g = self.group("", res)
+        if g is not None:
+            self.node(g)
+
+    def node(self, g: _Group) -> None:
+        ome = g.ome
+        b2r = ome.get("bioformats2raw.layout", g.attrs.get("bioformats2raw.layout"))
+        if b2r is not None:
+            rules.check_bf2raw(self.r, g.path, b2r)
+        if "plate" in ome:
+            self.plate(g)
+        elif "well" in ome:
+            self.well(g, None)
+        elif "multiscales" in ome:
+            self.image(g)
+        elif "labels" in ome:
+            self.labels_group(g, None)
+        elif b2r is not None:
+            self.collection(g)
+        else:
+            keys = sorted(g.attrs)[:8]
+            self.r.add("not-ome", g.path, f"no OME-Zarr keys in the attributes (keys {keys})")
+
+    def image(self, g: _Group, label_levels: int | None = None, listed: bool = False) -> None:
+        path, ome = g.path, g.ome
+        is_label = listed or "image-label" in ome
+        if is_label:
+            rules.check_image_label(self.r, path, ome, listed)
+        all_facts = rules.check_multiscales(self.r, path, ome, g.version, g.zarr_format)
+        first: ImageFacts | None = all_facts[0] if all_facts else None
+        shape0: Sequence[int] | None = None
+        for k, facts in enumerate(all_facts):
+            docs = self.array_docs([_join(path, p) for p in facts.paths])
+            rules.check_levels(self.r, path, facts, docs, is_label)
+            if k == 0 and docs and docs[0] is not None and isinstance(docs[0].get("shape"), list):
+                shape0 = docs[0]["shape"]
+        if "omero" in ome and first is not None:
+            rules.check_omero(
+                self.r, path, ome["omero"], rules.channel_count(first, shape0), g.version
+            )
+        if label_levels is not None and first is not None and len(first.paths) != label_levels:
+            self.r.add(
+                "label-levels",
+                path,
+                f"{len(first.paths)} levels; the image has {label_levels}",
+            )
+        if not is_label and first is not None:
+            lpath = _join(path, "labels")
+            (res,) = self.read([lpath])
+            if isinstance(res, tuple):
+                lg = self.group(lpath, res)
+                if lg is not None:
+                    self.labels_group(lg, len(first.paths))
+
+    def labels_group(self, g: _Group, image_levels: int | None) -> None:
+        names = rules.check_labels_group(self.r, g.path, g.ome)
+        paths = [_join(g.path, n) for n in names]
+        for p, res in zip(paths, self.read(paths), strict=True):
+            if isinstance(res, _Unreadable):
+                continue
+            if res is None:
+                self.r.add("label-missing", g.path, f"listed label {p!r} does not exist")
+                continue
+            lg = self.group(p, res)
+            if lg is None:
+                if res[1].get("node_type", "group") != "group":
+                    self.r.add("label-missing", g.path, f"listed label {p!r} is an array")
+                continue
+            if "multiscales" not in lg.ome:
+                self.r.add("label-multiscales", p, "listed label has no 'multiscales'")
+                continue
+            self.image(lg, image_levels, listed=True)
+
+    def plate(self, g: _Group) -> None:
+        facts = rules.check_plate(self.r, g.path, g.ome["plate"], g.version)
+        if not self.wells:
+            return
+        paths = [_join(g.path, w) for w in facts.wells]
+        for p, res in zip(paths, self.read(paths), strict=True):
+            if isinstance(res, _Unreadable):
+                continue
+            if res is None:
+                self.r.add("well-missing", g.path, f"listed well {p!r} does not exist")
+                continue
+            wg = self.group(p, res)
+            if wg is None:
+                if res[1].get("node_type", "group") != "group":
+                    self.r.add("well-missing", g.path, f"listed well {p!r} is an array")
+                continue
+            if "well" not in wg.ome:
+                self.r.add("well-missing", g.path, f"listed well {p!r} has no 'well' metadata")
+                continue
+            self.well(wg, facts)
+
+    def well(self, g: _Group, plate: PlateFacts | None) -> None:
+        fields = rules.check_well(self.r, g.path, g.ome["well"], g.version, plate)
+        paths = [_join(g.path, f) for f in fields]
+        for p, res in zip(paths, self.read(paths), strict=True):
+            if isinstance(res, _Unreadable):
+                continue
+            if res is None:
+                self.r.add("field-missing", g.path, f"field {p!r} does not exist")
+                continue
+            fg = self.group(p, res)
+            if fg is None:
+                if res[1].get("node_type", "group") != "group":
+                    self.r.add("field-missing", g.path, f"field {p!r} is an array")
+                continue
+            if "multiscales" not in fg.ome:
+                self.r.add("field-missing", g.path, f"field {p!r} has no 'multiscales'")
+                continue
+            self.image(fg)
+
+    def collection(self, g: _Group) -> None:
+        ome_path = _join(g.path, "OME")
+        (res,) = self.read([ome_path])
+        series: list[str] | None = None
+        if isinstance(res, tuple):
+            _, _, attrs = res
+            ome, _ = ome_section(attrs, res[0])
+            raw = ome.get("series", attrs.get("series"))
+            if raw is not None:
+                series = rules.check_series(self.r, ome_path, raw)
+        if series is None:
+            series = self._numbered_groups(g.path)
+            if not series:
+                self.r.add("bf2raw-images", g.path, "no OME/series and no group '0'")
+                return
+        paths = [_join(g.path, s) for s in series]
+        for p, res in zip(paths, self.read(paths), strict=True):
+            if isinstance(res, _Unreadable):
+                continue
+            sg = self.group(p, res) if res is not None else None
+            if sg is None or "multiscales" not in sg.ome:
+                if res is None or sg is not None:
+                    self.r.add("bf2raw-series", g.path, f"series {p!r} is not an image group")
+                continue
+            self.image(sg)
+
+    def _numbered_groups(self, path: str) -> list[str]:
+        found: list[str] = []
+        batch = 8
+        while len(found) < MAX_SERIES:
+            names = [str(i) for i in range(len(found), len(found) + batch)]
+            results = self.read([_join(path, n) for n in names])
+            for n, res in zip(names, results, strict=True):
+                if not isinstance(res, tuple):
+                    return found
+                found.append(n)
+            batch = min(batch * 2, 256)
+        return found
+
+
+def first_error(findings: Sequence[Finding]) -> Finding | None:
+    return next((f for f in findings if f.severity == "error"), None)
