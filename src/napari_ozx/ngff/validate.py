@@ -71,10 +71,11 @@ def validate_ome(source: str | os.PathLike[str] | Store) -> list[Finding]:
             store.close()
 
 
-def validate_documents(docs: DocumentReader, wells: bool = True) -> list[Finding]:
-    """The findings for the hierarchy *docs* reads. ``wells=False`` checks a plate's own
-    metadata but not its wells and fields (what a reader can afford on every open)."""
-    walker = _Walker(docs, wells)
+def validate_documents(docs: DocumentReader, fields: bool = True) -> list[Finding]:
+    """The findings for the hierarchy *docs* reads. ``fields=False`` checks a plate and
+    its wells but not the wells' fields (what a reader can afford on every open: the plate
+    reader reads those well documents anyway)."""
+    walker = _Walker(docs, fields)
     walker.run()
     return walker.r.finish()
 
@@ -100,9 +101,9 @@ _UNREADABLE = _Unreadable()
 
 
 class _Walker:
-    def __init__(self, docs: DocumentReader, wells: bool) -> None:
+    def __init__(self, docs: DocumentReader, fields: bool) -> None:
         self.docs = docs
-        self.wells = wells
+        self.fields = fields
         self.r = Reporter()
         self.hierarchy_version: str | None = None
 
@@ -249,8 +250,6 @@ class _Walker:
 
     def plate(self, g: _Group) -> None:
         facts = rules.check_plate(self.r, g.path, g.ome["plate"], g.version)
-        if not self.wells:
-            return
         paths = [_join(g.path, w) for w in facts.wells]
         for p, res in zip(paths, self.read(paths), strict=True):
             if isinstance(res, _Unreadable):
@@ -270,6 +269,8 @@ class _Walker:
 
     def well(self, g: _Group, plate: PlateFacts | None) -> None:
         fields = rules.check_well(self.r, g.path, g.ome["well"], g.version, plate)
+        if not self.fields and plate is not None:
+            return
         paths = [_join(g.path, f) for f in fields]
         for p, res in zip(paths, self.read(paths), strict=True):
             if isinstance(res, _Unreadable):
