@@ -1081,13 +1081,14 @@ def ome_keys(ome: Mapping[str, Any]) -> list[str]:
 
 
 def channel_count(facts: ImageFacts, shape: Sequence[int] | None) -> int | None:
-    """The size of the channel axis (for omero's channel count); None without one."""
+    """The size of the channel axis (for omero's channel count): 1 without one, None
+    when unknown."""
     if shape is None:
         return None
     index = facts.channel_index
     if facts.axis_names is None and 2 <= len(shape) <= 5:  # 0.1 / 0.2: implied t c z y x
         implied = _IMPLIED[5 - len(shape) :]
         index = implied.index("c") if "c" in implied else None
-    if index is None or index >= len(shape):
-        return None
-    return int(shape[index])
+    if index is None:
+        return 1  # no channel axis: one channel
+    return int(shape[index]) if index < len(shape) else None
