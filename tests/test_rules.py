@@ -357,3 +357,25 @@ def test_validator_never_raises_on_garbage(tmp_path: Path) -> None:
     assert {"plate-rows-columns", "plate-wells"} <= set(codes)
     with pytest.raises(OzxError):
         read_layer_data(str(p))
+
+
+def test_intermediate_label_group_must_not_hold_metadata(tmp_path: Path) -> None:
+    p = tmp_path / "nested.zarr"
+    data = np.zeros((32, 32), np.uint16)
+    write_image(p, data, "yx", "0.5", levels=1)
+    write_image(p, data.astype(np.uint8), "yx", "0.5", levels=1, group_path="labels/orig/0")
+    _edit(p, "labels/orig/0", lambda d: _ome(d).update({"image-label": {"colors": []}}))
+    (p / "labels" / "zarr.json").write_text(
+        json.dumps(
+            {
+                "zarr_format": 3,
+                "node_type": "group",
+                "attributes": {"ome": {"version": "0.5", "labels": ["orig/0"]}},
+            }
+        )
+    )
+    assert _codes(p) == []
+    _edit(
+        p, "labels/orig", lambda d: d.update(attributes={"ome": {"version": "0.5", "labels": []}})
+    )
+    assert _codes(p) == ["label-intermediate"]

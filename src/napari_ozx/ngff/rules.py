@@ -89,7 +89,7 @@ RULES: dict[str, Rule] = {
         "warning",
         'It SHOULD contain the field "version", which indicates the version of the '
         "multiscale metadata of this image.",
-        "OME-Zarr 0.4 §multiscale-md",
+        "OME-Zarr 0.2-0.4 §multiscale-md",
     ),
     "node-unreadable": Rule(
         "error",
@@ -433,6 +433,18 @@ RULES: dict[str, Rule] = {
         "acquisition JSON objects defined in the plate metadata.",
         _WELL,
     ),
+    "well-acquisition-03": Rule(
+        "warning",
+        "If multiple acquisitions were performed in the plate, it SHOULD contain an "
+        "acquisition key identifying the id of the acquisition.",
+        "OME-Zarr 0.2/0.3 §well-md",
+    ),
+    "label-intermediate": Rule(
+        "error",
+        'Intermediate groups between "labels" and the images within it are allowed, but '
+        "these MUST NOT contain metadata.",
+        "OME-Zarr 0.5 §labels-md",
+    ),
     "well-acquisition-unlisted": Rule(
         "warning",
         "The `acquisition` key identifies the id of the acquisition which must match one of "
@@ -763,9 +775,9 @@ def check_multiscales(
             check_transforms(r, node, m["coordinateTransformations"], ndim, where)
         if not (isinstance(m.get("name"), str) and m.get("name")):
             r.add("multiscales-name", node, f"{where} has no 'name'")
-        if vk >= (0, 4) and "type" not in m:
+        if vk >= (0, 2) and "type" not in m:
             r.add("multiscales-type", node, f"{where} has no 'type'")
-        if zarr_format == 2 and vk >= (0, 4) and "version" not in m:
+        if zarr_format == 2 and vk >= (0, 2) and "version" not in m:
             r.add("multiscales-version", node, f"{where} has no 'version'")
         channel = None
         axes = m.get("axes")
@@ -961,7 +973,9 @@ def check_plate(r: Reporter, node: str, plate: Any, version: str) -> PlateFacts:
                     r.add("plate-rows-columns", node, f"{key} entry {short(e)} has no name")
                     names.append("")
                     continue
-                if not _ALNUM.match(n):
+                if version_key(version) < (0, 4):
+                    pass  # 0.1-0.3 state no rule on the names
+                elif not _ALNUM.match(n):
                     r.add("plate-name-chars", node, f"{key} name {n!r}")
                 elif n in names:
                     r.add("plate-name-chars", node, f"{key} name {n!r} listed twice")
@@ -982,10 +996,10 @@ def check_plate(r: Reporter, node: str, plate: Any, version: str) -> PlateFacts:
         wells.append(path)
         parts = path.split("/")
         ok_path = len(parts) == 2 and parts[0] in rows and parts[1] in cols
+        if version_key(version) < (0, 4):
+            continue  # 0.1-0.3: "a path key identifying the path to the well subgroup"
         if not ok_path:
             r.add("well-path", node, f"well path {path!r} (rows {rows}, columns {cols})")
-        if version_key(version) < (0, 4):
-            continue
         ri, ci = w.get("rowIndex"), w.get("columnIndex")
         if not (_is_int(ri) and _is_int(ci)):
             r.add(
@@ -1043,7 +1057,7 @@ def check_well(
         if acq is None:
             if len(plate.acquisitions) > 1:
                 r.add(
-                    "well-acquisition",
+                    "well-acquisition" if version_key(version) >= (0, 4) else "well-acquisition-03",
                     node,
                     f"field {p!r} names no acquisition; the plate has {len(plate.acquisitions)}",
                 )

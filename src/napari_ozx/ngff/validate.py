@@ -232,6 +232,14 @@ class _Walker:
     def labels_group(self, g: _Group, image_levels: int | None) -> None:
         names = rules.check_labels_group(self.r, g.path, g.ome)
         paths = [_join(g.path, n) for n in names]
+        between = sorted(
+            {_join(g.path, *n.split("/")[:i]) for n in names for i in range(1, n.count("/") + 1)}
+        )
+        for p, res in zip(between, self.read(between), strict=True):
+            if isinstance(res, tuple):
+                ome, _ = ome_section(res[2], res[0])
+                if rules.ome_keys(ome):
+                    self.r.add("label-intermediate", p, f"OME keys {rules.ome_keys(ome)}")
         for p, res in zip(paths, self.read(paths), strict=True):
             if isinstance(res, _Unreadable):
                 continue
