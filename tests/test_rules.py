@@ -379,3 +379,11 @@ def test_intermediate_label_group_must_not_hold_metadata(tmp_path: Path) -> None
         p, "labels/orig", lambda d: d.update(attributes={"ome": {"version": "0.5", "labels": []}})
     )
     assert _codes(p) == ["label-intermediate"]
+
+
+def test_paths_leaving_the_hierarchy_are_reported_not_read() -> None:
+    corpus = Path(__file__).parent / "corpus" / "files"
+    labels = validate_ome(corpus / "labels_escaping_path.ozx")
+    assert any(f.code == "label-missing" and "outside" in f.message for f in labels)
+    levels = validate_ome(corpus / "ms_dataset_path_dotdot.ozx")
+    assert [f.code for f in levels if f.severity == "error"] == ["dataset-path"]

@@ -633,6 +633,7 @@ class ImageFacts:
     axis_names: tuple[str, ...] | None  #: None: implied by the arrays (0.1 / 0.2)
     version: str
     channel_index: int | None = None  #: the channel axis, when the axes state one
+    levels: int = 0  #: entries in "datasets" (valid paths or not)
 
 
 def _axis_kind(a: Mapping[str, Any]) -> str:
@@ -755,7 +756,7 @@ def check_multiscales(
         else:
             for j, d in enumerate(datasets):
                 p = d.get("path") if isinstance(d, Mapping) else None
-                if not isinstance(p, str) or not p.strip("/") or p in paths:
+                if not isinstance(p, str) or not p.strip("/") or p in paths or ".." in p.split("/"):
                     r.add("dataset-path", node, f"{where}.datasets[{j}]: {short(d)}")
                     continue
                 paths.append(p)
@@ -787,7 +788,9 @@ def check_multiscales(
                 channel = kinds.index("channel")
             elif vk < (0, 4) and "c" in names:
                 channel = names.index("c")
-        out.append(ImageFacts(tuple(paths), names if vk >= (0, 3) else None, version, channel))
+        n = len(datasets) if isinstance(datasets, list) else 0
+        axis_names = names if vk >= (0, 3) else None
+        out.append(ImageFacts(tuple(paths), axis_names, version, channel, n))
     return out
 
 

@@ -93,6 +93,11 @@ def _join(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
 
+def _escapes(path: str) -> bool:
+    """A node path that would leave the hierarchy ('..' segments, backslashes)."""
+    return ".." in path.split("/") or "\\" in path
+
+
 class _Unreadable:
     """A node whose document could not be read (already reported)."""
 
@@ -106,9 +111,42 @@ class _Walker:
         self.fields = fields
         self.r = Reporter()
         self.hierarchy_version: str | None = None
+        self.cache: dict[str, Doc | _Unreadable | None] = {}
 
     # -- reading -----------------------------------------------------------------
     def read(self, paths: Sequence[str]) -> list[Doc | _Unreadable | None]:
+        self.prefetch(paths)
+        return [self.cache[p] for p in paths]
+
+    def prefetch(self, paths: Sequence[str]) -> None:
+        """Read the documents of *paths* (one concurrent batch) into the cache."""
+        todo = list(dict.fromkeys(p for p in paths if p not in self.cache))
+        for p in [p for p in todo if _escapes(p)]:  # never read outside the hierarchy
+            self.cache[p] = None
+            todo.remove(p)
+        for p, res in zip(todo, self._read(todo), strict=True):
+            self.cache[p] = res
+
+    def prefetch_images(self, groups: Sequence[str]) -> None:
+        """Read image groups, then all their levels and ``labels`` groups, in two batches
+        (a plate's fields one by one would cost a round trip each)."""
+        self.prefetch(groups)
+        children: list[str] = []
+        for g in groups:
+            res = self.cache.get(g)
+            if not isinstance(res, tuple):
+                continue
+            ome, _ = ome_section(res[2], res[0])
+            ms = ome.get("multiscales")
+            first = ms[0] if isinstance(ms, list) and ms and isinstance(ms[0], Mapping) else {}
+            datasets = first.get("datasets") if isinstance(first, Mapping) else None
+            for d in datasets if isinstance(datasets, list) else []:
+                if isinstance(d, Mapping) and isinstance(d.get("path"), str):
+                    children.append(_join(g, d["path"]))
+            children.append(_join(g, "labels"))
+        self.prefetch(children)
+
+    def _read(self, paths: Sequence[str]) -> list[Doc | _Unreadable | None]:
         if not paths:
             return []
         try:
@@ -215,11 +253,11 @@ class _Walker:
             rules.check_omero(
                 self.r, path, ome["omero"], rules.channel_count(first, shape0), g.version
             )
-        if label_levels is not None and first is not None and len(first.paths) != label_levels:
+        if label_levels is not None and first is not None and first.levels != label_levels:
             self.r.add(
                 "label-levels",
                 path,
-                f"{len(first.paths)} levels; the image has {label_levels}",
+                f"{first.levels} levels; the image has {label_levels}",
             )
         if not is_label and first is not None:
             lpath = _join(path, "labels")
@@ -227,7 +265,7 @@ class _Walker:
             if isinstance(res, tuple):
                 lg = self.group(lpath, res)
                 if lg is not None:
-                    self.labels_group(lg, len(first.paths))
+                    self.labels_group(lg, first.levels)
 
     def labels_group(self, g: _Group, image_levels: int | None) -> None:
         names = rules.check_labels_group(self.r, g.path, g.ome)
@@ -244,7 +282,8 @@ class _Walker:
             if isinstance(res, _Unreadable):
                 continue
             if res is None:
-                self.r.add("label-missing", g.path, f"listed label {p!r} does not exist")
+                why = "lies outside the labels group" if _escapes(p) else "does not exist"
+                self.r.add("label-missing", g.path, f"listed label {p!r} {why}")
                 continue
             lg = self.group(p, res)
             if lg is None:
@@ -259,6 +298,19 @@ class _Walker:
     def plate(self, g: _Group) -> None:
         facts = rules.check_plate(self.r, g.path, g.ome["plate"], g.version)
         paths = [_join(g.path, w) for w in facts.wells]
+        self.prefetch(paths)
+        if self.fields:
+            fields: list[str] = []
+            for p in paths:
+                res = self.cache.get(p)
+                if isinstance(res, tuple):
+                    ome, _ = ome_section(res[2], res[0])
+                    well = ome.get("well")
+                    images = well.get("images") if isinstance(well, Mapping) else None
+                    for im in images if isinstance(images, list) else []:
+                        if isinstance(im, Mapping) and isinstance(im.get("path"), str):
+                            fields.append(_join(p, im["path"]))
+            self.prefetch_images(fields)
         for p, res in zip(paths, self.read(paths), strict=True):
             if isinstance(res, _Unreadable):
                 continue
@@ -280,6 +332,7 @@ class _Walker:
         if not self.fields and plate is not None:
             return
         paths = [_join(g.path, f) for f in fields]
+        self.prefetch_images(paths)
         for p, res in zip(paths, self.read(paths), strict=True):
             if isinstance(res, _Unreadable):
                 continue
@@ -312,6 +365,7 @@ class _Walker:
                 self.r.add("bf2raw-images", g.path, "no OME/series and no group '0'")
                 return
         paths = [_join(g.path, s) for s in series]
+        self.prefetch_images(paths)
         for p, res in zip(paths, self.read(paths), strict=True):
             if isinstance(res, _Unreadable):
                 continue
