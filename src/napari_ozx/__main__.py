@@ -223,7 +223,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     _out(f"{status} {path}" + (f": {rep['error']}" if "error" in rep else ""))
                     for f in rep["findings"]:
                         where = f" [{f['member']}]" if f.get("member") else ""
-                        _out(f"  {f['severity'].upper():7s} {f['code']}{where}: {f['message']}")
+                        sec = f" ({f['section']})" if f.get("section") else ""
+                        _out(
+                            f"  {f['severity'].upper():7s} {f['code']}{where}: {f['message']}{sec}"
+                        )
             if args.json:
                 _out(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
             return worst
