@@ -132,6 +132,7 @@ def test_label_rules(image05: Path) -> None:
             {"label-value": 1, "rgba": [0, 0, 0, 0]},
             {"rgba": [1, 2, 3, 4]},
         ]
+        _ome(d)["image-label"]["version"] = 0.5
         _ome(d)["multiscales"][0]["datasets"].pop()
 
     _edit(image05, "labels/cells", colours)
@@ -140,6 +141,7 @@ def test_label_rules(image05: Path) -> None:
         "label-rgba",
         "label-value",
         "label-value-unique",
+        "label-version",
     ]
 
 

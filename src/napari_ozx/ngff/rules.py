@@ -328,6 +328,12 @@ RULES: dict[str, Rule] = {
         "values.",
         _LABELS,
     ),
+    "label-version": Rule(
+        "error",
+        "Second, a `version` key, whose value MUST be a string specifying the version of the "
+        "OME-Zarr `image-label` schema.",
+        _LABELS,
+    ),
     "label-value": Rule(
         "error",
         "Each of these objects MUST contain the `label-value` key, whose value MUST be the "
@@ -918,6 +924,8 @@ def check_image_label(r: Reporter, node: str, ome: Mapping[str, Any], listed: bo
     if not isinstance(il, Mapping):
         r.add("label-colors", node, f"image-label {short(il)}")
         return
+    if "version" in il and not isinstance(il["version"], str):
+        r.add("label-version", node, f"image-label version {short(il['version'])}")
     colors = il.get("colors")
     if colors is not None:
         if not isinstance(colors, list):
