@@ -103,10 +103,10 @@ def warn_broken_rules(root: Any) -> None:
         return
     errors = [(f.node, f.message, f.section, f.rule) for f in findings if f.severity == "error"]
     if root.zarr_format == 2 and as_container(root.store) is not None:
-        from ..ozx.validate import RULES as RFC9_RULES
+        from ..ozx import rfc9
 
-        rule = RFC9_RULES["root-zarr-json-missing"][1]
-        errors.insert(0, ("/", "Zarr v2 (.zattrs) in a ZIP archive", "RFC-9", rule))
+        where = rfc9.ROOT.citation
+        errors.insert(0, ("/", "Zarr v2 (.zattrs) in a ZIP archive", where, rfc9.ROOT.text))
     if not errors:
         return
     node, message, section, rule = errors[0]
