@@ -150,18 +150,41 @@ class _Walker:
         if not paths:
             return []
         try:
-            return list(self.docs.read_docs(paths))
+            batch = list(self.docs.read_docs(paths))
+            return [self._normalise(p, res) for p, res in zip(paths, batch, strict=True)]
         except (OzxError, OSError):
             pass
         out: list[Doc | _Unreadable | None] = []
         for p in paths:  # one at a time, to say which node is unreadable
             try:
                 (res,) = self.docs.read_docs([p])
-                out.append(res)
+                out.append(self._normalise(p, res))
             except (OzxError, OSError) as e:
                 self.r.add("node-unreadable", p, str(e))
                 out.append(_UNREADABLE)
         return out
+
+    def _normalise(self, path: str, res: Any) -> Doc | _Unreadable | None:
+        """A reader result as (zarr_format, document, attributes). Readers that keep a
+        node's document problem with the node (``error``) instead of raising: the
+        problem is reported here (ZEP 10 problems by :meth:`zep10`, with the rule)."""
+        if res is None or isinstance(res, tuple):
+            return res
+        err = getattr(res, "error", None)
+        doc = dict(getattr(res, "document", None) or {})
+        fmt = int(res.zarr_format)
+        if err is not None and (fmt == 2 or not doc):
+            self.r.add("node-unreadable", path, str(err))
+            return _UNREADABLE
+        if err is not None:
+            try:
+                check_document(doc, path)
+            except OzxError:
+                pass  # a ZEP 10 problem: zep10() reports it with its rule
+            else:
+                self.r.add("node-unreadable", path, str(err))
+                return _UNREADABLE
+        return fmt, doc, dict(getattr(res, "attributes", None) or {})
 
     def zep10(self, path: str, doc: Mapping[str, Any], fmt: int) -> dict[str, Any]:
         if fmt != 3:
