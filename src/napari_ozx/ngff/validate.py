@@ -2,8 +2,8 @@
 
 :func:`validate_ome` walks from the root: images and their levels, ``labels`` groups and
 their label images (against the image's level count), plates, every listed well and its
-fields, bioformats2raw series. Documents are read through the opener's document reader
-(:meth:`.open.OmeZarr.read_docs`: size caps, Zarr v3 before v2), a batch per level of the
+fields, bioformats2raw series. Documents are read through the one document reader
+(:func:`.documents.read_documents`: size caps, Zarr v3 before v2), a batch per level of the
 hierarchy, so a plate of 384 wells costs a few concurrent rounds, not 384 sequential ones.
 
 Nothing is parsed into the typed models first: a node that breaks a rule is reported and
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import OzxError, UnsupportedExtensionError
 from . import rules
+from .documents import NodeDocuments, read_documents
 from .extensions import check_document
 from .models import ome_section
 from .rules import Finding, ImageFacts, PlateFacts, Reporter
@@ -36,22 +37,18 @@ MAX_SERIES = 10_000
 class DocumentReader(Protocol):
     """What the walk needs: the opener's batch document reader."""
 
-    def read_docs(self, paths: Sequence[str]) -> list[Doc | None]: ...
+    def read_docs(self, paths: Sequence[str]) -> Sequence[NodeDocuments | None]: ...
 
 
 class _Documents:
-    """The opener's document reader over a store, without parsing the root first (an
+    """The document reader over a store, without parsing the root first (an
     :class:`~.open.OmeZarr` refuses to exist when the root is invalid; we want to say why)."""
 
-    def __init__(self, store: Store, source: str) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.source = source
-        self.zarr_format: int | None = None
 
-    def read_docs(self, paths: Sequence[str]) -> list[Doc | None]:
-        from .open import OmeZarr
-
-        return OmeZarr.read_docs(self, paths)  # type: ignore[arg-type]
+    def read_docs(self, paths: Sequence[str]) -> list[NodeDocuments | None]:
+        return list(read_documents(self.store, paths))
 
 
 def validate_ome(source: str | os.PathLike[str] | Store) -> list[Finding]:
@@ -63,9 +60,8 @@ def validate_ome(source: str | os.PathLike[str] | Store) -> list[Finding]:
     from .open import open_store
 
     store = open_store(source)
-    name = os.fspath(source) if isinstance(source, str | os.PathLike) else repr(source)
     try:
-        return validate_documents(_Documents(store, name))
+        return validate_documents(_Documents(store))
     finally:
         if store is not source:
             store.close()
@@ -164,15 +160,13 @@ class _Walker:
                 out.append(_UNREADABLE)
         return out
 
-    def _normalise(self, path: str, res: Any) -> Doc | _Unreadable | None:
-        """A reader result as (zarr_format, document, attributes). Readers that keep a
-        node's document problem with the node (``error``) instead of raising: the
-        problem is reported here (ZEP 10 problems by :meth:`zep10`, with the rule)."""
-        if res is None or isinstance(res, tuple):
-            return res
-        err = getattr(res, "error", None)
-        doc = dict(getattr(res, "document", None) or {})
-        fmt = int(res.zarr_format)
+    def _normalise(self, path: str, res: NodeDocuments | None) -> Doc | _Unreadable | None:
+        """A node's documents as (zarr_format, document, attributes). The reader keeps a
+        node's document problem with the node (``error``): it is reported here, ZEP 10
+        problems by :meth:`zep10` (with their rule)."""
+        if res is None:
+            return None
+        err, doc, fmt = res.error, dict(res.document), res.zarr_format
         if err is not None and (fmt == 2 or not doc):
             self.r.add("node-unreadable", path, str(err))
             return _UNREADABLE
@@ -184,7 +178,7 @@ class _Walker:
             else:
                 self.r.add("node-unreadable", path, str(err))
                 return _UNREADABLE
-        return fmt, doc, dict(getattr(res, "attributes", None) or {})
+        return fmt, doc, dict(res.attributes)
 
     def zep10(self, path: str, doc: Mapping[str, Any], fmt: int) -> dict[str, Any]:
         if fmt != 3:
