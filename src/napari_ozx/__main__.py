@@ -36,7 +36,8 @@ def info(path: str) -> dict[str, Any]:
 
 
 def validate_path(path: str, deep: bool) -> tuple[int, dict[str, Any]]:
-    """(exit code, report dict) for one path: RFC-9 for files, OME metadata for all."""
+    """(exit code, report dict) for one path: RFC-9 for files, the OME-Zarr metadata rules
+    (:mod:`.ngff.rules`) for all, and whether the reader can open it."""
     from .ngff.open import open_ome_zarr
 
     report: dict[str, Any] = {"path": path, "findings": []}
@@ -55,6 +56,19 @@ def validate_path(path: str, deep: bool) -> tuple[int, dict[str, Any]]:
             return 2, report
         report["findings"] = [f.to_dict() for f in rep.findings]
         code = 0 if rep.ok else 1
+    from .ngff.validate import validate_ome
+
+    try:
+        ome_findings = validate_ome(path)
+    except (OzxError, OSError) as e:
+        ome_findings = []
+        report["findings"].append(
+            {"severity": "error", "code": "ome-metadata", "message": str(e), "member": None}
+        )
+        code = max(code, 1)
+    report["findings"].extend(f.to_dict() for f in ome_findings)
+    if any(f.severity == "error" for f in ome_findings):
+        code = max(code, 1)
     try:
         with open_ome_zarr(path) as oz:
             if oz.root.meta.kind not in ("plate", "well"):
@@ -209,7 +223,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     _out(f"{status} {path}" + (f": {rep['error']}" if "error" in rep else ""))
                     for f in rep["findings"]:
                         where = f" [{f['member']}]" if f.get("member") else ""
-                        _out(f"  {f['severity'].upper():7s} {f['code']}{where}: {f['message']}")
+                        sec = f" ({f['section']})" if f.get("section") else ""
+                        _out(
+                            f"  {f['severity'].upper():7s} {f['code']}{where}: {f['message']}{sec}"
+                        )
             if args.json:
                 _out(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
             return worst

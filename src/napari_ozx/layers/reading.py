@@ -69,7 +69,9 @@ def read_layer_data(path: str, report: Report | None = None) -> list[LayerData]:
     report = report or _log_report
     root = open_ome_zarr(path)
     if root.root.meta.kind in ("plate", "well"):
-        return plate_layer_data(root, report)
+        layers = plate_layer_data(root, report)
+        warn_broken_rules(root)
+        return layers
     out: list[LayerData] = []
     for image in root.images():
         if image.meta.image_label is not None:
@@ -81,7 +83,42 @@ def read_layer_data(path: str, report: Report | None = None) -> list[LayerData]:
                 out.extend(labels_layer_data(label))
             except OzxError as e:  # a broken label must not hide the image
                 report(f"{path} (labels {label.name!r})", e)
+    warn_broken_rules(root)
     return out
+
+
+def warn_broken_rules(root: Any) -> None:
+    """A file that breaks an OME-Zarr MUST but still reads gets one logged warning naming
+    the first broken rule (the plate and its wells, not every field's pyramid)."""
+    from ..ngff.validate import validate_documents
+    from ..ozx.protocol import as_container
+    from ..ozx.remote import is_url
+
+    if is_url(root.source):  # each document is a round trip: `napari-ozx validate` it
+        return
+    try:
+        findings = validate_documents(root, fields=False)
+    except Exception:  # the check must never stop a read that worked
+        logger.debug("rule check of %s failed", root.source, exc_info=True)
+        return
+    errors = [(f.node, f.message, f.section, f.rule) for f in findings if f.severity == "error"]
+    if root.zarr_format == 2 and as_container(root.store) is not None:
+        from ..ozx import rfc9
+
+        where = rfc9.ROOT.citation
+        errors.insert(0, ("/", "Zarr v2 (.zattrs) in a ZIP archive", where, rfc9.ROOT.text))
+    if not errors:
+        return
+    node, message, section, rule = errors[0]
+    logger.warning(
+        "%s breaks an OME-Zarr rule%s: %s: %s. %s: %s (napari-ozx validate lists all)",
+        root.source,
+        " (and more)" if len(errors) > 1 else "",
+        node,
+        message,
+        section,
+        rule,
+    )
 
 
 # ---------------------------------------------------------------- image layers

@@ -744,6 +744,9 @@ class NodeMetadata:
         return {"ome": {"version": v, **d}} if v >= "0.5" else d
 
 
+#: The OME-Zarr metadata versions this model reads (and the validator checks).
+KNOWN_VERSIONS = ("0.1", "0.2", "0.3", "0.4", "0.5")
+
 _OME_KEYS = ("multiscales", "omero", "plate", "well", "labels", "image-label")
 
 
@@ -780,6 +783,13 @@ def parse_node_attributes(
     if not isinstance(attrs, Mapping):
         raise _err(node, "attributes must be a JSON object")
     ome, version = ome_section(attrs, zarr_format)
+    if version is not None and version not in KNOWN_VERSIONS:
+        # a newer (or made-up) version may change what every key means: never guess
+        raise _err(
+            node,
+            f"unsupported OME-Zarr version {version!r} "
+            f"(napari-ozx reads {', '.join(KNOWN_VERSIONS)})",
+        )
     if zarr_format == 3 and version is not None and version < "0.5":
         logger.warning("%s: OME-Zarr %s metadata in Zarr v3 (RFC-2 expects 0.5)", node, version)
     v = version or default_version(zarr_format)

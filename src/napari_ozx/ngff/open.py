@@ -324,7 +324,8 @@ class Image:
     @property
     def name(self) -> str:
         if self.meta.image_label is not None or self.path.split("/")[-2:-1] == ["labels"]:
-            return self.path.rsplit("/", 1)[-1]
+            # a label image opened on its own is the root: it is named after the source
+            return self.path.rsplit("/", 1)[-1] or self.root.name
         if self.multiscale.name:
             return self.multiscale.name
         if self.meta.omero and self.meta.omero.name:
@@ -455,6 +456,7 @@ class OmeZarr:
                 ms = meta.multiscales[0]
         if ms.version in ("0.1", "0.2", "0.3"):
             ms = with_implied_scales(ms, [a.shape for a in arrays])
+        _check_space_axes(self.source, path, ms)
         _check_levels(self.source, path, ms, arrays)
         for a in arrays:  # fail now, not at first draw, on codecs zarr cannot decode
             _ = a.array
@@ -509,6 +511,18 @@ class OmeZarr:
     def __repr__(self) -> str:
         kind = self.root.meta.kind
         return f"OmeZarr({self.source!r}, zarr_format={self.zarr_format}, kind={kind!r})"
+
+
+def _check_space_axes(source: str, path: str, ms: Multiscale) -> None:
+    """Refuse an image without a space axis: napari would show a time or channel axis as
+    if it were y / x. (Other counts of space axes are readable; the validator reports them.)
+    """
+    if any(a.type == "space" or (a.type is None and a.name in ("z", "y", "x")) for a in ms.axes):
+        return
+    raise MetadataError(
+        f"{source}:{path or '/'}: no space axis in {list(ms.axis_names)} "
+        '(the "axes" MUST contain 2 or 3 entries of "type:space")'
+    )
 
 
 def _check_levels(source: str, path: str, ms: Multiscale, arrays: list[ArrayNode]) -> None:

@@ -613,6 +613,10 @@ class HcsPlate:
                 names = g.meta.multiscales[0].axis_names
                 if names != ms0.axis_names:
                     raise MetadataError(f"axes {list(names)} differ from {list(ms0.axis_names)}")
+                if len(node.shape) != len(names):  # the overview indexes shapes by axis
+                    raise MetadataError(
+                        f"{p}: {len(node.shape)} dimensions for {len(names)} axes {list(names)}"
+                    )
             except OzxError as e:
                 skipped[w.path] = str(e)
                 continue

@@ -1,0 +1,1119 @@
+"""The OME-Zarr metadata rules (0.1 to 0.5), quoted, and the checks that apply them.
+
+:data:`RULES` maps a finding code to its severity (``error`` for a MUST / MUST NOT,
+``warning`` for a SHOULD), the rule's text as the specification states it and the section
+it comes from. The ``check_*`` functions look at raw JSON (a node's OME attributes, the
+documents of its arrays) and report what breaks a rule through a :class:`Reporter`; they
+never raise on bad input, so one broken key does not hide the others. Walking a hierarchy
+(which nodes to read, in which order) is :mod:`.validate`'s job.
+
+Rules that only the JSON schemas state (the ``omero`` channel fields) are quoted from the
+schema; rules no schema can express (array dimensionality against the axes, levels
+ordered by size, label pyramids against their image, well paths against their row and
+column indices, listed nodes that do not exist, ZEP 10 extensions) are checked here too.
+A hand-written rule set over the raw JSON was chosen over the official JSON schemas: it
+needs no schema library, names the broken rule in words instead of a schema path, and
+covers the cross-node rules the schemas cannot.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .models import KNOWN_VERSIONS, SPACE_UNITS, TIME_UNITS
+
+__all__ = ["MAX_PER_CODE", "RULES", "Finding", "ImageFacts", "Reporter", "Rule"]
+
+Severity = Literal["error", "warning", "info"]
+
+#: At most this many findings per code; one summary finding counts the rest.
+MAX_PER_CODE = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    severity: Severity
+    text: str  #: quoted from the specification (or schema) named by ``section``
+    section: str
+
+
+_S04 = "OME-Zarr 0.4/0.5"
+_AXES = f"{_S04} §axes-md"
+_MS = f"{_S04} §multiscale-md"
+_TRAFO = f"{_S04} §trafo-md"
+_LABELS = f"{_S04} §labels-md / §label-md"
+_PLATE = f"{_S04} §plate-md"
+_WELL = f"{_S04} §well-md"
+_HCS = f"{_S04} §hcs-layout"
+_BF2RAW = f"{_S04} §bf2raw"
+_OMERO = "OME-Zarr 0.4/0.5 JSON schema image.schema, omero"
+
+RULES: dict[str, Rule] = {
+    # ---- versions and where the metadata lives
+    "version-unknown": Rule(
+        "error",
+        "OME-Zarr defines the metadata versions 0.1, 0.2, 0.3, 0.4 and 0.5; a document "
+        "declaring any other version cannot be checked (or read) as one of them.",
+        "OME-Zarr versions",
+    ),
+    "version-missing": Rule(
+        "error",
+        "The version of the OME-Zarr Metadata is denoted as a string in the `version` "
+        "attribute within the `ome` namespace.",
+        "OME-Zarr 0.5 §metadata",
+    ),
+    "version-inconsistent": Rule(
+        "error",
+        "The OME-Zarr Metadata version MUST be consistent within a hierarchy.",
+        "OME-Zarr 0.5 §metadata",
+    ),
+    "ome-namespace": Rule(
+        "error",
+        "The OME-Zarr Metadata is stored in the various `zarr.json` files throughout the "
+        "above array hierarchy. In this file, the metadata is stored under the namespaced "
+        "key `ome` in `attributes`.",
+        "OME-Zarr 0.5 §metadata",
+    ),
+    "zarr-format": Rule(
+        "error",
+        "0.4: Arrays MUST be defined and stored in a hierarchical organization as defined by "
+        "the version 2 of the Zarr specification. 0.5 (RFC-2): OME-Zarr 0.5 is stored in "
+        "Zarr v3 (`zarr.json`).",
+        "OME-Zarr 0.4 §on-disk; OME-Zarr 0.5 §on-disk",
+    ),
+    "multiscales-version": Rule(
+        "warning",
+        'It SHOULD contain the field "version", which indicates the version of the '
+        "multiscale metadata of this image.",
+        "OME-Zarr 0.2-0.4 §multiscale-md",
+    ),
+    "node-unreadable": Rule(
+        "error",
+        "OME-NGFF metadata MUST be stored as attributes in the corresponding Zarr groups "
+        "(a node's metadata document must be readable JSON).",
+        "OME-Zarr 0.4 §on-disk",
+    ),
+    "not-ome": Rule(
+        "error",
+        "OME-NGFF metadata MUST be stored as attributes in the corresponding Zarr groups.",
+        "OME-Zarr 0.4 §on-disk",
+    ),
+    "zarr-extension": Rule(
+        "error",
+        "ZEP 10: an extension (or unknown metadata key) whose must_understand is true (the "
+        "default) MUST be understood by an implementation that opens the node; otherwise "
+        "it must fail to open it.",
+        "ZEP 10 §extensions",
+    ),
+    # ---- axes
+    "axes-missing": Rule(
+        "error", 'Each "multiscales" dictionary MUST contain the field "axes".', _MS
+    ),
+    "axes-list": Rule(
+        "error",
+        '"axes" describes the dimensions of a physical coordinate space. It MUST be a list of '
+        "dictionaries, where each dictionary describes a dimension (axis).",
+        _AXES,
+    ),
+    "axes-count": Rule(
+        "error",
+        'The length of "axes" must be between 2 and 5 and MUST be equal to the '
+        'dimensionality of the zarr arrays storing the image data (see "datasets:path").',
+        _MS,
+    ),
+    "axis-name": Rule(
+        "error",
+        'MUST contain the field "name" that gives the name for this dimension. The values '
+        'MUST be unique across all "name" fields.',
+        _AXES,
+    ),
+    "axes-03": Rule(
+        "error",
+        '0.3: "axes" is a list of names; the values MUST be unique and one of '
+        '{"t", "c", "z", "y", "x"}.',
+        "OME-Zarr 0.3 §multiscale-md",
+    ),
+    "space-axes": Rule(
+        "error",
+        'The "axes" MUST contain 2 or 3 entries of "type:space" and MAY contain one '
+        'additional entry of "type:time" and MAY contain one additional entry of '
+        '"type:channel" or a null / custom type.',
+        _MS,
+    ),
+    "axes-types": Rule(
+        "error",
+        'The "axes" MUST contain 2 or 3 entries of "type:space" and MAY contain one '
+        'additional entry of "type:time" and MAY contain one additional entry of '
+        '"type:channel" or a null / custom type.',
+        _MS,
+    ),
+    "axes-order": Rule(
+        "error",
+        'The entries MUST be ordered by "type" where the "time" axis must come first (if '
+        'present), followed by the "channel" or custom axis (if present) and the axes of '
+        'type "space".',
+        _MS,
+    ),
+    "axis-type": Rule(
+        "warning",
+        'SHOULD contain the field "type". It SHOULD be one of "space", "time" or "channel", '
+        "but MAY take other values for custom axis types.",
+        _AXES,
+    ),
+    "axis-unit": Rule(
+        "warning",
+        'SHOULD contain the field "unit" to specify the physical unit of this dimension. The '
+        "value SHOULD be one of the following strings, which are valid units according to "
+        "UDUNITS-2.",
+        _AXES,
+    ),
+    # ---- multiscales and datasets
+    "multiscales-list": Rule(
+        "error",
+        '"multiscales" contains a list of dictionaries where each entry describes a '
+        "multiscale image.",
+        _MS,
+    ),
+    "multiscales-name": Rule(
+        "warning", 'Each "multiscales" dictionary SHOULD contain the field "name".', _MS
+    ),
+    "multiscales-type": Rule(
+        "warning",
+        'Each "multiscales" dictionary SHOULD contain the field "type", which gives the type '
+        "of downscaling method used to generate the multiscale image pyramid.",
+        _MS,
+    ),
+    "datasets-list": Rule(
+        "error",
+        'Each "multiscales" dictionary MUST contain the field "datasets", which is a list of '
+        "dictionaries describing the arrays storing the individual resolution levels.",
+        _MS,
+    ),
+    "dataset-path": Rule(
+        "error",
+        'Each dictionary in "datasets" MUST contain the field "path", whose value contains '
+        "the path to the array for this resolution relative to the current zarr group.",
+        _MS,
+    ),
+    "dataset-missing": Rule(
+        "error",
+        'Each dictionary in "datasets" MUST contain the field "path", whose value contains '
+        "the path to the array for this resolution relative to the current zarr group.",
+        _MS,
+    ),
+    "dataset-ndim": Rule(
+        "error",
+        'Each "datasets" dictionary MUST have the same number of dimensions and MUST NOT '
+        "have more than 5 dimensions. The number of dimensions and order MUST correspond to "
+        'number and order of "axes".',
+        _MS,
+    ),
+    "dataset-order": Rule(
+        "error",
+        'The "path"s MUST be ordered from largest (i.e. highest resolution) to smallest.',
+        _MS,
+    ),
+    "dimension-names": Rule(
+        "error",
+        'The "dimension_names" attribute in the `zarr.json` of the Zarr array of a '
+        'multiscale level MUST match the names in the "axes" metadata.',
+        "OME-Zarr 0.5 §axes-md",
+    ),
+    "dataset-transforms": Rule(
+        "error",
+        'Each dictionary in "datasets" MUST contain the field "coordinateTransformations", '
+        "which contains a list of transformations that map the data coordinates to the "
+        'physical coordinates (as specified by "axes") for this resolution level.',
+        _MS,
+    ),
+    "transform-type": Rule(
+        "error",
+        'Each entry describes a single transformation and MUST contain the field "type". The '
+        "transformation MUST only be of type `translation` or `scale`.",
+        f"{_TRAFO}; {_MS}",
+    ),
+    "transform-scale": Rule(
+        "error",
+        "They MUST contain exactly one `scale` transformation that specifies the pixel size "
+        "in physical units or time duration.",
+        _MS,
+    ),
+    "transform-translation": Rule(
+        "error",
+        "It MAY contain exactly one `translation` that specifies the offset from the origin "
+        "in physical units. If `translation` is given it MUST be listed after `scale` to "
+        "ensure that it is given in physical coordinates.",
+        _MS,
+    ),
+    "transform-length": Rule(
+        "error",
+        "The length of the `scale` and `translation` array MUST be the same as the length "
+        'of "axes".',
+        _MS,
+    ),
+    "transform-values": Rule(
+        "error",
+        'translation / scale: one of `"translation":List[float]`, `"path":str` '
+        '(`"scale":List[float]`, `"path":str`).',
+        _TRAFO,
+    ),
+    # ---- omero (transitional; rules from the JSON schema)
+    "omero-object": Rule(
+        "error",
+        "Information specific to the channels of an image and how to render it can be found "
+        'under the "omero" key: an object whose "channels" list is required.',
+        _OMERO,
+    ),
+    "omero-color": Rule(
+        "error", 'Each omero channel requires "color", a string (e.g. "0000FF").', _OMERO
+    ),
+    "omero-window": Rule(
+        "error",
+        'Each omero channel requires "window", an object whose "start", "min", "end" and '
+        '"max" are all required numbers.',
+        _OMERO,
+    ),
+    "omero-channel-count": Rule(
+        "warning",
+        '"channels": Array matching the c dimension size.',
+        f"{_S04} §omero-md",
+    ),
+    # ---- labels
+    "labels-list": Rule(
+        "error",
+        'The OME-Zarr Metadata in the `zarr.json` file associated with the "labels" group '
+        "MUST contain a JSON object with the key `labels`, whose value is a JSON array of "
+        "paths to the labeled multiscale image(s).",
+        _LABELS,
+    ),
+    "label-missing": Rule(
+        "error",
+        'The special group "labels" found under an image Zarr contains the key `labels` '
+        "containing the paths to label objects which can be found underneath the group.",
+        _LABELS,
+    ),
+    "label-multiscales": Rule(
+        "error",
+        "`image-label` groups MUST also contain `multiscales` metadata and the two "
+        '"datasets" series MUST have the same number of entries.',
+        _LABELS,
+    ),
+    "label-levels": Rule(
+        "error",
+        "Within the `multiscales` object, the JSON array associated with the `datasets` key "
+        "MUST have the same number of entries (scale levels) as the original unlabeled image.",
+        _LABELS,
+    ),
+    "label-dtype": Rule(
+        "error",
+        "The pixels of the label images MUST be integer data types, i.e. one of [`uint8`, "
+        "`int8`, `uint16`, `int16`, `uint32`, `int32`, `uint64`, `int64`].",
+        _LABELS,
+    ),
+    "label-image-label": Rule(
+        "warning",
+        "In addition to the `multiscales` key, the OME-Zarr Metadata in this image-level "
+        "`zarr.json` file SHOULD contain another key, `image-label`, whose value is also a "
+        "JSON object.",
+        _LABELS,
+    ),
+    "label-colors": Rule(
+        "error",
+        "That `image-label` object SHOULD contain the following keys: first, a `colors` key, "
+        "whose value MUST be a JSON array describing color information for the unique label "
+        "values.",
+        _LABELS,
+    ),
+    "label-version": Rule(
+        "error",
+        "Second, a `version` key, whose value MUST be a string specifying the version of the "
+        "OME-Zarr `image-label` schema.",
+        _LABELS,
+    ),
+    "label-value": Rule(
+        "error",
+        "Each of these objects MUST contain the `label-value` key, whose value MUST be the "
+        "integer corresponding to a particular label.",
+        _LABELS,
+    ),
+    "label-value-unique": Rule(
+        "error", "All `label-value`s must be unique.", "OME-Zarr 0.4 §label-md"
+    ),
+    "label-rgba": Rule(
+        "error",
+        "The objects in this array MAY contain an `rgba` key whose value MUST be an array of "
+        "four integers between 0 and 255, inclusive.",
+        _LABELS,
+    ),
+    "label-properties": Rule(
+        "error",
+        "Each object in the `properties` array MUST contain the `label-value` key, whose "
+        "value again MUST be an integer specifying the pixel value for that label.",
+        _LABELS,
+    ),
+    # ---- plates and wells
+    "plate-object": Rule(
+        "error",
+        "For high-content screening datasets, the plate layout can be found under the custom "
+        "attributes of the plate group under the `plate` key.",
+        _PLATE,
+    ),
+    "plate-rows-columns": Rule(
+        "error",
+        "Each row (column) in the physical plate MUST be defined, even if no wells in the row "
+        "are defined. Each defined row MUST contain a `name` key specifying the row name.",
+        _PLATE,
+    ),
+    "plate-name-chars": Rule(
+        "error",
+        "The `name` MUST contain only alphanumeric characters, MUST be case-sensitive, and "
+        "MUST NOT be a duplicate of any other `name` in the `rows` list.",
+        _PLATE,
+    ),
+    "plate-wells": Rule(
+        "error",
+        "A list of JSON objects defining the wells of the plate. Each well object MUST "
+        "contain a `path` key identifying the path to the well subgroup.",
+        _PLATE,
+    ),
+    "well-path": Rule(
+        "error",
+        "The `path` MUST consist of a `name` in the `rows` list, a file separator (`/`), and "
+        "a `name` from the `columns` list, in that order. The `path` MUST NOT contain "
+        "additional leading or trailing directories.",
+        _PLATE,
+    ),
+    "well-index": Rule(
+        "error",
+        "Each well object MUST contain both a `rowIndex` key identifying the index into the "
+        "`rows` list and a `columnIndex` key indentifying the index into the `columns` list. "
+        "`rowIndex` and `columnIndex` MUST be 0-based.",
+        _PLATE,
+    ),
+    "well-index-mismatch": Rule(
+        "error",
+        "The `rowIndex`, `columnIndex`, and `path` MUST all refer to the same row/column pair.",
+        _PLATE,
+    ),
+    "acquisition-id": Rule(
+        "error",
+        "Each acquisition object MUST contain an `id` key providing an unique identifier "
+        "within the context of the plate to which fields of view can refer to.",
+        _PLATE,
+    ),
+    "acquisition-name": Rule(
+        "warning",
+        "It SHOULD contain a `name` key identifying the name of the acquisition. It SHOULD "
+        "contain a `maximumfieldcount` key indicating the maximum number of fields of view "
+        "for the acquisition.",
+        _PLATE,
+    ),
+    "well-missing": Rule(
+        "error",
+        "Each well object MUST contain a `path` key identifying the path to the well "
+        "subgroup; the group above the images defines the well and MUST implement the well "
+        "specification.",
+        f"{_PLATE}; {_HCS}",
+    ),
+    "well-images": Rule(
+        "error",
+        '"well": images: a list of JSON objects defining the fields of views for a given '
+        "well. Each object MUST contain a `path` key identifying the path to the field of "
+        "view.",
+        _WELL,
+    ),
+    "field-missing": Rule(
+        "error",
+        "Each object MUST contain a `path` key identifying the path to the field of view "
+        '(a group implementing "multiscales").',
+        f"{_WELL}; {_HCS}",
+    ),
+    "well-acquisition": Rule(
+        "error",
+        "If multiple acquisitions were performed in the plate, it MUST contain an "
+        "`acquisition` key identifying the id of the acquisition which must match one of "
+        "acquisition JSON objects defined in the plate metadata.",
+        _WELL,
+    ),
+    "well-acquisition-03": Rule(
+        "warning",
+        "If multiple acquisitions were performed in the plate, it SHOULD contain an "
+        "acquisition key identifying the id of the acquisition.",
+        "OME-Zarr 0.2/0.3 §well-md",
+    ),
+    "label-intermediate": Rule(
+        "error",
+        'Intermediate groups between "labels" and the images within it are allowed, but '
+        "these MUST NOT contain metadata.",
+        "OME-Zarr 0.5 §labels-md",
+    ),
+    "well-acquisition-unlisted": Rule(
+        "warning",
+        "The `acquisition` key identifies the id of the acquisition which must match one of "
+        "acquisition JSON objects defined in the plate metadata (lower-case must; only a MUST "
+        "when multiple acquisitions were performed).",
+        _WELL,
+    ),
+    # ---- bioformats2raw
+    "bf2raw-layout": Rule(
+        "error",
+        'Conforming groups MUST have the value "3" for the "bioformats2raw.layout" key in '
+        "their OME-Zarr Metadata at the top of the hierarchy.",
+        _BF2RAW,
+    ),
+    "bf2raw-series": Rule(
+        "error",
+        '"series" MUST be a list of string objects, each of which is a path to an image group.',
+        _BF2RAW,
+    ),
+    "bf2raw-images": Rule(
+        "error",
+        'If the "series" attribute does not exist and no "plate" is present: separate '
+        '"multiscales" images MUST be stored in consecutively numbered groups starting from 0.',
+        _BF2RAW,
+    ),
+    "findings-truncated": Rule(
+        "info", f"napari-ozx: at most {MAX_PER_CODE} findings per code are listed.", "napari-ozx"
+    ),
+}
+
+
+# ------------------------------------------------------------------------- findings
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One broken (or not followed) rule at one node of the hierarchy."""
+
+    severity: Severity
+    code: str
+    message: str  #: what was found
+    node: str  #: the node's path in the hierarchy ("/" for the root)
+    rule: str  #: the rule, quoted
+    section: str  #: where the rule is stated
+
+    def to_dict(self) -> dict[str, Any]:
+        """The shape of the RFC-9 findings (``member`` is the node), plus ``section``."""
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "member": self.node,
+            "rule": self.rule,
+            "section": self.section,
+        }
+
+    def __str__(self) -> str:
+        return f"{self.severity.upper()} {self.code} [{self.node}]: {self.message}"
+
+
+@dataclass
+class Reporter:
+    """Collects findings; at most :data:`MAX_PER_CODE` of one code are kept."""
+
+    findings: list[Finding] = field(default_factory=list)
+    _counts: Counter[str] = field(default_factory=Counter)
+
+    def add(self, code: str, node: str, message: str) -> None:
+        rule = RULES[code]
+        self._counts[code] += 1
+        if self._counts[code] <= MAX_PER_CODE:
+            self.findings.append(
+                Finding(rule.severity, code, message, node or "/", rule.text, rule.section)
+            )
+
+    def finish(self) -> list[Finding]:
+        """The findings, with one summary per code that had more than the cap."""
+        out = list(self.findings)
+        for code, n in sorted(self._counts.items()):
+            if n > MAX_PER_CODE:
+                out.append(
+                    Finding(
+                        RULES[code].severity,
+                        "findings-truncated",
+                        f"{n - MAX_PER_CODE} more {code!r} findings not listed",
+                        "/",
+                        RULES["findings-truncated"].text,
+                        RULES["findings-truncated"].section,
+                    )
+                )
+        return out
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity == "error" for f in self.findings)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """A JSON value as a short string for a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def version_key(version: str | None) -> tuple[int, ...]:
+    """'0.4' -> (0, 4); unknown versions sort as (0,) (callers check them first)."""
+    if version not in KNOWN_VERSIONS:
+        return (0,)
+    return tuple(int(p) for p in version.split("."))
+
+
+_ALNUM = re.compile(r"^[A-Za-z0-9]+$")
+_HEX6 = re.compile(r"^[0-9A-Fa-f]{6}$")
+_IMPLIED = ("t", "c", "z", "y", "x")
+_LABEL_DTYPES = frozenset(
+    ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64"]
+)
+
+
+# ------------------------------------------------------------------ node version
+
+
+def check_node_version(
+    r: Reporter,
+    node: str,
+    zarr_format: int,
+    attrs: Mapping[str, Any],
+    ome: Mapping[str, Any],
+    version: str | None,
+    hierarchy_version: str | None,
+) -> str | None:
+    """Version and namespace rules of one OME node; the version to check it against
+    (``None`` when unknown: its other rules are not checked)."""
+    if version is not None and version not in KNOWN_VERSIONS:
+        r.add("version-unknown", node, f"version {version!r}")
+        return None
+    if zarr_format == 3:
+        if not isinstance(attrs.get("ome"), Mapping):
+            r.add(
+                "ome-namespace",
+                node,
+                f"OME keys {sorted(k for k in attrs if k in _OME_KEYS)} at the top of a "
+                "zarr.json's attributes, no 'ome' object",
+            )
+        elif version is None:
+            r.add("version-missing", node, "'ome' has no 'version'")
+        v = version or "0.5"
+        if v != "0.5":
+            r.add("zarr-format", node, f"OME-Zarr {v} metadata in a Zarr v3 zarr.json")
+        if hierarchy_version and version and version != hierarchy_version:
+            r.add(
+                "version-inconsistent",
+                node,
+                f"version {version!r} in a {hierarchy_version!r} hierarchy",
+            )
+        return v
+    v = version or "0.4"
+    if v == "0.5":
+        r.add("zarr-format", node, "OME-Zarr 0.5 metadata in Zarr v2 (.zattrs)")
+    return v
+
+
+_OME_KEYS = frozenset(
+    ["multiscales", "omero", "plate", "well", "labels", "image-label", "bioformats2raw.layout"]
+)
+
+
+# ------------------------------------------------------------------------ axes
+
+
+@dataclass(frozen=True, slots=True)
+class ImageFacts:
+    """What the array checks need from one multiscale: level paths and axes."""
+
+    paths: tuple[str, ...]
+    axis_names: tuple[str, ...] | None  #: None: implied by the arrays (0.1 / 0.2)
+    version: str
+    channel_index: int | None = None  #: the channel axis, when the axes state one
+    levels: int = 0  #: entries in "datasets" (valid paths or not)
+
+
+def _axis_kind(a: Mapping[str, Any]) -> str:
+    t = a.get("type")
+    if t in ("space", "time", "channel"):
+        return str(t)
+    return "other"  # custom or null type: ranks with channel
+
+
+def check_axes(r: Reporter, node: str, axes: Any, version: str) -> tuple[str, ...] | None:
+    """The axes rules; the axis names (None when unusable)."""
+    if version == "0.3":
+        if not isinstance(axes, list) or not all(isinstance(a, str) for a in axes):
+            r.add("axes-03", node, f"axes {short(axes)}")
+            return None
+        if len(set(axes)) != len(axes) or any(a not in _IMPLIED for a in axes):
+            r.add("axes-03", node, f"axes {axes}")
+        if not 2 <= len(axes) <= 5:
+            r.add("axes-count", node, f"{len(axes)} axes {axes}")
+        return tuple(axes)
+    if not isinstance(axes, list) or not axes:
+        r.add("axes-list", node, f"axes {short(axes)}")
+        return None
+    names: list[str] = []
+    entries: list[Mapping[str, Any]] = []
+    for a in axes:
+        if not isinstance(a, Mapping) or not isinstance(a.get("name"), str):
+            r.add("axis-name", node, f"axis entry {short(a)} has no string 'name'")
+            return None
+        names.append(a["name"])
+        entries.append(a)
+    if len(set(names)) != len(names):
+        r.add("axis-name", node, f"duplicate axis names {names}")
+    if not 2 <= len(names) <= 5:
+        r.add("axes-count", node, f"{len(names)} axes {names}")
+    kinds = [_axis_kind(a) for a in entries]
+    n_space = kinds.count("space")
+    if n_space not in (2, 3):
+        r.add("space-axes", node, f"{n_space} space axes in {names} (types {kinds})")
+    if kinds.count("time") > 1 or kinds.count("channel") + kinds.count("other") > 1:
+        r.add("axes-types", node, f"axis types {kinds}")
+    rank = {"time": 0, "channel": 1, "other": 1, "space": 2}
+    ranks = [rank[k] for k in kinds]
+    if ranks != sorted(ranks):
+        r.add("axes-order", node, f"axes {names} of types {kinds}")
+    for a in entries:
+        t = a.get("type")
+        if t is None or t not in ("space", "time", "channel"):
+            r.add("axis-type", node, f"axis {a['name']!r} has type {short(t)}")
+        if t in ("space", "time"):
+            unit = a.get("unit")
+            allowed = SPACE_UNITS if t == "space" else TIME_UNITS
+            if unit not in allowed:
+                r.add("axis-unit", node, f"{t} axis {a['name']!r} has unit {short(unit)}")
+    return tuple(names)
+
+
+# ------------------------------------------------------------------ transforms
+
+
+def check_transforms(r: Reporter, node: str, raw: Any, ndim: int | None, where: str) -> None:
+    """coordinateTransformations of one dataset (or of the whole multiscale)."""
+    if not isinstance(raw, list):
+        r.add("dataset-transforms", node, f"{where}: coordinateTransformations {short(raw)}")
+        return
+    kinds: list[str] = []
+    for t in raw:
+        kind = t.get("type") if isinstance(t, Mapping) else None
+        if kind not in ("scale", "translation"):
+            r.add("transform-type", node, f"{where}: transformation {short(t)}")
+            continue
+        assert isinstance(t, Mapping)
+        kinds.append(str(kind))
+        values = t.get(kind)
+        if values is None and isinstance(t.get("path"), str):
+            continue
+        if not isinstance(values, list) or not all(_is_num(v) for v in values):
+            r.add("transform-values", node, f"{where}: {kind} {short(values)}")
+        elif ndim is not None and len(values) != ndim:
+            r.add("transform-length", node, f"{where}: {kind} {values} for {ndim} axes")
+    if kinds.count("scale") != 1:
+        r.add("transform-scale", node, f"{where}: {kinds.count('scale')} scale transformations")
+    if kinds.count("translation") > 1 or (
+        "translation" in kinds
+        and "scale" in kinds
+        and kinds.index("translation") < kinds.index("scale")
+    ):
+        r.add("transform-translation", node, f"{where}: transformations in order {kinds}")
+
+
+# ------------------------------------------------------------------ multiscales
+
+
+def check_multiscales(
+    r: Reporter, node: str, ome: Mapping[str, Any], version: str, zarr_format: int
+) -> list[ImageFacts]:
+    """Every rule of a ``multiscales`` list that the JSON alone can decide."""
+    ms = ome.get("multiscales")
+    if not isinstance(ms, list) or not ms:
+        r.add("multiscales-list", node, f"multiscales {short(ms)}")
+        return []
+    out: list[ImageFacts] = []
+    vk = version_key(version)
+    for i, m in enumerate(ms):
+        where = f"multiscales[{i}]"
+        if not isinstance(m, Mapping):
+            r.add("multiscales-list", node, f"{where} is {short(m)}")
+            continue
+        names: tuple[str, ...] | None = None
+        if vk >= (0, 3):
+            if "axes" not in m:
+                r.add("axes-missing", node, f"{where} has no 'axes'")
+            else:
+                names = check_axes(r, node, m["axes"], version)
+        ndim = len(names) if names is not None else None
+        datasets = m.get("datasets")
+        paths: list[str] = []
+        if not isinstance(datasets, list) or not datasets:
+            r.add("datasets-list", node, f"{where}: datasets {short(datasets)}")
+        else:
+            for j, d in enumerate(datasets):
+                p = d.get("path") if isinstance(d, Mapping) else None
+                if not isinstance(p, str) or not p.strip("/") or p in paths or ".." in p.split("/"):
+                    r.add("dataset-path", node, f"{where}.datasets[{j}]: {short(d)}")
+                    continue
+                paths.append(p)
+                assert isinstance(d, Mapping)
+                if vk >= (0, 4):
+                    if "coordinateTransformations" not in d:
+                        r.add(
+                            "dataset-transforms",
+                            node,
+                            f"dataset {p!r} has no coordinateTransformations",
+                        )
+                    else:
+                        check_transforms(
+                            r, node, d["coordinateTransformations"], ndim, f"dataset {p!r}"
+                        )
+        if vk >= (0, 4) and "coordinateTransformations" in m:
+            check_transforms(r, node, m["coordinateTransformations"], ndim, where)
+        if not (isinstance(m.get("name"), str) and m.get("name")):
+            r.add("multiscales-name", node, f"{where} has no 'name'")
+        if vk >= (0, 2) and "type" not in m:
+            r.add("multiscales-type", node, f"{where} has no 'type'")
+        if zarr_format == 2 and vk >= (0, 2) and "version" not in m:
+            r.add("multiscales-version", node, f"{where} has no 'version'")
+        channel = None
+        axes = m.get("axes")
+        if names is not None and isinstance(axes, list):
+            kinds = [a.get("type") if isinstance(a, Mapping) else None for a in axes]
+            if "channel" in kinds:
+                channel = kinds.index("channel")
+            elif vk < (0, 4) and "c" in names:
+                channel = names.index("c")
+        n = len(datasets) if isinstance(datasets, list) else 0
+        axis_names = names if vk >= (0, 3) else None
+        out.append(ImageFacts(tuple(paths), axis_names, version, channel, n))
+    return out
+
+
+def _dtype_name(doc: Mapping[str, Any]) -> str | None:
+    """The array's numpy data type name ('uint16') from a v3 or v2 document."""
+    dt = doc.get("data_type", doc.get("dtype"))
+    if not isinstance(dt, str):
+        return None
+    try:
+        import numpy as np
+
+        return str(np.dtype(dt).name) if doc.get("dtype") is not None else dt
+    except TypeError:
+        return dt
+
+
+def check_levels(
+    r: Reporter,
+    node: str,
+    facts: ImageFacts,
+    docs: Sequence[Mapping[str, Any] | None],
+    is_label: bool,
+) -> int | None:
+    """Rules that need the arrays: existence, dimensionality, order, dimension_names,
+    label data types. Returns the dimensionality (for implied axes and omero)."""
+    ndim = len(facts.axis_names) if facts.axis_names is not None else None
+    prev: tuple[int, ...] | None = None
+    first_ndim: int | None = None
+    for p, doc in zip(facts.paths, docs, strict=True):
+        if doc is None:
+            r.add("dataset-missing", node, f"level {p!r}: no array at {p!r}")
+            continue
+        shape = doc.get("shape")
+        if not isinstance(shape, list) or not all(_is_int(s) for s in shape):
+            r.add("dataset-missing", node, f"level {p!r}: array shape {short(shape)}")
+            continue
+        if first_ndim is None:
+            first_ndim = len(shape)
+        want = ndim if ndim is not None else first_ndim
+        if len(shape) != want or len(shape) > 5:
+            axes = f"{len(facts.axis_names)} axes" if facts.axis_names else f"level 0's {want}"
+            r.add("dataset-ndim", node, f"level {p!r} has {len(shape)} dimensions for {axes}")
+        elif prev is not None and any(s > q for s, q in zip(shape, prev, strict=True)):
+            r.add("dataset-order", node, f"level {p!r} {tuple(shape)} is larger than {prev}")
+        if len(shape) == want:
+            prev = tuple(shape)
+        dn = doc.get("dimension_names")
+        if (
+            facts.version == "0.5"
+            and facts.axis_names is not None
+            and isinstance(dn, list)
+            and any(n is not None for n in dn)
+            and list(dn) != list(facts.axis_names)
+        ):
+            r.add(
+                "dimension-names",
+                node,
+                f"level {p!r} dimension_names {dn} vs axes {list(facts.axis_names)}",
+            )
+        if is_label:
+            dt = _dtype_name(doc)
+            if dt is not None and dt not in _LABEL_DTYPES:
+                r.add("label-dtype", node, f"level {p!r} has data type {dt}")
+    return ndim if ndim is not None else first_ndim
+
+
+# ------------------------------------------------------------------------ omero
+
+
+def check_omero(
+    r: Reporter, node: str, omero: Any, channel_count: int | None, version: str
+) -> None:
+    """omero (0.4 / 0.5 schema): channels with a colour string and a complete window."""
+    if version_key(version) < (0, 4):
+        return
+    if not isinstance(omero, Mapping) or not isinstance(omero.get("channels"), list):
+        r.add("omero-object", node, f"omero {short(omero)}")
+        return
+    channels = omero["channels"]
+    for i, c in enumerate(channels):
+        if not isinstance(c, Mapping):
+            r.add("omero-object", node, f"omero channel {i} is {short(c)}")
+            continue
+        color = c.get("color")
+        if not isinstance(color, str):
+            r.add("omero-color", node, f"channel {i} color {short(color)}")
+        w = c.get("window")
+        if not isinstance(w, Mapping):
+            r.add("omero-window", node, f"channel {i} window {short(w)}")
+        else:
+            bad = [k for k in ("start", "min", "end", "max") if not _is_num(w.get(k))]
+            if bad:
+                r.add(
+                    "omero-window",
+                    node,
+                    f"channel {i} window {short(dict(w))}: {', '.join(bad)} missing or not numbers",
+                )
+    if channel_count is not None and len(channels) != channel_count:
+        r.add(
+            "omero-channel-count",
+            node,
+            f"{len(channels)} omero channels for a channel axis of size {channel_count}",
+        )
+
+
+# ----------------------------------------------------------------------- labels
+
+
+def check_labels_group(r: Reporter, node: str, ome: Mapping[str, Any]) -> list[str]:
+    labels = ome.get("labels")
+    if not isinstance(labels, list) or not all(isinstance(x, str) and x for x in labels):
+        r.add("labels-list", node, f"labels {short(labels)}")
+        return [x for x in labels if isinstance(x, str) and x] if isinstance(labels, list) else []
+    return list(dict.fromkeys(labels))
+
+
+def check_image_label(r: Reporter, node: str, ome: Mapping[str, Any], listed: bool) -> None:
+    if "image-label" not in ome:
+        if listed and "multiscales" in ome:
+            r.add("label-image-label", node, "label image without 'image-label'")
+        return
+    il = ome["image-label"]
+    if "multiscales" not in ome:
+        r.add("label-multiscales", node, "'image-label' without 'multiscales'")
+    if not isinstance(il, Mapping):
+        r.add("label-colors", node, f"image-label {short(il)}")
+        return
+    if "version" in il and not isinstance(il["version"], str):
+        r.add("label-version", node, f"image-label version {short(il['version'])}")
+    colors = il.get("colors")
+    if colors is not None:
+        if not isinstance(colors, list):
+            r.add("label-colors", node, f"colors {short(colors)}")
+        else:
+            seen: set[int] = set()
+            for c in colors:
+                v = c.get("label-value") if isinstance(c, Mapping) else None
+                if not _is_int(v):
+                    r.add("label-value", node, f"colour {short(c)}")
+                    continue
+                assert isinstance(c, Mapping) and isinstance(v, int)
+                if v in seen:
+                    r.add("label-value-unique", node, f"label-value {v} listed again")
+                seen.add(v)
+                rgba = c.get("rgba")
+                if "rgba" in c and not (
+                    isinstance(rgba, list)
+                    and len(rgba) == 4
+                    and all(_is_int(x) and 0 <= x <= 255 for x in rgba)
+                ):
+                    r.add("label-rgba", node, f"label-value {v}: rgba {short(rgba)}")
+    props = il.get("properties")
+    if props is not None:
+        if not isinstance(props, list):
+            r.add("label-properties", node, f"properties {short(props)}")
+        else:
+            for p in props:
+                if not (isinstance(p, Mapping) and _is_int(p.get("label-value"))):
+                    r.add("label-properties", node, f"property {short(p)}")
+
+
+# ------------------------------------------------------------------------ plate
+
+
+@dataclass(frozen=True, slots=True)
+class PlateFacts:
+    wells: tuple[str, ...]
+    acquisitions: tuple[int, ...]
+
+
+def check_plate(r: Reporter, node: str, plate: Any, version: str) -> PlateFacts:
+    if not isinstance(plate, Mapping):
+        r.add("plate-object", node, f"plate {short(plate)}")
+        return PlateFacts((), ())
+    axes: dict[str, list[str]] = {}
+    for key in ("rows", "columns"):
+        raw = plate.get(key)
+        names: list[str] = []
+        if not isinstance(raw, list) or not raw:
+            r.add("plate-rows-columns", node, f"plate {key} {short(raw)}")
+        else:
+            for e in raw:
+                n = e.get("name") if isinstance(e, Mapping) else None
+                if not isinstance(n, str):
+                    r.add("plate-rows-columns", node, f"{key} entry {short(e)} has no name")
+                    names.append("")
+                    continue
+                if version_key(version) < (0, 4):
+                    pass  # 0.1-0.3 state no rule on the names
+                elif not _ALNUM.match(n):
+                    r.add("plate-name-chars", node, f"{key} name {n!r}")
+                elif n in names:
+                    r.add("plate-name-chars", node, f"{key} name {n!r} listed twice")
+                names.append(n)
+        axes[key] = names
+    rows, cols = axes["rows"], axes["columns"]
+    wells_raw = plate.get("wells")
+    wells: list[str] = []
+    if not isinstance(wells_raw, list):
+        r.add("plate-wells", node, f"wells {short(wells_raw)}")
+        wells_raw = []
+    for w in wells_raw:
+        path = w.get("path") if isinstance(w, Mapping) else None
+        if not isinstance(path, str) or not path:
+            r.add("plate-wells", node, f"well {short(w)} has no path")
+            continue
+        assert isinstance(w, Mapping)
+        wells.append(path)
+        parts = path.split("/")
+        ok_path = len(parts) == 2 and parts[0] in rows and parts[1] in cols
+        if version_key(version) < (0, 4):
+            continue  # 0.1-0.3: "a path key identifying the path to the well subgroup"
+        if not ok_path:
+            r.add("well-path", node, f"well path {path!r} (rows {rows}, columns {cols})")
+        ri, ci = w.get("rowIndex"), w.get("columnIndex")
+        if not (_is_int(ri) and _is_int(ci)):
+            r.add(
+                "well-index", node, f"well {path!r}: rowIndex {short(ri)}, columnIndex {short(ci)}"
+            )
+            continue
+        assert isinstance(ri, int) and isinstance(ci, int)
+        if not (0 <= ri < len(rows) and 0 <= ci < len(cols)):
+            r.add(
+                "well-index",
+                node,
+                f"well {path!r}: rowIndex {ri}, columnIndex {ci} outside the plate",
+            )
+        elif ok_path and (rows[ri], cols[ci]) != (parts[0], parts[1]):
+            r.add(
+                "well-index-mismatch",
+                node,
+                f"well {path!r} has rowIndex {ri} ({rows[ri]!r}) and columnIndex {ci} "
+                f"({cols[ci]!r})",
+            )
+    acqs: list[int] = []
+    raw_acqs = plate.get("acquisitions")
+    for a in raw_acqs if isinstance(raw_acqs, list) else []:
+        aid = a.get("id") if isinstance(a, Mapping) else None
+        if not _is_int(aid) or aid in acqs:
+            r.add("acquisition-id", node, f"acquisition {short(a)}")
+            continue
+        assert isinstance(a, Mapping) and isinstance(aid, int)
+        acqs.append(aid)
+        missing = [k for k in ("name", "maximumfieldcount") if k not in a]
+        if missing:
+            r.add("acquisition-name", node, f"acquisition {aid} has no {' / '.join(missing)}")
+    return PlateFacts(tuple(wells), tuple(acqs))
+
+
+def check_well(
+    r: Reporter, node: str, well: Any, version: str, plate: PlateFacts | None
+) -> list[str]:
+    """The well's rules (and its acquisitions against the plate's); its field paths."""
+    images = well.get("images") if isinstance(well, Mapping) else None
+    if not isinstance(images, list):
+        r.add("well-images", node, f"well {short(well)}")
+        return []
+    paths: list[str] = []
+    for im in images:
+        p = im.get("path") if isinstance(im, Mapping) else None
+        if not isinstance(p, str) or not p:
+            r.add("well-images", node, f"well image {short(im)} has no path")
+            continue
+        assert isinstance(im, Mapping)
+        paths.append(p)
+        if plate is None:
+            continue
+        acq = im.get("acquisition")
+        if acq is None:
+            if len(plate.acquisitions) > 1:
+                r.add(
+                    "well-acquisition" if version_key(version) >= (0, 4) else "well-acquisition-03",
+                    node,
+                    f"field {p!r} names no acquisition; the plate has {len(plate.acquisitions)}",
+                )
+        elif plate.acquisitions and acq not in plate.acquisitions:
+            code = (
+                "well-acquisition"
+                if len(plate.acquisitions) > 1 and version_key(version) >= (0, 4)
+                else "well-acquisition-unlisted"
+            )
+            r.add(
+                code,
+                node,
+                f"field {p!r} acquisition {short(acq)} is not one of {list(plate.acquisitions)}",
+            )
+    return paths
+
+
+# -------------------------------------------------------------- bioformats2raw
+
+
+def check_bf2raw(r: Reporter, node: str, layout: Any) -> None:
+    if layout != 3:
+        r.add("bf2raw-layout", node, f"bioformats2raw.layout {short(layout)}")
+
+
+def check_series(r: Reporter, node: str, series: Any) -> list[str]:
+    if not isinstance(series, list) or not all(isinstance(s, str) and s for s in series):
+        r.add("bf2raw-series", node, f"series {short(series)}")
+        return [s for s in series if isinstance(s, str) and s] if isinstance(series, list) else []
+    return list(series)
+
+
+def ome_keys(ome: Mapping[str, Any]) -> list[str]:
+    return sorted(k for k in ome if k in _OME_KEYS)
+
+
+def channel_count(facts: ImageFacts, shape: Sequence[int] | None) -> int | None:
+    """The size of the channel axis (for omero's channel count): 1 without one, None
+    when unknown."""
+    if shape is None:
+        return None
+    index = facts.channel_index
+    if facts.axis_names is None and 2 <= len(shape) <= 5:  # 0.1 / 0.2: implied t c z y x
+        implied = _IMPLIED[5 - len(shape) :]
+        index = implied.index("c") if "c" in implied else None
+    if index is None:
+        return 1  # no channel axis: one channel
+    return int(shape[index]) if index < len(shape) else None

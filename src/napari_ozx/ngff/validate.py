@@ -1,0 +1,411 @@
+"""Check a whole OME-Zarr hierarchy (directory or ``.ozx``) against :mod:`.rules`.
+
+:func:`validate_ome` walks from the root: images and their levels, ``labels`` groups and
+their label images (against the image's level count), plates, every listed well and its
+fields, bioformats2raw series. Documents are read through the one document reader
+(:func:`.documents.read_documents`: size caps, Zarr v3 before v2), a batch per level of the
+hierarchy, so a plate of 384 wells costs a few concurrent rounds, not 384 sequential ones.
+
+Nothing is parsed into the typed models first: a node that breaks a rule is reported and
+the walk goes on, where the opener would stop at its first error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import OzxError, UnsupportedExtensionError
+from . import rules
+from .documents import NodeDocuments, read_documents
+from .extensions import check_document
+from .models import ome_section
+from .rules import Finding, ImageFacts, PlateFacts, Reporter
+
+if TYPE_CHECKING:
+    from zarr.abc.store import Store
+
+__all__ = ["DocumentReader", "validate_documents", "validate_ome"]
+
+Doc = tuple[int, dict[str, Any], dict[str, Any]]
+#: bioformats2raw without an OME/series list: at most this many numbered groups are probed
+MAX_SERIES = 10_000
+
+
+class DocumentReader(Protocol):
+    """What the walk needs: the opener's batch document reader."""
+
+    def read_docs(self, paths: Sequence[str]) -> Sequence[NodeDocuments | None]: ...
+
+
+class _Documents:
+    """The document reader over a store, without parsing the root first (an
+    :class:`~.open.OmeZarr` refuses to exist when the root is invalid; we want to say why)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def read_docs(self, paths: Sequence[str]) -> list[NodeDocuments | None]:
+        return list(read_documents(self.store, paths))
+
+
+def validate_ome(source: str | os.PathLike[str] | Store) -> list[Finding]:
+    """Every OME-Zarr metadata finding for a directory, ``.ozx`` or store.
+
+    Raises :class:`OSError` / :class:`OzxError` only when the source cannot be opened
+    at all (no such file, not a readable archive).
+    """
+    from .open import open_store
+
+    store = open_store(source)
+    try:
+        return validate_documents(_Documents(store))
+    finally:
+        if store is not source:
+            store.close()
+
+
+def validate_documents(docs: DocumentReader, fields: bool = True) -> list[Finding]:
+    """The findings for the hierarchy *docs* reads. ``fields=False`` checks a plate and
+    its wells but not the wells' fields (what a reader can afford on every open: the plate
+    reader reads those well documents anyway)."""
+    walker = _Walker(docs, fields)
+    walker.run()
+    return walker.r.finish()
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    path: str
+    zarr_format: int
+    attrs: Mapping[str, Any]
+    ome: Mapping[str, Any]
+    version: str
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+def _escapes(path: str) -> bool:
+    """A node path that would leave the hierarchy ('..' segments, backslashes)."""
+    return ".." in path.split("/") or "\\" in path
+
+
+class _Unreadable:
+    """A node whose document could not be read (already reported)."""
+
+
+_UNREADABLE = _Unreadable()
+
+
+class _Walker:
+    def __init__(self, docs: DocumentReader, fields: bool) -> None:
+        self.docs = docs
+        self.fields = fields
+        self.r = Reporter()
+        self.hierarchy_version: str | None = None
+        self.cache: dict[str, Doc | _Unreadable | None] = {}
+
+    # -- reading -----------------------------------------------------------------
+    def read(self, paths: Sequence[str]) -> list[Doc | _Unreadable | None]:
+        self.prefetch(paths)
+        return [self.cache[p] for p in paths]
+
+    def prefetch(self, paths: Sequence[str]) -> None:
+        """Read the documents of *paths* (one concurrent batch) into the cache."""
+        todo = list(dict.fromkeys(p for p in paths if p not in self.cache))
+        for p in [p for p in todo if _escapes(p)]:  # never read outside the hierarchy
+            self.cache[p] = None
+            todo.remove(p)
+        for p, res in zip(todo, self._read(todo), strict=True):
+            self.cache[p] = res
+
+    def prefetch_images(self, groups: Sequence[str]) -> None:
+        """Read image groups, then all their levels and ``labels`` groups, in two batches
+        (a plate's fields one by one would cost a round trip each)."""
+        self.prefetch(groups)
+        children: list[str] = []
+        for g in groups:
+            res = self.cache.get(g)
+            if not isinstance(res, tuple):
+                continue
+            ome, _ = ome_section(res[2], res[0])
+            ms = ome.get("multiscales")
+            first = ms[0] if isinstance(ms, list) and ms and isinstance(ms[0], Mapping) else {}
+            datasets = first.get("datasets") if isinstance(first, Mapping) else None
+            for d in datasets if isinstance(datasets, list) else []:
+                if isinstance(d, Mapping) and isinstance(d.get("path"), str):
+                    children.append(_join(g, d["path"]))
+            children.append(_join(g, "labels"))
+        self.prefetch(children)
+
+    def _read(self, paths: Sequence[str]) -> list[Doc | _Unreadable | None]:
+        if not paths:
+            return []
+        try:
+            batch = list(self.docs.read_docs(paths))
+            return [self._normalise(p, res) for p, res in zip(paths, batch, strict=True)]
+        except (OzxError, OSError):
+            pass
+        out: list[Doc | _Unreadable | None] = []
+        for p in paths:  # one at a time, to say which node is unreadable
+            try:
+                (res,) = self.docs.read_docs([p])
+                out.append(self._normalise(p, res))
+            except (OzxError, OSError) as e:
+                self.r.add("node-unreadable", p, str(e))
+                out.append(_UNREADABLE)
+        return out
+
+    def _normalise(self, path: str, res: NodeDocuments | None) -> Doc | _Unreadable | None:
+        """A node's documents as (zarr_format, document, attributes). The reader keeps a
+        node's document problem with the node (``error``): it is reported here, ZEP 10
+        problems by :meth:`zep10` (with their rule)."""
+        if res is None:
+            return None
+        err, doc, fmt = res.error, dict(res.document), res.zarr_format
+        if err is not None and (fmt == 2 or not doc):
+            self.r.add("node-unreadable", path, str(err))
+            return _UNREADABLE
+        if err is not None:
+            try:
+                check_document(doc, path)
+            except OzxError:
+                pass  # a ZEP 10 problem: zep10() reports it with its rule
+            else:
+                self.r.add("node-unreadable", path, str(err))
+                return _UNREADABLE
+        return fmt, doc, dict(res.attributes)
+
+    def zep10(self, path: str, doc: Mapping[str, Any], fmt: int) -> dict[str, Any]:
+        if fmt != 3:
+            return dict(doc)
+        try:
+            checked, _ = check_document(doc, path)
+        except UnsupportedExtensionError as e:
+            self.r.add("zarr-extension", path, str(e))
+            return dict(doc)
+        except OzxError as e:
+            self.r.add("zarr-extension", path, str(e))
+            return dict(doc)
+        return checked
+
+    def group(self, path: str, res: Doc) -> _Group | None:
+        """Version / namespace / ZEP 10 rules of one group; None when it is no group or
+        its version is unknown (nothing else can be checked)."""
+        fmt, doc, attrs = res
+        doc = self.zep10(path, doc, fmt)
+        if doc.get("node_type", "group") != "group":
+            return None
+        ome, version = ome_section(attrs, fmt)
+        v = rules.check_node_version(self.r, path, fmt, attrs, ome, version, self.hierarchy_version)
+        if v is None:
+            return None
+        if self.hierarchy_version is None and fmt == 3 and version is not None:
+            self.hierarchy_version = version
+        return _Group(path, fmt, attrs, ome, v)
+
+    def array_docs(self, paths: Sequence[str]) -> list[Mapping[str, Any] | None]:
+        out: list[Mapping[str, Any] | None] = []
+        for p, res in zip(paths, self.read(paths), strict=True):
+            if not isinstance(res, tuple):
+                out.append(None if res is None else {"shape": None})
+                continue
+            fmt, doc, _ = res
+            doc = self.zep10(p, doc, fmt)
+            out.append(doc if doc.get("node_type", "array") == "array" else None)
+        return out
+
+    # -- the walk ----------------------------------------------------------------
+    def run(self) -> None:
+        (res,) = self.read([""])
+        if isinstance(res, _Unreadable):
+            return
+        if res is None:
+            self.r.add("not-ome", "", "no Zarr group at the root")
+            return
+        if res[1].get("node_type", "group") != "group":
+            self.r.add("not-ome", "", "the root is a Zarr array, not a group")
+            return
+        g = self.group("", res)
+        if g is not None:
+            self.node(g)
+
+    def node(self, g: _Group) -> None:
+        ome = g.ome
+        b2r = ome.get("bioformats2raw.layout", g.attrs.get("bioformats2raw.layout"))
+        if b2r is not None:
+            rules.check_bf2raw(self.r, g.path, b2r)
+        if "plate" in ome:
+            self.plate(g)
+        elif "well" in ome:
+            self.well(g, None)
+        elif "multiscales" in ome:
+            self.image(g)
+        elif "labels" in ome:
+            self.labels_group(g, None)
+        elif b2r is not None:
+            self.collection(g)
+        else:
+            keys = sorted(g.attrs)[:8]
+            self.r.add("not-ome", g.path, f"no OME-Zarr keys in the attributes (keys {keys})")
+
+    def image(self, g: _Group, label_levels: int | None = None, listed: bool = False) -> None:
+        path, ome = g.path, g.ome
+        is_label = listed or "image-label" in ome
+        if is_label:
+            rules.check_image_label(self.r, path, ome, listed)
+        all_facts = rules.check_multiscales(self.r, path, ome, g.version, g.zarr_format)
+        first: ImageFacts | None = all_facts[0] if all_facts else None
+        shape0: Sequence[int] | None = None
+        for k, facts in enumerate(all_facts):
+            docs = self.array_docs([_join(path, p) for p in facts.paths])
+            rules.check_levels(self.r, path, facts, docs, is_label)
+            if k == 0 and docs and docs[0] is not None and isinstance(docs[0].get("shape"), list):
+                shape0 = docs[0]["shape"]
+        if "omero" in ome and first is not None:
+            rules.check_omero(
+                self.r, path, ome["omero"], rules.channel_count(first, shape0), g.version
+            )
+        if label_levels is not None and first is not None and first.levels != label_levels:
+            self.r.add(
+                "label-levels",
+                path,
+                f"{first.levels} levels; the image has {label_levels}",
+            )
+        if not is_label and first is not None:
+            lpath = _join(path, "labels")
+            (res,) = self.read([lpath])
+            if isinstance(res, tuple):
+                lg = self.group(lpath, res)
+                if lg is not None:
+                    self.labels_group(lg, first.levels)
+
+    def labels_group(self, g: _Group, image_levels: int | None) -> None:
+        names = rules.check_labels_group(self.r, g.path, g.ome)
+        paths = [_join(g.path, n) for n in names]
+        between = sorted(
+            {_join(g.path, *n.split("/")[:i]) for n in names for i in range(1, n.count("/") + 1)}
+        )
+        for p, res in zip(between, self.read(between), strict=True):
+            if isinstance(res, tuple):
+                ome, _ = ome_section(res[2], res[0])
+                if rules.ome_keys(ome):
+                    self.r.add("label-intermediate", p, f"OME keys {rules.ome_keys(ome)}")
+        for p, res in zip(paths, self.read(paths), strict=True):
+            if isinstance(res, _Unreadable):
+                continue
+            if res is None:
+                why = "lies outside the labels group" if _escapes(p) else "does not exist"
+                self.r.add("label-missing", g.path, f"listed label {p!r} {why}")
+                continue
+            lg = self.group(p, res)
+            if lg is None:
+                if res[1].get("node_type", "group") != "group":
+                    self.r.add("label-missing", g.path, f"listed label {p!r} is an array")
+                continue
+            if "multiscales" not in lg.ome:
+                self.r.add("label-multiscales", p, "listed label has no 'multiscales'")
+                continue
+            self.image(lg, image_levels, listed=True)
+
+    def plate(self, g: _Group) -> None:
+        facts = rules.check_plate(self.r, g.path, g.ome["plate"], g.version)
+        paths = [_join(g.path, w) for w in facts.wells]
+        self.prefetch(paths)
+        if self.fields:
+            fields: list[str] = []
+            for p in paths:
+                res = self.cache.get(p)
+                if isinstance(res, tuple):
+                    ome, _ = ome_section(res[2], res[0])
+                    well = ome.get("well")
+                    images = well.get("images") if isinstance(well, Mapping) else None
+                    for im in images if isinstance(images, list) else []:
+                        if isinstance(im, Mapping) and isinstance(im.get("path"), str):
+                            fields.append(_join(p, im["path"]))
+            self.prefetch_images(fields)
+        for p, res in zip(paths, self.read(paths), strict=True):
+            if isinstance(res, _Unreadable):
+                continue
+            if res is None:
+                self.r.add("well-missing", g.path, f"listed well {p!r} does not exist")
+                continue
+            wg = self.group(p, res)
+            if wg is None:
+                if res[1].get("node_type", "group") != "group":
+                    self.r.add("well-missing", g.path, f"listed well {p!r} is an array")
+                continue
+            if "well" not in wg.ome:
+                self.r.add("well-missing", g.path, f"listed well {p!r} has no 'well' metadata")
+                continue
+            self.well(wg, facts)
+
+    def well(self, g: _Group, plate: PlateFacts | None) -> None:
+        fields = rules.check_well(self.r, g.path, g.ome["well"], g.version, plate)
+        if not self.fields and plate is not None:
+            return
+        paths = [_join(g.path, f) for f in fields]
+        self.prefetch_images(paths)
+        for p, res in zip(paths, self.read(paths), strict=True):
+            if isinstance(res, _Unreadable):
+                continue
+            if res is None:
+                self.r.add("field-missing", g.path, f"field {p!r} does not exist")
+                continue
+            fg = self.group(p, res)
+            if fg is None:
+                if res[1].get("node_type", "group") != "group":
+                    self.r.add("field-missing", g.path, f"field {p!r} is an array")
+                continue
+            if "multiscales" not in fg.ome:
+                self.r.add("field-missing", g.path, f"field {p!r} has no 'multiscales'")
+                continue
+            self.image(fg)
+
+    def collection(self, g: _Group) -> None:
+        ome_path = _join(g.path, "OME")
+        (res,) = self.read([ome_path])
+        series: list[str] | None = None
+        if isinstance(res, tuple):
+            _, _, attrs = res
+            ome, _ = ome_section(attrs, res[0])
+            raw = ome.get("series", attrs.get("series"))
+            if raw is not None:
+                series = rules.check_series(self.r, ome_path, raw)
+        if series is None:
+            series = self._numbered_groups(g.path)
+            if not series:
+                self.r.add("bf2raw-images", g.path, "no OME/series and no group '0'")
+                return
+        paths = [_join(g.path, s) for s in series]
+        self.prefetch_images(paths)
+        for p, res in zip(paths, self.read(paths), strict=True):
+            if isinstance(res, _Unreadable):
+                continue
+            sg = self.group(p, res) if res is not None else None
+            if sg is None or "multiscales" not in sg.ome:
+                if res is None or sg is not None:
+                    self.r.add("bf2raw-series", g.path, f"series {p!r} is not an image group")
+                continue
+            self.image(sg)
+
+    def _numbered_groups(self, path: str) -> list[str]:
+        found: list[str] = []
+        batch = 8
+        while len(found) < MAX_SERIES:
+            names = [str(i) for i in range(len(found), len(found) + batch)]
+            results = self.read([_join(path, n) for n in names])
+            for n, res in zip(names, results, strict=True):
+                if not isinstance(res, tuple):
+                    return found
+                found.append(n)
+            batch = min(batch * 2, 256)
+        return found
+
+
+def first_error(findings: Sequence[Finding]) -> Finding | None:
+    return next((f for f in findings if f.severity == "error"), None)
