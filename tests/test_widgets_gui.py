@@ -223,7 +223,10 @@ def test_inspector_follows_plate_layers(no_leaks, make_napari_viewer, qtbot, tmp
         overview, kind="well", node="B/2/1", well="B/2", field_path="B/2/1", field_index=1
     )
     field_meta = field.to_metadata()
-    with qtbot.waitSignal(w.details_shown, timeout=10_000) as sig:
+    # the plate root's own details may still arrive after its tree node: wait for the field's
+    with qtbot.waitSignal(
+        w.details_shown, timeout=10_000, check_params_cb=lambda path: path == "B/2/1"
+    ) as sig:
         viewer.add_image(np.zeros((8, 8), np.uint8), name="B2 f1", metadata=field_meta)
     assert sig.args == ["B/2/1"]
     item = w.tree.currentItem()
