@@ -422,3 +422,38 @@ def test_widgets_are_listed_in_the_plugins_menu(make_napari_viewer):
     pm = PluginManager.instance()
     names = {c.display_name for c in pm.get_manifest("napari-ozx").contributions.widgets}
     assert {"Metadata inspector", "Export OME-Zarr"} <= names
+
+
+def test_inspector_validates_directories_with_a_badge(no_leaks, qtbot, tmp_path):
+    """The OME metadata rules run for a directory too: a pass/fail badge naming the
+    spec version, and each broken rule listed with its node (issue: validator)."""
+    import json
+
+    from napari_ozx._qt.inspector import InspectorWidget
+    from napari_ozx.ngff.convert import convert
+
+    good = tmp_path / "good.ome.zarr"
+    convert(str(sample_path()), str(good))
+    w = InspectorWidget()
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.metadata_shown, timeout=20_000) as sig:
+        w.inspect(good)
+    assert sig.args[0].startswith("PASS · OME-Zarr 0.5")
+    assert "PASS" in w.validation_badge.text()
+    # break a MUST: an omero colour that is not a string
+    bad = tmp_path / "bad.ome.zarr"
+    convert(str(sample_path()), str(bad))
+    doc = json.loads((bad / "zarr.json").read_text())
+    doc["attributes"]["ome"]["omero"]["channels"][0]["color"] = 255
+    (bad / "zarr.json").write_text(json.dumps(doc))
+    with qtbot.waitSignal(w.metadata_shown, timeout=20_000) as sig:
+        w.inspect(bad)
+    assert sig.args[0].startswith("FAIL · OME-Zarr 0.5")
+    rows = [
+        [w.metadata_findings.topLevelItem(i).text(c) for c in range(4)]
+        for i in range(w.metadata_findings.topLevelItemCount())
+    ]
+    assert any(r[0] == "error" and "color" in (r[2] + r[3]).lower() for r in rows), rows
+    assert "error" in w.tabs.tabText(w._metadata_tab)
+    w.close()
+    w.deleteLater()

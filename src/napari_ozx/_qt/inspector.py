@@ -51,6 +51,7 @@ from ..inspection import (
     WELL,
     ArchiveFacts,
     Inspection,
+    MetadataFacts,
     NodeDetails,
     Row,
     TreeNode,
@@ -229,6 +230,8 @@ class InspectorWidget(OzxDockWidget):
     details_shown = Signal(str)
     #: emitted when the .ozx archive facts and findings are shown
     archive_shown = Signal()
+    #: emitted (badge text) when the OME metadata validator's verdict is shown
+    metadata_shown = Signal(str)
 
     def __init__(
         self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None
@@ -244,6 +247,7 @@ class InspectorWidget(OzxDockWidget):
         self._icons: dict[str, QIcon] = {}
         self._last_details: NodeDetails | None = None
         self._archive: ArchiveFacts | None = None
+        self._metadata: MetadataFacts | None = None
 
         # -- top bar
         self.source_label = QLabel(
@@ -329,6 +333,22 @@ class InspectorWidget(OzxDockWidget):
         self.tabs.addTab(archive_page, "Archive")
         self._archive_tab = 3
 
+        # the OME metadata rules, for directories and archives alike
+        self.metadata_findings = QTreeWidget()
+        self.metadata_findings.setColumnCount(4)
+        self.metadata_findings.setHeaderLabels(["Severity", "Node", "Rule", "Found"])
+        self.metadata_findings.setRootIsDecorated(False)
+        for col in (0, 1, 2):
+            self.metadata_findings.header().setSectionResizeMode(
+                col, QHeaderView.ResizeMode.ResizeToContents
+            )
+        self.tabs.addTab(self.metadata_findings, "Metadata rules")
+        self._metadata_tab = 4
+        self.validation_badge = QLabel("")
+        self.validation_badge.setToolTip(
+            "OME-Zarr metadata validation of the whole hierarchy (napari-ozx validate)"
+        )
+
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.tree)
         splitter.addWidget(self.tabs)
@@ -341,9 +361,11 @@ class InspectorWidget(OzxDockWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.source_label)
+        layout.addWidget(self.validation_badge)
         layout.addWidget(splitter, 1)
         layout.addWidget(self.status)
         self._show_archive(None)
+        self._show_metadata(None)
 
         # the sources still open are closed when the widget goes away (OzxDockWidget)
         self.add_cleanup(self._leases.shutdown)
@@ -464,6 +486,9 @@ class InspectorWidget(OzxDockWidget):
         self._show_chain(gen, chain)
         self._set_status("")
         self._show_archive(None)
+        self._show_metadata(None)
+        self.tabs.setTabText(self._metadata_tab, "Metadata rules …")
+        self._run(insp, lambda i: i.metadata(), lambda m: self._on_metadata(gen, m))
         if insp.is_ozx:
             self.tabs.setTabText(self._archive_tab, "Archive …")
             self._run(insp, lambda i: i.archive(), lambda a: self._on_archive(gen, a))
@@ -576,6 +601,7 @@ class InspectorWidget(OzxDockWidget):
         self.array_view.clear()
         self.json_view.clear()
         self._show_archive(None)
+        self._show_metadata(None)
 
     # ------------------------------------------------------------------ archive
     def _on_archive(self, gen: int, facts: ArchiveFacts | None) -> None:
@@ -611,6 +637,38 @@ class InspectorWidget(OzxDockWidget):
         parts = [f"{c[k]} {k}{'s' if c[k] != 1 else ''}" for k in ("error", "warning") if c[k]]
         self.tabs.setTabText(
             self._archive_tab, f"Archive ({', '.join(parts)})" if parts else "Archive"
+        )
+
+    # ------------------------------------------------------------------ metadata rules
+    def _on_metadata(self, gen: int, facts: MetadataFacts) -> None:
+        if not self._alive(gen):
+            return
+        self._metadata = facts
+        self._show_metadata(facts)
+        self.metadata_shown.emit(facts.badge())
+
+    def _show_metadata(self, facts: MetadataFacts | None) -> None:
+        self.metadata_findings.clear()
+        if facts is None:
+            self.validation_badge.setText("")
+            self.tabs.setTabText(self._metadata_tab, "Metadata rules")
+            return
+        colour = "#2e7d32" if facts.ok else "#c62828"
+        self.validation_badge.setText(
+            f"<span style='color:{colour}; font-weight:bold'>{_esc(facts.badge())}</span>"
+        )
+        items = []
+        for f in facts.findings:
+            it = QTreeWidgetItem([f.severity, f.node, f.code, f.message])
+            it.setIcon(0, self._severity_icon(f.severity))
+            it.setToolTip(3, f"{f.message}\n\nRule ({f.section}): {f.rule}")
+            items.append(it)
+        self.metadata_findings.addTopLevelItems(items)
+        c = facts.counts()
+        parts = [f"{c[k]} {k}{'s' if c[k] != 1 else ''}" for k in ("error", "warning") if c[k]]
+        self.tabs.setTabText(
+            self._metadata_tab,
+            f"Metadata rules ({', '.join(parts)})" if parts else "Metadata rules",
         )
 
     def _severity_icon(self, severity: str) -> QIcon:

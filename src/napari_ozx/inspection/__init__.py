@@ -15,7 +15,7 @@ package imports ``ngff``, ``ozx`` and ``errors`` only: no napari, no Qt.
 from __future__ import annotations
 
 from ._text import format_bytes, pretty_json
-from .archive import ArchiveFacts
+from .archive import ArchiveFacts, MetadataFacts
 from .facts import ArrayFacts, ExtensionInfo, NodeDetails, Row, Section, describe_codec
 from .render import info_report, info_text
 from .source import Inspection
@@ -50,6 +50,7 @@ __all__ = [
     "ArrayFacts",
     "ExtensionInfo",
     "Inspection",
+    "MetadataFacts",
     "NodeDetails",
     "Row",
     "Section",

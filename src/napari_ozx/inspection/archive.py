@@ -17,7 +17,7 @@ from ..ozx.protocol import as_container
 from ._text import format_bytes
 from .facts import Row
 
-__all__ = ["ArchiveFacts", "archive_facts"]
+__all__ = ["ArchiveFacts", "MetadataFacts", "archive_facts", "metadata_facts"]
 
 
 @dataclass(frozen=True)
@@ -114,3 +114,47 @@ def archive_facts(store: Any) -> ArchiveFacts | None:
         findings=findings,
         validation_error=err,
     )
+
+
+@dataclass(frozen=True)
+class MetadataFacts:
+    """The OME-Zarr metadata validator's verdict on a whole hierarchy (any container).
+
+    ``findings`` are :class:`napari_ozx.ngff.rules.Finding`; ``version`` is the root's
+    OME-Zarr version as its metadata states it (None if it states none).
+    """
+
+    source: str
+    version: str | None
+    findings: tuple[Any, ...] = ()
+    error: str | None = None  #: why the hierarchy could not be validated at all
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not any(f.severity == "error" for f in self.findings)
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(f.severity for f in self.findings)
+        return {s: c.get(s, 0) for s in ("error", "warning", "info")}
+
+    def badge(self) -> str:
+        """One line for a pass/fail badge: ``PASS · OME-Zarr 0.5 · 2 warnings``."""
+        spec = f"OME-Zarr {self.version}" if self.version else "OME-Zarr (version not stated)"
+        if self.error is not None:
+            return f"NOT VALIDATED · {spec} · {self.error}"
+        c = self.counts()
+        tail = f" · {c['error']} errors" if c["error"] else ""
+        tail += f" · {c['warning']} warnings" if c["warning"] else ""
+        return ("PASS · " if self.ok else "FAIL · ") + spec + tail
+
+
+def metadata_facts(store: Any, source: str, version: str | None) -> MetadataFacts:
+    """Validate the OME-Zarr metadata of the hierarchy in *store* (never raises for a
+    broken file: an unreadable hierarchy becomes ``error``)."""
+    from ..ngff.validate import validate_ome
+
+    try:
+        findings = tuple(validate_ome(store))
+    except (OzxError, OSError, ValueError) as e:
+        return MetadataFacts(source, version, (), str(e))
+    return MetadataFacts(source, version, findings)

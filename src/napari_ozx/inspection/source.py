@@ -25,7 +25,7 @@ from ..ngff.documents import METADATA_FILES, join_path, run_sync
 from ..ngff.open import array_node
 from ..ozx.protocol import as_container
 from ._text import pretty_json
-from .archive import ArchiveFacts, archive_facts
+from .archive import ArchiveFacts, MetadataFacts, archive_facts, metadata_facts
 from .facts import (
     ArrayFacts,
     NodeDetails,
@@ -72,6 +72,7 @@ class Inspection(Hierarchy):
         self._local_dir: Path | None = local if not self.is_ozx and local.is_dir() else None
         self._stored: tuple[list[str], list[int]] | None = None
         self._archive: ArchiveFacts | None = None
+        self._metadata: MetadataFacts | None = None
 
     # -- details -----------------------------------------------------------------------
     def details(self, node: TreeNode) -> NodeDetails:
@@ -211,6 +212,23 @@ class Inspection(Hierarchy):
             if self._archive is None:
                 self._archive = facts
             return self._archive
+
+    def metadata(self) -> MetadataFacts:
+        """The OME-Zarr metadata validator's findings for the whole hierarchy, for
+        directories and archives alike (computed once, like :meth:`archive`)."""
+        with self._lock:
+            if self._metadata is not None:
+                return self._metadata
+            if self._closed:
+                raise OzxError(f"{self.source}: the inspection is closed")
+        root = self.read("")
+        meta = root.meta if root is not None else None
+        version = meta.version if meta is not None else None
+        facts = metadata_facts(self.store, self.source, version)
+        with self._lock:
+            if self._metadata is None:
+                self._metadata = facts
+            return self._metadata
 
 
 def _level_shape(read: NodeRead | None) -> list[int] | str:
