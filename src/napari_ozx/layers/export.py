@@ -29,7 +29,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -289,7 +289,7 @@ def constrain(options: WriteOptions) -> WriteOptions:
     fmt = options.format if options.format != "auto" else "ozx"
     allowed = versions_for_format(fmt)
     if options.version not in allowed:
-        options = dataclasses.replace(options, version=allowed[0])
+        options = dataclasses.replace(options, version=cast(Any, allowed[0]))
     rng = level_range(options.codec)
     if rng is not None and not rng[0] <= options.level <= rng[1]:
         options = dataclasses.replace(options, level=min(max(options.level, rng[0]), rng[1]))

@@ -207,9 +207,9 @@ def _parse_axes(raw: Any, version: str, ndim: int | None, node: str) -> tuple[Ax
             )
         else:
             raise _err(node, f"invalid axis entry {a!r}")
-    names = [a.name for a in axes]
-    if len(set(names)) != len(names):
-        raise _err(node, f"duplicate axis names {names}")
+    axis_names = [a.name for a in axes]
+    if len(set(axis_names)) != len(axis_names):
+        raise _err(node, f"duplicate axis names {axis_names}")
     return tuple(axes)
 
 
@@ -463,7 +463,8 @@ def _parse_omero(raw: Any, node: str) -> Omero | None:
                 inverted=bool(c.get("inverted", False)),
             )
         )
-    rdefs = raw.get("rdefs") if isinstance(raw.get("rdefs"), Mapping) else {}
+    rdefs_raw = raw.get("rdefs")
+    rdefs: Mapping[str, Any] = rdefs_raw if isinstance(rdefs_raw, Mapping) else {}
     name = raw.get("name")
 
     def _int(v: Any) -> int | None:
@@ -523,7 +524,7 @@ def _parse_image_label(raw: Any, node: str) -> ImageLabel | None:
             and len(rgba) == 4
             and all(isinstance(x, int) and 0 <= x <= 255 for x in rgba)
         ):
-            colors.append(LabelColor(v, tuple(rgba)))  # type: ignore[arg-type]
+            colors.append(LabelColor(v, tuple(rgba)))
         else:
             logger.warning("%s: ignoring invalid label colour %r", node, c)
     props = tuple(
