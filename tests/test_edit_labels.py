@@ -6,6 +6,7 @@ import os
 import time
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -339,3 +340,41 @@ def test_menu_commands_edit_and_save_back(tmp_path, monkeypatch):
         commands.save_labels(vm)
     vm2 = _open(path)
     assert np.asarray(_labels(vm2).data[0])[1, 72, 100] == 6  # still a (read-only) pyramid
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["copy_file_range", "pread-pwrite"])
+def test_save_back_ozx_recomputes_crc_of_a_member_it_cannot_trust(tmp_path, monkeypatch, fast):
+    """A member whose local header disagrees with the central directory (here: its
+    CRC-32 field) is re-read and re-checksummed, not copied with the recorded CRC; both
+    copy paths give the same archive."""
+    from napari_ozx.ozx import writer as writer_mod
+    from napari_ozx.ozx.validate import validate
+
+    if not fast:
+        monkeypatch.setattr(writer_mod, "_USE_COPY_FILE_RANGE", False)
+    path = _ours(tmp_path, ".ozx")
+    with zipfile.ZipFile(path) as z:
+        old = {i.filename: z.read(i.filename) for i in z.infolist()}
+        victim = next(i for i in z.infolist() if i.filename.startswith("0/c/"))
+    with open(path, "r+b") as fh:
+        fh.seek(victim.header_offset + 14)
+        fh.write(b"\0\0\0\0")
+    vm = _open(path)
+    lab = _labels(vm)
+    lab.data[0, 4, 4] = 9
+    save_labels_back(lab)
+    report = validate(path, deep=True)
+    assert report.ok, report
+    with zipfile.ZipFile(path) as z:
+        assert z.testzip() is None
+        new = {i.filename: z.read(i.filename) for i in z.infolist()}
+        info = z.getinfo(victim.filename)
+    with open(path, "rb") as fh:  # the local header carries the right CRC-32 again
+        fh.seek(info.header_offset + 14)
+        assert int.from_bytes(fh.read(4), "little") == zlib.crc32(old[victim.filename])
+    assert new[victim.filename] == old[victim.filename]
+    assert sorted(k for k in new if old[k] != new[k]) == [
+        "labels/cells/0/c/0/0/0",
+        "labels/cells/1/c/0/0/0",
+        "labels/cells/2/c/0/0/0",
+    ]

@@ -334,10 +334,18 @@ def _commit_directory(root: Path, staged: dict[str, bytes | None]) -> None:
 
 
 def _commit_ozx(target: Path, base_store: Any, staged: dict[str, bytes | None]) -> None:
+    """A new archive beside *target*: staged members written, every other member copied
+    byte for byte (``OzxWriter.add_copy``: ``copy_file_range``, its CRC-32 taken from the
+    source once its local header agrees with the central directory, else re-read and
+    re-checksummed), fsynced, renamed onto *target*."""
+    from ..ozx._zip import FileRangeReader, stored_extent
     from ..ozx.writer import OzxWriter
 
     index = base_store.index
     comment = base_store.comment
+    reader = base_store.reader
+    src_fd = reader.fd if isinstance(reader, FileRangeReader) else None
+    limit = index.cd_offset
     entries = sorted(
         (e for e in index.by_name.values() if not e.is_dir), key=lambda e: e.header_offset
     )
@@ -350,7 +358,11 @@ def _commit_ozx(target: Path, base_store: Any, staged: dict[str, bytes | None]) 
                 if value is not None:
                     writer.add(e.name, value)
                 continue
-            raw = base_store.get_sync(e.name)  # a STORED member: its bytes as stored, no decode
+            off = stored_extent(reader, e, limit=limit) if src_fd is not None else None
+            if src_fd is not None and off is not None:
+                writer.add_copy(e.name, src_fd, off, e.compressed_size, e.crc32)
+                continue
+            raw = base_store.get_sync(e.name)  # decoded bytes; the writer re-checksums them
             if raw is None:
                 raise OzxError(f"member {e.name!r} could not be read")
             writer.add(e.name, raw.as_numpy_array().data)

@@ -56,6 +56,7 @@ from napari_ozx.ozx.records import (
     FLAG_UTF8,
     LOCAL_HEADER,
     MAX_COMMENT,
+    METHOD_STORED,
     SIG_CENTRAL,
     SIG_EOCD,
     SIG_LOCAL,
@@ -88,6 +89,7 @@ __all__ = [
     "open_reader",
     "read_local_header",
     "read_zip_index",
+    "stored_extent",
 ]
 
 logger = logging.getLogger(__name__)
@@ -1035,6 +1037,43 @@ def read_local_header(
             f"runs past offset {bound}"
         )
     return LocalExtent(start, end)
+
+
+def stored_extent(reader: RangeReader, entry: ZipEntry, *, limit: int | None = None) -> int | None:
+    """Data offset of ``entry`` if its stored bytes may be copied with its recorded CRC-32.
+
+    That is: the member is STORED, unencrypted, without a data descriptor, its compressed
+    and uncompressed sizes are equal, and its local header (checked by
+    :func:`read_local_header`: right name, same method, data inside ``limit``) also
+    carries the same CRC-32 and sizes (ZIP64 extra resolved). Then the central record
+    describes the bytes that are there, and a copy needs no CRC pass. Returns None when
+    any of this fails (the caller re-reads and recomputes instead); never raises for a
+    disagreeing member, only for I/O errors.
+    """
+    if (
+        entry.method != METHOD_STORED
+        or entry.is_encrypted
+        or entry.has_data_descriptor
+        or entry.compressed_size != entry.uncompressed_size
+    ):
+        return None
+    try:
+        extent = read_local_header(reader, entry, limit=limit)
+    except ZipFormatError:
+        return None
+    # local header + name + extra, all before the data
+    head = reader.read(entry.header_offset, extent.data_offset - entry.header_offset)
+    (_sig, _need, flags, _m, _t, _d, crc, cs, us, nlen, _elen) = unpack_local_header(head)
+    if flags & FLAG_DATA_DESCRIPTOR or crc != entry.crc32:
+        return None
+    extra = head[LOCAL_HEADER.size + nlen :]
+    try:
+        us, cs, _, _, _ = read_zip64_extra(extra, us, cs, 0, 0, entry.index)
+    except ZipFormatError:
+        return None
+    if us != entry.uncompressed_size or cs != entry.compressed_size:
+        return None
+    return extent.data_offset
 
 
 def data_offset(reader: RangeReader, entry: ZipEntry, *, limit: int | None = None) -> int:
