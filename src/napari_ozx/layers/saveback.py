@@ -343,14 +343,10 @@ def _commit_ozx(target: Path, base_store: Any, staged: dict[str, bytes | None]) 
     byte for byte (``OzxWriter.add_copy``: ``copy_file_range``, its CRC-32 taken from the
     source once its local header agrees with the central directory, else re-read and
     re-checksummed), fsynced, renamed onto *target*."""
-    from ..ozx._zip import FileRangeReader, stored_extent
     from ..ozx.writer import OzxWriter
 
     index = base_store.index
     comment = base_store.comment
-    reader = base_store.reader
-    src_fd = reader.fd if isinstance(reader, FileRangeReader) else None
-    limit = index.cd_offset
     entries = sorted(
         (e for e in index.by_name.values() if not e.is_dir), key=lambda e: e.header_offset
     )
@@ -363,9 +359,7 @@ def _commit_ozx(target: Path, base_store: Any, staged: dict[str, bytes | None]) 
                 if value is not None:
                     writer.add(e.name, value)
                 continue
-            off = stored_extent(reader, e, limit=limit) if src_fd is not None else None
-            if src_fd is not None and off is not None:
-                writer.add_copy(e.name, src_fd, off, e.compressed_size, e.crc32)
+            if writer.add_copy_from(base_store, e.name):
                 continue
             raw = base_store.get_sync(e.name)  # decoded bytes; the writer re-checksums them
             if raw is None:

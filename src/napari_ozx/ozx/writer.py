@@ -568,6 +568,25 @@ class OzxWriter:
         if self._progress is not None:
             self._progress(self._bytes_done, self._entries_done)
 
+    def add_copy_from(self, store: Any, name: str) -> bool:
+        """Copy member *name* of an open :class:`~napari_ozx.ozx.store.OzxStore` (local
+        file) with :meth:`add_copy` if its recorded CRC-32 can be trusted
+        (:func:`~napari_ozx.ozx._zip.stored_extent`); returns False, adding nothing, when
+        it cannot (not a local file, not STORED, local header disagrees): the caller then
+        reads the member and uses :meth:`add`, which re-checksums it."""
+        from napari_ozx.ozx._zip import FileRangeReader, stored_extent
+
+        reader = store.reader
+        index = store.index
+        entry = index.by_name.get(name)
+        if entry is None or not isinstance(reader, FileRangeReader):
+            return False
+        off = stored_extent(reader, entry, limit=index.cd_offset)
+        if off is None:
+            return False
+        self.add_copy(name, reader.fd, off, entry.compressed_size, entry.crc32)
+        return True
+
     def add_metadata(self, mapping: Mapping[str, bytes | bytearray | memoryview]) -> None:
         """Add (or replace, while still buffered) several metadata documents at once."""
         for name, data in mapping.items():
