@@ -157,3 +157,28 @@ def test_add_copy_keeps_rfc9_order_and_duplicate_checks(tmp_path):
         assert sorted(p.name for p in tmp_path.iterdir()) == ["src.ozx"]
     finally:
         reader.close()
+
+
+def test_add_copy_from_a_store_copies_trusted_members_and_declines_others(tmp_path):
+    from napari_ozx.ozx.store import OzxStore
+
+    src, members = _source(tmp_path)
+    reader = FileRangeReader(src)
+    try:
+        off = read_zip_index(reader).by_name["a/c/1/0"].header_offset
+    finally:
+        reader.close()
+    _patch(src, off + 14, b"\0\0\0\0")  # this member's local CRC now disagrees
+    store = OzxStore(src)
+    try:
+        with OzxWriter(tmp_path / "o.ozx") as w:
+            w.add("zarr.json", members["zarr.json"])
+            assert w.add_copy_from(store, "a/c/0/0")
+            assert not w.add_copy_from(store, "a/c/1/0")
+            assert not w.add_copy_from(store, "no/such/member")
+    finally:
+        store.close()
+    with zipfile.ZipFile(tmp_path / "o.ozx") as z:
+        assert z.namelist() == ["zarr.json", "a/c/0/0"]
+        assert z.read("a/c/0/0") == members["a/c/0/0"]
+        assert z.testzip() is None
