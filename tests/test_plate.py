@@ -137,24 +137,86 @@ def test_overview_ozx_equals_dir(plates):
         np.testing.assert_array_equal(da_[1].compute(), db[1].compute())
 
 
-def test_overview_chunks_are_plate_rows(plates):
+def test_overview_chunks_are_well_tiles(plates, monkeypatch):
     paths, spec = plates("p384_v05")
+    from zarr.storage import LocalStore
+
     with open_ome_zarr(paths["dir"]) as oz:
         ov = HcsPlate(oz).overview()
         d = ov.data
-        assert (
-            d.chunks[0] == (1, 1)
-            and d.chunks[1] == (ov.pitch[0],) * 16
-            and d.chunks[2] == (d.shape[2],)
-        )
-        # one plate row of one channel is one task and reads only that row's wells
-        part = d[0, 3 * ov.pitch[0] : 4 * ov.pitch[0]].compute()
-        np.testing.assert_array_equal(
-            part[ov.inset[0] : ov.inset[0] + 64, 1 + 7 * ov.pitch[1] : 1 + 7 * ov.pitch[1] + 64][
-                ..., :64
-            ],
-            spec.field_data(3, 7, 0)[0],
-        )
+        assert d.chunks[0] == (1, 1)
+        assert d.chunks[1] == (ov.pitch[0],) * 16 and d.chunks[2] == (ov.pitch[1],) * 24
+        # one well tile of one channel is one chunk and reads only that well
+        keys: list[str] = []
+        orig = LocalStore.get
+
+        async def spy(self, key, *a, **k):
+            keys.append(key)
+            return await orig(self, key, *a, **k)
+
+        monkeypatch.setattr(LocalStore, "get", spy)
+        py, px = ov.pitch
+        part = d[0, 3 * py : 4 * py, 7 * px : 8 * px].compute()
+        iy, ix = ov.inset
+        np.testing.assert_array_equal(part[iy : iy + 64, ix : ix + 64], spec.field_data(3, 7, 0)[0])
+        assert keys and all(k.startswith("D/8/0/") for k in keys), keys
+
+
+@pytest.mark.parametrize("name", ["p96_v05", "p384_v04_py", "odd_v05"])
+def test_whole_plate_is_multiscale_with_full_resolution_fields(plates, name):
+    """Level 0 of the plate picture is every well's full-resolution field at its tile;
+    level 1 is the fields' own level 1 at half the pitch."""
+    paths, spec = plates(name)
+    with open_ome_zarr(paths["dir"]) as oz:
+        plate = HcsPlate(oz)
+        ov = plate.overview()
+        image = ov.as_image()
+        assert len(image.levels) == 2 and len(image.multiscale.datasets) == 2
+        lv0, lv1 = image.levels
+        y, x = ov.yx
+        assert lv1.shape[y] * 2 == lv0.shape[y] and lv1.shape[x] * 2 == lv0.shape[x]
+        ds0, ds1 = image.multiscale.datasets
+        assert ds1.scale[y] == 2 * ds0.scale[y] and ds1.scale[x] == 2 * ds0.scale[x]
+        for r, c in [(0, 0), (1, 2), (spec.n_rows - 1, spec.n_cols - 1)]:
+            for level, arr in enumerate((lv0, lv1)):
+                want = spec.field_data(r, c, 0, level)
+                py, px = ov.pitch[0] >> level, ov.pitch[1] >> level
+                iy, ix = ov.inset[0] >> level, ov.inset[1] >> level
+                h, w = want.shape[-2:]
+                got = np.asarray(
+                    arr[..., r * py + iy : r * py + iy + h, c * px + ix : c * px + ix + w]
+                )
+                np.testing.assert_array_equal(got, want)
+                # nothing else in the tile
+                t = np.asarray(arr[..., r * py : (r + 1) * py, c * px : (c + 1) * px])
+                assert int((t != 0).sum()) == int((want != 0).sum())
+
+
+def test_big_plate_gets_coarser_levels_than_its_fields(tmp_path):
+    """A 1536-well plate of single-level fields: levels beyond the fields' pyramid keep
+    the coarsest picture about OVERVIEW_EDGE px wide (every k-th pixel)."""
+    spec = PlateSpec(
+        32,
+        48,
+        fields=1,
+        labels=False,
+        size=(256, 256),
+        levels=1,
+        missing={(r, c) for r in range(32) for c in range(48)} - {(0, 0), (5, 7)},
+    )
+    p = write_plate(tmp_path / "p1536.zarr", spec)
+    with open_ome_zarr(p) as oz:
+        ov = HcsPlate(oz).overview()
+        levels = ov.datas
+        assert max(levels[-1].shape[-2:]) <= 4096 < max(levels[0].shape[-2:])
+        for k, arr in enumerate(levels):
+            f = 2**k
+            assert arr.shape[-2:] == (32 * ov.pitch[0] // f, 48 * ov.pitch[1] // f)
+            py, px, iy, ix = ov.pitch[0] // f, ov.pitch[1] // f, ov.inset[0] // f, ov.inset[1] // f
+            want = spec.field_data(5, 7, 0)[..., ::f, ::f]
+            h, w = want.shape[-2:]
+            got = np.asarray(arr[:, 5 * py + iy : 5 * py + iy + h, 7 * px + ix : 7 * px + ix + w])
+            np.testing.assert_array_equal(got, want)
 
 
 def test_sparse_plate_absent_wells_are_zero(plates):
@@ -222,17 +284,17 @@ def test_odd_field_sizes_and_z_are_padded(plates):
 
 
 def test_level_choice_and_placement(tmp_path):
-    """Large fields: the overview uses the level nearest the target tile, and a well's
-    full-resolution layers land exactly on its tile."""
+    """Large fields: the plate picture's level 0 is the fields' full resolution, and a
+    well's full-resolution layers land exactly on its tile."""
     spec = PlateSpec(2, 2, fields=2, size=(600, 400), levels=3, labels=True, chunk_yx=256)
     p = write_plate(tmp_path / "big.zarr", spec, "0.4")
     with open_ome_zarr(p) as oz:
         plate = HcsPlate(oz)
         ov = plate.overview()
-        assert plate.target_tile() == 256
-        assert ov.level == 1 and ov.tile == (300, 200) and ov.yx_scale == (1.0, 1.0)
+        assert ov.level == 0 and ov.tile == (600, 400) and ov.yx_scale == (0.5, 0.5)
+        assert len(ov.datas) == 3
         arr = ov.data.compute()
-        np.testing.assert_array_equal(tile(ov, arr, 1, 1, (300, 200)), spec.field_data(1, 1, 0, 1))
+        np.testing.assert_array_equal(tile(ov, arr, 1, 1, (600, 400)), spec.field_data(1, 1, 0))
         w = plate.well("B/2")
         layers, errors = well_layer_data(plate, w, fields=[0], overview=ov)
         assert errors == []
@@ -242,12 +304,9 @@ def test_level_choice_and_placement(tmp_path):
         np.testing.assert_array_equal(np.asarray(data[0]), spec.field_data(1, 1, 0))
         lvl0 = ldata[0] if lkw["multiscale"] else ldata  # small labels open editable
         np.testing.assert_array_equal(np.asarray(lvl0), spec.label_data(1, 1, 0))
-        # level 1 of the field, placed by the layer's transform, covers the tile exactly
-        oy, ox = ov.tile_origin(1, 1)
-        s0 = np.array(kw["scale"])
-        t = np.array(kw["translate"])
-        lvl1_origin = t + 0.5 * s0  # centre of level-1 pixel 0 (2x2 level-0 pixels)
-        np.testing.assert_allclose(lvl1_origin, [oy, ox])
+        # the field's full resolution lies pixel for pixel over its tile of level 0
+        np.testing.assert_allclose(np.array(kw["translate"]), ov.tile_origin(1, 1))
+        np.testing.assert_allclose(np.array(kw["scale"]), ov.yx_scale)
         # one record per channel layer (napari splits the list), all of the well's field
         srcs = [LayerSource.from_metadata(m) for m in kw["metadata"]]
         assert [s.channel for s in srcs] == [0, 1]
@@ -382,7 +441,7 @@ def test_reader_plate_layers(plates):
     assert kind == "image" and pkind == "points"
     assert kw["channel_axis"] == 0 and kw["name"] == ["overview DAPI", "overview GFP"]
     assert kw["colormap"] == ["blue", "green"] and kw["contrast_limits"] == [[0, 4000], [0, 4000]]
-    assert kw["multiscale"] is False and kw["axis_labels"] == ("y", "x")
+    assert kw["multiscale"] is True and kw["axis_labels"] == ("y", "x")
     assert tuple(kw["scale"]) == (0.5, 0.5) and tuple(kw["units"]) == ("micrometer", "micrometer")
     srcs = [LayerSource.from_metadata(m) for m in kw["metadata"]]
     src = srcs[0]
@@ -477,14 +536,14 @@ def test_npe2_read_is_headless(plates):
         "import sys, npe2\n"
         "npe2.PluginManager.instance().discover()\n"
         f"lds = npe2.read([{str(paths['ozx'])!r}], stack=False, plugin_name='napari-ozx')\n"
-        "print([t for *_, t in lds], lds[0][0].shape)\n"
+        "print([t for *_, t in lds], lds[0][0][0].shape)\n"
         "qt = ('qtpy', 'PyQt6', 'PyQt5', 'PySide6', 'napari._qt', 'superqt')\n"
         "bad = [m for m in qt if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "['image', 'points'] (2, 536, 804)" in out.stdout
+    assert "['image', 'points'] (2, 544, 816)" in out.stdout
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
@@ -497,7 +556,7 @@ def test_no_leaked_files_or_threads(plates):
     threads = threading.active_count()
     for _ in range(3):
         layers = read_layer_data(str(paths["ozx"]))
-        layers[0][0][:, :70, :70].compute()
+        layers[0][0][0][:, :70, :70].compute()
         with open_ome_zarr(paths["ozx"]) as oz:
             HcsPlate(oz).overview().data[0, :70].compute()
         del layers

@@ -435,7 +435,9 @@ def test_broken_ozx_reports_one_error(kind, built, tmp_path, notifications):
     assert len(errors) == 1, [n.message for n in notifications]
     msg = errors[0].message
     assert str(path) in msg
-    reason = msg.split(str(path), 1)[1].lstrip(": ").strip()
+    first = msg.splitlines()[0]  # what a collapsed toast shows: reason first, then the name
+    assert first.endswith(f"({path.name})") and str(path) not in first, msg
+    reason = first[: -len(f"({path.name})")].strip()
     assert len(reason) > 5, msg
     if kind != "missing":
         assert any(w in msg.lower() for w in ("zip", "central directory", "truncated", "archive"))

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import OzxError
+from .errors import OzxError, reason_of
 from .layers.provenance import LayerSource
 from .layers.reading import LayerData, read_layer_data
 from .ngff.models import has_ome_keys
@@ -61,13 +61,27 @@ def _claims(path: str) -> bool:
     if suffix == ".ozx":
         return True
     if p.is_dir():
-        return _dir_has_ome(p)
+        # Any folder but a plain Zarr array (napari's builtin reader shows those): one
+        # without OME-Zarr metadata is read only to say why not, where napari would say
+        # just "refused the file". napari asks us about folders only when they match
+        # our patterns (``*.zarr``) or the user picked napari-ozx.
+        return _dir_has_ome(p) or not _dir_is_zarr_array(p)
     if suffix == ".zip" and p.is_file():
         # the ZIP index alone answers "is there a root zarr.json?" (no zarr import)
         from .ozx._zip import FileRangeReader, read_zip_index
 
         with FileRangeReader(p) as reader:
             return "zarr.json" in read_zip_index(reader).by_name
+    return False
+
+
+def _dir_is_zarr_array(p: Path) -> bool:
+    if (p / ".zarray").is_file():
+        return True
+    f = p / "zarr.json"
+    if f.is_file() and f.stat().st_size < 64 << 20:
+        doc = json.loads(f.read_bytes())
+        return isinstance(doc, dict) and doc.get("node_type") == "array"
     return False
 
 
@@ -89,35 +103,56 @@ def _dir_has_ome(p: Path) -> bool:
 def read(path: str | Sequence[str]) -> list[Any]:
     """Read one or more OME-Zarr sources into layer data.
 
-    A source that cannot be read is reported once, as a napari notification naming the
-    file and the reason; the others still open.
+    A source that cannot be read is reported once, as a napari notification that says
+    the reason first (see :func:`notify_error`); the others still open.
     """
     paths = [path] if isinstance(path, str | os.PathLike) else list(path)
     layers: list[LayerData] = []
-    for p in paths:
+    for p in map(os.fspath, paths):
+
+        def report(what: str, err: BaseException, p: str = p) -> None:
+            notify_error(p, err, context=what.replace(p, "", 1).strip(), severity="warning")
+
         try:
-            layers.extend(read_layer_data(os.fspath(p), report=_report))
+            layers.extend(read_layer_data(p, report=report))
         except (OzxError, OSError) as e:
-            _report(os.fspath(p), e)
+            notify_error(p, e)
         except Exception as e:
             logger.exception("unexpected error reading %s", p)
-            _report(
-                os.fspath(p),
-                RuntimeError(f"unexpected {type(e).__name__}: {e} (please report this)"),
+            notify_error(
+                p, RuntimeError(f"unexpected {type(e).__name__}: {e} (please report this)")
             )
     if any(_is_plate(ld) for ld in layers):
         show_plate_navigator()
     return layers or _NULL_LAYER
 
 
-def _report(path: str, err: BaseException) -> None:
-    msg = f"napari-ozx cannot open {path}: {err}"
-    logger.error(msg)
+def toast_text(path: str, err: BaseException | str, context: str = "") -> str:
+    """A notification's text: ``"<reason> (<file name>[ context])"`` on the first line
+    (what a collapsed napari toast shows, so the reason leads it), the full path on the
+    next (shown when the toast is expanded or in the notification list)."""
+    full = os.fspath(path)
+    reason = reason_of(err, full)
+    name = os.path.basename(full.rstrip("/\\")) or full
+    where = f"{name} {context}".strip()
+    return f"{reason} ({where})\nnapari-ozx cannot open {full}"
+
+
+def notify_error(
+    path: str, err: BaseException | str, context: str = "", severity: str = "error"
+) -> None:
+    """Show (and log) why *path* cannot be opened, reason first; never raises."""
+    text = toast_text(path, err, context)
+    logger.log(logging.ERROR if severity == "error" else logging.WARNING, "%s", text)
     try:
-        from napari.utils.notifications import show_error
+        from napari.utils import notifications
     except ImportError:  # pragma: no cover - napari is a dependency
         return
-    show_error(msg)
+    show = notifications.show_error if severity == "error" else notifications.show_warning
+    try:
+        show(text)
+    except Exception:  # a notification must never break a read
+        logger.debug("notification failed", exc_info=True)
 
 
 def _is_plate(layer_data: LayerData) -> bool:

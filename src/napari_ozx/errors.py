@@ -57,3 +57,31 @@ class InvalidOptionError(OzxError, ValueError):
         self.value = value
         self.reason = reason
         super().__init__(f"write option {option}={value!r} {reason}")
+
+
+def reason_of(err: BaseException | str, *paths: str) -> str:
+    """The reason in *err*'s message without the file path the lower layers prefix it with.
+
+    Messages built deep down name their file first (``"/data/a.ozx: pyramid level '1' is
+    missing"``) so that a log line stands on its own; a notification names the file
+    itself, so the path would only push the reason out of a collapsed toast (and repeat
+    it). Every spelling of each of *paths* (as given, absolute, resolved) followed by a
+    colon is removed; what remains is stripped. Never raises.
+    """
+    import os
+
+    text = str(err)
+    variants: set[str] = set()
+    for p in paths:
+        if not p:
+            continue
+        variants.add(p)
+        try:
+            variants.add(os.path.abspath(p))
+            variants.add(os.path.realpath(p))
+        except (OSError, ValueError):
+            pass
+    for v in sorted(variants, key=len, reverse=True):
+        for sep in (": ", ":"):
+            text = text.replace(v + sep, "")
+    return text.strip() or str(err)

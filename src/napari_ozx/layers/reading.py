@@ -415,17 +415,21 @@ def _node(src: LayerSource, image: Any) -> LayerSource:
     )
 
 
-def _place(kw: dict[str, Any], image: Any, off: tuple[float, float], prefix: str) -> None:
+def _place(kw: dict[str, Any], image: Any, off: tuple[float, float, float], prefix: str) -> None:
     from ..ngff.plate import yx_axes
 
     ms = image.multiscale
     c = ms.channel_axis
     y, x = yx_axes(ms.axes)
     keep = [i for i in range(ms.ndim) if i != c]
+    dy, dx, zoom = off
     t = list(kw["translate"])
-    t[keep.index(y)] += off[0]
-    t[keep.index(x)] += off[1]
+    sc = list(kw["scale"])
+    iy, ix = keep.index(y), keep.index(x)
+    t[iy], t[ix] = t[iy] * zoom + dy, t[ix] * zoom + dx
+    sc[iy], sc[ix] = sc[iy] * zoom, sc[ix] * zoom
     kw["translate"] = tuple(t)
+    kw["scale"] = tuple(sc)
     names = kw["name"]
     kw["name"] = (
         [f"{prefix} {n}" for n in names] if isinstance(names, list) else f"{prefix} {names}"

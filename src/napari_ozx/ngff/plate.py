@@ -38,10 +38,10 @@ No napari, no Qt: the napari glue is in ``layers/reading.py`` and ``_qt/plate_na
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import os
+import threading
 import uuid
 import weakref
 from collections.abc import Sequence
@@ -155,17 +155,27 @@ class WellInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class _WellTile:
-    """What the overview reads for one well: a level array of one field."""
+class _Level:
+    """One level of the plate picture: which level of each well's field it shows."""
 
-    row: int
-    column: int
-    node: ArrayNode
+    factor: tuple[int, int]  # y / x downsampling relative to level 0 of the plate picture
+    field_level: int  # the fields' own pyramid level read
+    stride: tuple[int, int]  # y / x step within that level (beyond the fields' pyramid)
+    pitch: tuple[int, int]  # y / x pixels from one well to the next
+    inset: tuple[int, int]  # y / x pixels from a tile's corner to its field
     shape: tuple[int, ...]
 
 
 class Overview:
-    """A lazy low-resolution picture of the whole plate (see the module docstring)."""
+    """The whole plate as one lazy multiscale image (see the module docstring).
+
+    Level 0 is every well's full-resolution field at its place in the grid; coarser
+    levels show the fields' own coarser pyramid levels (and, beyond their pyramid,
+    every k-th pixel of their coarsest level) until the plate is about
+    ``OVERVIEW_EDGE`` pixels along its longer side. Each level is a dask array with one
+    chunk per well tile and plane; a chunk reads only its well (an empty tile reads
+    nothing), so napari reads the wells it shows, at the level it shows.
+    """
 
     def __init__(
         self,
@@ -173,56 +183,89 @@ class Overview:
         field_index: int,
         acquisition: int | None,
         rep: Image,
-        level: int,
-        tiles: dict[tuple[int, int], _WellTile],
-        shown: dict[tuple[int, int], FieldRef],
-        tile: tuple[int, int],
+        fields: dict[tuple[int, int], tuple[FieldRef, GroupNode]],
         skipped: dict[str, str],
+        tile: tuple[int, int] | None = None,
     ) -> None:
         self.plate = plate
         self.field_index = field_index
         self.acquisition = acquisition
         self.representative = rep
-        self.level = level
-        self.tiles = tiles
-        self.shown = shown  # (row, column) -> the field whose level is in the tile
-        self.tile = tile
+        self.level = 0
+        self.fields = fields  # (row, column) -> the field shown in that tile, its group
+        self.shown = {k: f for k, (f, _) in fields.items()}
         self.skipped = skipped  # well path -> reason it is empty in the overview
         ms = rep.multiscale
         self.multiscale: Multiscale = ms
         self.axes: tuple[Axis, ...] = ms.axes
         self.channel_axis: int | None = ms.channel_axis
-        self.yx = yx_axes(ms.axes)
-        if self.yx[0] > self.yx[1]:
+        self.yx = y, x = yx_axes(ms.axes)
+        if y > x:
             raise MetadataError(
-                f"{plate.oz.source}: x before y in the axes is not supported for plates"
+                f"x before y in the axes is not supported for plates ({plate.oz.source})"
             )
-        gap = max(2, round(max(tile) * 0.04))
-        self.pitch = (tile[0] + gap, tile[1] + gap)
-        self.inset = (gap // 2, gap // 2)
-        ds = ms.datasets[level]
+        shape0 = rep.arrays[0].shape
+        self.tile: tuple[int, int] = tile or (shape0[y], shape0[x])
+        ds = ms.datasets[0]
         self.scale: tuple[float, ...] = ds.scale
         # y / x start at 0 (tile (0, 0) at the origin); other axes keep the field's offset
         self.translation: tuple[float, ...] = tuple(
             0.0 if i in self.yx else t for i, t in enumerate(ds.translation)
         )
-        level_shape = rep.arrays[level].shape
-        shape = list(level_shape)
-        for t in tiles.values():
-            for i, s in enumerate(t.shape):
-                if i not in self.yx and i != self.channel_axis:
-                    shape[i] = max(shape[i], s)
-        shape[self.yx[0]] = len(plate.rows) * self.pitch[0]
-        shape[self.yx[1]] = len(plate.columns) * self.pitch[1]
-        self.shape: tuple[int, ...] = tuple(shape)
-        planes = math.prod(s for i, s in enumerate(shape) if i not in self.yx)
-        if planes * len(plate.rows) > MAX_OVERVIEW_TASKS:
+        self.dtype: np.dtype = np.dtype(rep.arrays[0].array.dtype)
+        self._levels = self._plan([a.shape for a in rep.arrays])
+        self.pitch = self._levels[0].pitch
+        self.inset = self._levels[0].inset
+        self.shape: tuple[int, ...] = self._levels[0].shape
+        planes = math.prod(s for i, s in enumerate(self.shape) if i not in self.yx)
+        if planes * len(plate.rows) * len(plate.columns) > MAX_OVERVIEW_TASKS:
             raise MetadataError(
-                f"{plate.oz.source}: plate overview of {planes} planes x {len(plate.rows)} rows "
-                "is too large"
+                f"plate picture of {planes} planes x {len(plate.wells)} wells is too large "
+                f"({plate.oz.source})"
             )
-        self.dtype: np.dtype = np.dtype(rep.arrays[level].array.dtype)
         self._failed: set[str] = set()
+        self._nodes: dict[tuple[str, int], ArrayNode | None] = {}
+        self._lock = threading.Lock()
+
+    def _plan(self, shapes: Sequence[tuple[int, ...]]) -> list[_Level]:
+        """Levels: the fields' integer-factor pyramid levels, then strided ones."""
+        y, x = self.yx
+        ny, nx = len(self.plate.rows), len(self.plate.columns)
+        base = shapes[0]
+        picks: list[tuple[tuple[int, int], int, tuple[int, int]]] = [((1, 1), 0, (1, 1))]
+        for i, s in enumerate(shapes[1:], 1):
+            fy, fx = base[y] / max(s[y], 1), base[x] / max(s[x], 1)
+            ry, rx = round(fy), round(fx)
+            prev = picks[-1][0]
+            # an integer factor (the last level's size may be rounded up) that grows
+            if ry < 1 or rx < 1 or (ry, rx) == prev or ry < prev[0] or rx < prev[1]:
+                continue
+            if abs(s[y] - math.ceil(base[y] / ry)) > 1 or abs(s[x] - math.ceil(base[x] / rx)) > 1:
+                continue
+            picks.append(((ry, rx), i, (1, 1)))
+        (fy, fx), lvl, _ = picks[-1]
+        while max(ny * base[y] / fy, nx * base[x] / fx) > OVERVIEW_EDGE and len(picks) < 16:
+            fy, fx = fy * 2, fx * 2
+            ly, lx = _field_factor(picks)
+            picks.append(((fy, fx), lvl, (fy // ly, fx // lx)))
+        fmax = (max(p[0][0] for p in picks), max(p[0][1] for p in picks))
+        gap = max(2, round(max(self.tile) * 0.04))
+        pitch0 = tuple(fmax[k] * math.ceil((self.tile[k] + gap) / fmax[k]) for k in range(2))
+        out = []
+        for (fy, fx), lvl, stride in picks:
+            pitch = (pitch0[0] // fy, pitch0[1] // fx)
+            inset = (
+                ((pitch0[0] - self.tile[0]) // 2) // fy,
+                ((pitch0[1] - self.tile[1]) // 2) // fx,
+            )
+            shape = list(shapes[lvl])
+            shape[y], shape[x] = ny * pitch[0], nx * pitch[1]
+            out.append(_Level((fy, fx), lvl, stride, pitch, inset, tuple(shape)))
+        return out
+
+    @property
+    def levels(self) -> list[da.Array]:
+        return self.datas
 
     @property
     def omero(self) -> Omero | None:
@@ -233,11 +276,33 @@ class Overview:
         return self.scale[self.yx[0]], self.scale[self.yx[1]]
 
     def tile_origin(self, row: int, column: int) -> tuple[float, float]:
-        """World y/x of the centre of the first pixel of a well's image in its tile."""
+        """World y/x of the centre of the first pixel of a well's field in its tile."""
         sy, sx = self.yx_scale
         return (
             (row * self.pitch[0] + self.inset[0]) * sy,
             (column * self.pitch[1] + self.inset[1]) * sx,
+        )
+
+    def tile_box(self, row: int, column: int) -> tuple[float, float, float, float]:
+        """World (y0, x0, y1, x1) of a well's whole tile (pixel edges, gap included)."""
+        sy, sx = self.yx_scale
+        py, px = self.pitch
+        return (
+            (row * py - 0.5) * sy,
+            (column * px - 0.5) * sx,
+            ((row + 1) * py - 0.5) * sy,
+            ((column + 1) * px - 0.5) * sx,
+        )
+
+    def field_box(self, row: int, column: int) -> tuple[float, float, float, float]:
+        """World (y0, x0, y1, x1) of the tile's field area (pixel edges)."""
+        sy, sx = self.yx_scale
+        oy, ox = self.tile_origin(row, column)
+        return (
+            oy - 0.5 * sy,
+            ox - 0.5 * sx,
+            oy + (self.tile[0] - 0.5) * sy,
+            ox + (self.tile[1] - 0.5) * sx,
         )
 
     def well_at(self, y: float, x: float) -> WellInfo | None:
@@ -260,62 +325,197 @@ class Overview:
         return out
 
     def as_image(self) -> OverviewImage:
-        """The overview in the shape of an :class:`~.open.Image` with one level, so the
-        same layer mapping (channels, omero colours, units) applies to it."""
+        """The plate picture in the shape of an :class:`~.open.Image` (one dataset per
+        level), so the same layer mapping (channels, omero colours, units) applies."""
         rep = self.representative
         ms = rep.multiscale
-        ds = Dataset(ms.datasets[self.level].path, self.scale, self.translation)
+        y, x = self.yx
+        datasets = []
+        for lv in self._levels:
+            ds = ms.datasets[lv.field_level]
+            scale = list(ds.scale)
+            scale[y], scale[x] = self.scale[y] * lv.factor[0], self.scale[x] * lv.factor[1]
+            datasets.append(Dataset(ds.path, tuple(scale), self.translation))
         return OverviewImage(
             root=self.plate.oz,
             path=self.plate.path,
             name=self.plate.name,
-            multiscale=Multiscale(ms.version, ms.axes, (ds,), ms.name, ms.type),
+            multiscale=Multiscale(ms.version, ms.axes, tuple(datasets), ms.name, ms.type),
             meta=rep.meta,
-            arrays=[rep.arrays[self.level]],
-            levels=[self.data],
+            arrays=[rep.arrays[lv.field_level] for lv in self._levels],
+            levels=self.datas,
         )
 
-    def _chunk_failed(self, t: _WellTile, err: BaseException) -> None:
+    def _chunk_failed(self, path: str, err: BaseException) -> None:
         # a well whose chunks cannot be read stays black; say so once per array
-        if t.node.path not in self._failed:
-            self._failed.add(t.node.path)
+        if path not in self._failed:
+            self._failed.add(path)
             logger.warning(
-                "%s: overview of %s left empty: %s", self.plate.oz.source, t.node.path, err
+                "%s: plate picture of %s left empty: %s", self.plate.oz.source, path, err
             )
 
+    def _node(self, pos: tuple[int, int], level: int) -> ArrayNode | None:
+        """The array of a well's field at one pyramid level (its document read once)."""
+        ref, g = self.fields[pos]
+        dsets = g.meta.multiscales[0].datasets
+        if level >= len(dsets):
+            return None
+        path = join_path(ref.path, dsets[level].path)
+        key = (path, level)
+        with self._lock:
+            if key in self._nodes:
+                return self._nodes[key]
+        try:
+            (res,) = self.plate.oz.read_docs([path])
+            node: ArrayNode | None = self.plate.oz.make_array(path, res)
+            if node is not None and len(node.shape) != len(self.shape):
+                raise MetadataError(f"{len(node.shape)} dimensions, not {len(self.shape)}")
+        except OzxError as e:
+            self._chunk_failed(path, e)
+            node = None
+        with self._lock:
+            self._nodes[key] = node
+        return node
+
     @cached_property
+    def datas(self) -> list[da.Array]:
+        """One dask array per level (nothing is read until a chunk is computed)."""
+        return [self._level_array(i) for i in range(len(self._levels))]
+
+    @property
     def data(self) -> da.Array:
-        """The overview as one dask array (nothing is read until a chunk is computed)."""
+        """Level 0: every well's full-resolution field."""
+        return self.datas[0]
+
+    def _level_array(self, i: int) -> da.Array:
         import dask.array as da
 
-        ndim = len(self.shape)
+        lv = self._levels[i]
         y, x = self.yx
-        chunks: list[tuple[int, ...]] = []
-        for i, s in enumerate(self.shape):
-            if i == y:
-                chunks.append((self.pitch[0],) * len(self.plate.rows))
-            elif i == x:
-                chunks.append((self.shape[x],))
-            else:
-                chunks.append((1,) * s)
-        name = "ozx-plate-" + uuid.uuid4().hex[:16]
-        planes = [range(s) if i not in self.yx else [None] for i, s in enumerate(self.shape)]
-        by_row: dict[int, list[_WellTile]] = {}
-        for t in self.tiles.values():
-            by_row.setdefault(t.row, []).append(t)
-        graph: dict[tuple[Any, ...], Any] = {}
-        for plane in itertools.product(*planes):
-            for r in range(len(self.plate.rows)):
-                key = tuple(r if i == y else 0 if i == x else plane[i] for i in range(ndim))
-                job = _RowJob(self, r, tuple(by_row.get(r, ())), plane)
-                graph[(name, *key)] = (_read_row, job)
-        return da.Array(
-            graph,
-            name,
-            chunks=tuple(chunks),
-            dtype=self.dtype,
-            meta=np.empty((0,) * ndim, self.dtype),
+        chunks = tuple(
+            (lv.pitch[0],) * len(self.plate.rows)
+            if k == y
+            else (lv.pitch[1],) * len(self.plate.columns)
+            if k == x
+            else (1,) * s
+            for k, s in enumerate(lv.shape)
         )
+        src = _PlateLevel(self, i)
+        return da.from_array(
+            src,
+            chunks=chunks,
+            asarray=False,
+            fancy=False,
+            lock=False,
+            inline_array=True,
+            meta=np.empty((0,) * len(lv.shape), self.dtype),
+            name="ozx-plate-" + uuid.uuid4().hex[:16],
+        )
+
+
+def _field_factor(picks: list[tuple[tuple[int, int], int, tuple[int, int]]]) -> tuple[int, int]:
+    """The pyramid factor of the field level under the strided levels."""
+    for f, _, stride in reversed(picks):
+        if stride == (1, 1):
+            return f
+    return (1, 1)
+
+
+class _PlateLevel:
+    """Array-like view of one plate level: ``[...]`` reads the wells a box touches,
+    concurrently, at that level (zeros where there is no field)."""
+
+    def __init__(self, ov: Overview, index: int) -> None:
+        self.ov = ov
+        self.lv = ov._levels[index]
+        self.shape = self.lv.shape
+        self.ndim = len(self.shape)
+        self.dtype = ov.dtype
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if not isinstance(key, tuple):
+            key = (key,)
+        if any(k is Ellipsis for k in key):
+            i = key.index(Ellipsis)
+            key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1 :]
+        key = key + (slice(None),) * (self.ndim - len(key))
+        box: list[tuple[int, int]] = []
+        squeeze: list[int] = []
+        steps: list[slice] = []
+        for k, (sel, n) in enumerate(zip(key, self.shape, strict=True)):
+            if isinstance(sel, slice):
+                a, b, st = sel.indices(n)
+                b = max(a, b)
+                box.append((a, b))
+                steps.append(slice(None, None, st))
+            else:
+                j = int(sel) + (n if int(sel) < 0 else 0)
+                box.append((j, j + 1))
+                squeeze.append(k)
+                steps.append(slice(None))
+        out = self._read(box)
+        out = out[tuple(steps)]
+        return out.squeeze(axis=tuple(squeeze)) if squeeze else out
+
+    def _read(self, box: list[tuple[int, int]]) -> np.ndarray:
+        ov, lv = self.ov, self.lv
+        y, x = ov.yx
+        out = np.zeros(tuple(b - a for a, b in box), dtype=self.dtype)
+        if out.size == 0:
+            return out
+        (y0, y1), (x0, x1) = box[y], box[x]
+        py, px = lv.pitch
+        jobs = []
+        for r in range(y0 // py, (y1 - 1) // py + 1):
+            for c in range(x0 // px, (x1 - 1) // px + 1):
+                if (r, c) not in ov.fields:
+                    continue
+                node = ov._node((r, c), lv.field_level)
+                if node is None:
+                    continue
+                sy, sx = lv.stride
+                fh = min(-(-node.shape[y] // sy), py - lv.inset[0])
+                fw = min(-(-node.shape[x] // sx), px - lv.inset[1])
+                ty, tx = r * py + lv.inset[0], c * px + lv.inset[1]
+                a_y, b_y = max(y0, ty), min(y1, ty + fh)
+                a_x, b_x = max(x0, tx), min(x1, tx + fw)
+                if a_y >= b_y or a_x >= b_x:
+                    continue
+                sel: list[Any] = []
+                dst: list[slice] = []
+                ok = True
+                for k, (a, b) in enumerate(box):
+                    if k == y:
+                        sel.append(slice((a_y - ty) * sy, (b_y - ty - 1) * sy + 1, sy))
+                        dst.append(slice(a_y - y0, b_y - y0))
+                    elif k == x:
+                        sel.append(slice((a_x - tx) * sx, (b_x - tx - 1) * sx + 1, sx))
+                        dst.append(slice(a_x - x0, b_x - x0))
+                    else:
+                        hi = min(b, node.shape[k])
+                        if hi <= a:
+                            ok = False
+                            break
+                        sel.append(slice(a, hi))
+                        dst.append(slice(0, hi - a))
+                if ok:
+                    jobs.append((node, tuple(sel), tuple(dst)))
+        if not jobs:
+            return out
+
+        async def all_() -> list[Any]:
+            import asyncio
+
+            return await asyncio.gather(
+                *(n.array.async_array.getitem(s) for n, s, _ in jobs), return_exceptions=True
+            )
+
+        for (node, _, where), res in zip(jobs, run_sync(all_()), strict=True):
+            if isinstance(res, BaseException):
+                ov._chunk_failed(node.path, res)
+                continue
+            out[where] = np.asarray(res)
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -329,61 +529,6 @@ class OverviewImage:
     meta: NodeMetadata
     arrays: list[ArrayNode]
     levels: list[Any]
-
-
-@dataclass(frozen=True, eq=False)
-class _RowJob:
-    """One dask task: a plane of one plate row (opaque to dask: no keys inside)."""
-
-    overview: Overview
-    row: int
-    tiles: tuple[_WellTile, ...]
-    plane: tuple[int | None, ...]  # index of non-y/x axes; None at y and x
-
-
-def _read_row(job: _RowJob) -> np.ndarray:
-    ov = job.overview
-    y, x = ov.yx
-    py, width = ov.pitch[0], ov.shape[x]
-    out = np.zeros((py, width), dtype=ov.dtype)
-    reads = []
-    for t in job.tiles:
-        sel: list[Any] = []
-        ok = True
-        for i, p in enumerate(job.plane):
-            if i == y:
-                sel.append(slice(0, min(t.shape[i], ov.tile[0])))
-            elif i == x:
-                sel.append(slice(0, min(t.shape[i], ov.tile[1])))
-            elif p >= t.shape[i]:
-                ok = False  # this well has fewer planes / channels: zeros
-                break
-            else:
-                sel.append(p)
-        if ok:
-            reads.append((t, tuple(sel)))
-    if reads:
-
-        async def one(node: ArrayNode, sel: tuple[Any, ...]) -> Any:
-            return await node.array.async_array.getitem(sel)
-
-        async def all_() -> list[Any]:
-            import asyncio
-
-            return await asyncio.gather(*(one(t.node, s) for t, s in reads), return_exceptions=True)
-
-        results = run_sync(all_())
-        iy, ix = ov.inset
-        for (t, _), res in zip(reads, results, strict=True):
-            if isinstance(res, BaseException):
-                ov._chunk_failed(t, res)
-                continue
-            a = np.asarray(res)
-            h, w = a.shape[-2:]
-            x0 = t.column * ov.pitch[1] + ix
-            out[iy : iy + h, x0 : x0 + w] = a
-    shape = tuple(py if i == y else width if i == x else 1 for i in range(len(job.plane)))
-    return out.reshape(shape)
 
 
 # -------------------------------------------------------------------- plate
@@ -556,11 +701,16 @@ class HcsPlate:
     def overview(
         self, field_index: int = 0, acquisition: int | None = None, target_tile: int | None = None
     ) -> Overview:
-        """The plate overview from each well's field *field_index* (metadata reads only)."""
-        key = (field_index, acquisition, target_tile)
+        """The whole-plate picture of each well's field *field_index*.
+
+        Metadata only: the chosen field's group in every well (one concurrent batch) and
+        one representative field's pyramid; each well's level arrays are opened when a
+        chunk of theirs is first read. *target_tile* is accepted for compatibility and
+        ignored (level 0 is full resolution).
+        """
+        key = (field_index, acquisition, None)
         if key in self._overviews:
             return self._overviews[key]
-        target = target_tile or self.target_tile()
         chosen: list[tuple[WellInfo, FieldRef]] = []
         skipped: dict[str, str] = {}
         for w in self.wells:
@@ -584,32 +734,19 @@ class HcsPlate:
                 rep_err = e
                 skipped[w.path] = str(e)
         if rep is None:
-            why = f" ({rep_err})" if rep_err else ""
+            why = f": {rep_err}" if rep_err else ""
             raise MetadataError(
-                f"{self.oz.source}: no well of this plate has a readable field {field_index}{why}"
+                f"no well of this plate has a readable field {field_index}{why} ({self.oz.source})"
             )
-        level = _choose_level([a.shape for a in rep.arrays], yx_axes(rep.multiscale.axes), target)
         ms0 = rep.multiscale
-        # every other well's field: that level's array document, all at once
-        todo: list[tuple[WellInfo, FieldRef, GroupNode]] = []
+        ndim = len(rep.arrays[0].shape)
+        fields: dict[tuple[int, int], tuple[FieldRef, GroupNode]] = {}
         for (w, f), g in zip(chosen, groups, strict=True):
             if isinstance(g, OzxError):
                 skipped[w.path] = str(g)
-            else:
-                todo.append((w, f, g))
-        level_paths = []
-        for _, f, g in todo:
-            ds = g.meta.multiscales[0].datasets
-            level_paths.append(join_path(f.path, ds[min(level, len(ds) - 1)].path))
-        tiles: dict[tuple[int, int], _WellTile] = {}
-        shown: dict[tuple[int, int], FieldRef] = {}
-        rep_yx = rep.arrays[level].shape
-        for (w, f, g), p, res in zip(
-            todo, level_paths, self.oz.read_docs(level_paths), strict=True
-        ):
+                continue
             try:
-                node = self.oz.make_array(p, res)
-                g = self._fix_implied_axes(g, len(node.shape))
+                g = self._fix_implied_axes(g, ndim)
                 names = g.meta.multiscales[0].axis_names
                 if names != ms0.axis_names:
                     raise MetadataError(f"axes {list(names)} differ from {list(ms0.axis_names)}")
@@ -620,18 +757,31 @@ class HcsPlate:
             except OzxError as e:
                 skipped[w.path] = str(e)
                 continue
-            tiles[(w.row, w.column)] = _WellTile(w.row, w.column, node, node.shape)
-            shown[(w.row, w.column)] = f
+            fields[(w.row, w.column)] = (f, g)
+        # every field's full-resolution array document, in one concurrent batch: the
+        # tile is the largest field (up to twice the representative's size)
+        paths = [
+            join_path(f.path, g.meta.multiscales[0].datasets[0].path) for f, g in fields.values()
+        ]
+        nodes: dict[tuple[str, int], ArrayNode | None] = {}
         y, x = yx_axes(ms0.axes)
-        cap_y = min(max(2 * rep_yx[y], 2 * target), TILE_LIMIT)
-        cap_x = min(max(2 * rep_yx[x], 2 * target), TILE_LIMIT)
-        tile = (
-            min(max(t.shape[y] for t in tiles.values()), cap_y),
-            min(max(t.shape[x] for t in tiles.values()), cap_x),
-        )
+        tile = [rep.arrays[0].shape[y], rep.arrays[0].shape[x]]
+        for pos, p, res in zip(list(fields), paths, self.oz.read_docs(paths), strict=True):
+            try:
+                node = self.oz.make_array(p, res)
+                if len(node.shape) != ndim:
+                    raise MetadataError(f"{p}: {len(node.shape)} dimensions, not {ndim}")
+            except OzxError as e:
+                skipped[self.by_position[pos].path] = str(e)
+                del fields[pos]
+                continue
+            nodes[(p, 0)] = node
+            tile[0] = max(tile[0], min(node.shape[y], 2 * rep.arrays[0].shape[y]))
+            tile[1] = max(tile[1], min(node.shape[x], 2 * rep.arrays[0].shape[x]))
         if skipped:
             logger.info("%s: %d wells empty in the overview", self.oz.source, len(skipped))
-        ov = Overview(self, field_index, acquisition, rep, level, tiles, shown, tile, skipped)
+        ov = Overview(self, field_index, acquisition, rep, fields, skipped, (tile[0], tile[1]))
+        ov._nodes.update(nodes)
         self._overviews[key] = ov
         return ov
 
@@ -645,46 +795,63 @@ class HcsPlate:
         images: Sequence[Image],
         grid: bool = False,
         overview: Overview | None = None,
-    ) -> list[tuple[float, float]]:
-        """World (y, x) offsets to add to each image's own translation.
+    ) -> list[tuple[float, float, float]]:
+        """Where to draw each image: (world y offset, world x offset, zoom), the offsets
+        added to the image's own translation (after its scale is multiplied by zoom).
 
-        With an *overview*: the first image lands exactly on the well's tile (its overview
-        level over the tile), further ones (``grid``) continue to the right and down in a
-        near-square grid of fields. Without one (a well opened on its own): the first
-        field stays where its metadata puts it; ``grid`` lines the others up beside it.
+        With an *overview*: one field lands exactly on the well's tile (pixel for pixel
+        over the picture's full-resolution level); ``grid`` subdivides the tile into a
+        near-square grid of cells and shrinks every field into its own cell, so no field
+        ever covers a neighbouring well. Without one (a well opened on its own): the
+        first field stays where its metadata puts it; ``grid`` lines the others up beside
+        it at full size.
         """
         if not images:
             return []
 
-        def t_at(img: Image, lvl: int) -> tuple[float, float]:
+        def t0(img: Image) -> tuple[float, float]:
             y, x = yx_axes(img.multiscale.axes)
-            ds = img.multiscale.datasets[min(lvl, len(img.multiscale.datasets) - 1)]
+            ds = img.multiscale.datasets[0]
             return ds.translation[y], ds.translation[x]
 
-        if overview is not None:
-            # where the image's overview level would be drawn -> where its tile is
-            level = overview.level
-            oy, ox = overview.tile_origin(well.row, well.column)
-        else:
-            # a well on its own: the first field stays where its metadata puts it
-            level = 0
-            oy, ox = t_at(images[0], 0)
-        if not grid:
-            if overview is None:
-                return [(0.0, 0.0)] * len(images)
-            return [(oy - ty, ox - tx) for ty, tx in (t_at(img, level) for img in images)]
-        ext_y = ext_x = 0.0
-        for img in images:
+        def extent(img: Image) -> tuple[float, float]:
             y, x = yx_axes(img.multiscale.axes)
-            ds0 = img.multiscale.datasets[0]
-            ext_y = max(ext_y, img.arrays[0].shape[y] * ds0.scale[y])
-            ext_x = max(ext_x, img.arrays[0].shape[x] * ds0.scale[x])
+            ds = img.multiscale.datasets[0]
+            return img.arrays[0].shape[y] * ds.scale[y], img.arrays[0].shape[x] * ds.scale[x]
+
+        if overview is not None:
+            oy, ox = overview.tile_origin(well.row, well.column)
+            if not grid or len(images) == 1:
+                return [(oy - ty, ox - tx, 1.0) for ty, tx in map(t0, images)]
+            y0, x0, y1, x1 = overview.field_box(well.row, well.column)
+            ncol = math.ceil(math.sqrt(len(images)))
+            nrow = math.ceil(len(images) / ncol)
+            cell_y, cell_x = (y1 - y0) / nrow, (x1 - x0) / ncol
+            out = []
+            for k, img in enumerate(images):
+                ey, ex = extent(img)
+                zoom = 0.96 * min(cell_y / ey, cell_x / ex) if ey and ex else 1.0
+                # pixel centres: the image's first pixel centre sits half a (zoomed)
+                # pixel inside its cell, centred in the cell
+                y, x = yx_axes(img.multiscale.axes)
+                ds = img.multiscale.datasets[0]
+                sy, sx = ds.scale[y] * zoom, ds.scale[x] * zoom
+                cy = y0 + (k // ncol) * cell_y + (cell_y - ey * zoom) / 2 + sy / 2
+                cx = x0 + (k % ncol) * cell_x + (cell_x - ex * zoom) / 2 + sx / 2
+                ty, tx = t0(img)
+                out.append((cy - ty * zoom, cx - tx * zoom, zoom))
+            return out
+        if not grid:
+            return [(0.0, 0.0, 1.0)] * len(images)
+        oy, ox = t0(images[0])
+        ext_y = max(extent(img)[0] for img in images)
+        ext_x = max(extent(img)[1] for img in images)
         ncol = math.ceil(math.sqrt(len(images)))
         step_y, step_x = ext_y * 1.04, ext_x * 1.04  # a small gap between fields
         out = []
         for k, img in enumerate(images):
-            ty, tx = t_at(img, level)
-            out.append((oy - ty + (k // ncol) * step_y, ox - tx + (k % ncol) * step_x))
+            ty, tx = t0(img)
+            out.append((oy - ty + (k // ncol) * step_y, ox - tx + (k % ncol) * step_x, 1.0))
         return out
 
     def __repr__(self) -> str:
