@@ -65,8 +65,13 @@ def _click(qtbot, nav, r, c):
     return sig.args[0]
 
 
+def _layers(viewer):
+    return [lyr for lyr in viewer.layers if not lyr.name.endswith(" selected well")]
+
+
 def _names(viewer):
-    return [lyr.name for lyr in viewer.layers]
+    """Layer names, without the navigator's well outline (see test_focus_and_outline)."""
+    return [lyr.name for lyr in viewer.layers if not lyr.name.endswith(" selected well")]
 
 
 # ------------------------------------------------------------------ opening
@@ -77,12 +82,12 @@ def test_open_plate_docks_navigator_with_overview(open_plate, plates, qtbot):
     viewer, nav = open_plate(paths["dir"])
     assert _names(viewer) == ["overview DAPI", "overview GFP", "test plate wells"]
     ov_layer = viewer.layers["overview DAPI"]
-    assert ov_layer.colormap.name == "blue" and not ov_layer.multiscale
+    assert ov_layer.colormap.name == "blue" and ov_layer.multiscale
     # the overview shown on the canvas is the plate: check a tile of the displayed slice
     ov = nav._entries[nav.plate.id].overview
     y0, x0 = 2 * ov.pitch[0] + ov.inset[0], 5 * ov.pitch[1] + ov.inset[1]
     np.testing.assert_array_equal(
-        np.asarray(ov_layer.data[y0 : y0 + 64, x0 : x0 + 64]), spec.field_data(2, 5, 0)[0]
+        np.asarray(ov_layer.data[0][y0 : y0 + 64, x0 : x0 + 64]), spec.field_data(2, 5, 0)[0]
     )
     assert nav.plate.kind == "plate" and len(nav.plate.wells) == 96
     assert nav.map.state(0, 0) == PRESENT and nav.field_combo.count() == 2
@@ -108,7 +113,7 @@ def test_click_loads_well_then_replaces_it(open_plate, plates, qtbot):
     viewer, nav = open_plate(paths["ozx"], show=False)
     assert _click(qtbot, nav, 1, 2) == "B/3"
     assert _names(viewer)[3:] == ["B3 f0 DAPI", "B3 f0 GFP", "B3 f0 cells"]
-    dapi, gfp, cells = viewer.layers[3:]
+    dapi, gfp, cells = _layers(viewer)[3:]
     # small label pyramids open editable (level 0, copy-on-write)
     assert dapi.multiscale and cells.editable and type(cells).__name__ == "Labels"
     np.testing.assert_array_equal(np.asarray(gfp.data[0]), spec.field_data(1, 2, 0)[1])
@@ -119,11 +124,11 @@ def test_click_loads_well_then_replaces_it(open_plate, plates, qtbot):
     np.testing.assert_allclose(dapi.translate, ov.tile_origin(1, 2))  # on its overview tile
     assert nav.map.is_loaded(1, 2)
     # the next well replaces it (in the same layers: contrast set by the user stays)
-    first = list(viewer.layers[3:])
+    first = list(_layers(viewer)[3:])
     dapi.contrast_limits = (10, 3000)
     assert _click(qtbot, nav, 3, 5) == "D/6"
     assert _names(viewer)[3:] == ["D6 f0 DAPI", "D6 f0 GFP", "D6 f0 cells"]
-    assert list(viewer.layers[3:]) == first and tuple(dapi.contrast_limits) == (10, 3000)
+    assert list(_layers(viewer)[3:]) == first and tuple(dapi.contrast_limits) == (10, 3000)
     np.testing.assert_array_equal(
         np.asarray(cells.data[0] if cells.multiscale else cells.data), spec.label_data(3, 5, 0)
     )
@@ -186,8 +191,85 @@ def test_field_selector_and_grid(open_plate, plates, qtbot):
         "D5 f1 GFP",
         "D5 f1 cells",
     ]
+    # ... inside the well's own tile, side by side, never over a neighbour
     t0, t1 = viewer.layers["D5 f0 DAPI"].translate, viewer.layers["D5 f1 DAPI"].translate
-    assert t0[0] == t1[0] and t1[1] - t0[1] >= 64 * 0.5
+    assert t0[0] == t1[0] and t1[1] > t0[1]
+    y0, x0, y1, x1 = ov.tile_box(3, 4)
+    boxes = []
+    for name in ("D5 f0 DAPI", "D5 f0 cells", "D5 f1 DAPI", "D5 f1 GFP", "D5 f1 cells"):
+        (lo_y, lo_x), (hi_y, hi_x) = _world_box(viewer.layers[name])
+        assert y0 <= lo_y and hi_y <= y1 and x0 <= lo_x and hi_x <= x1, (name, lo_y, hi_x)
+        boxes.append((lo_x, hi_x))
+    assert boxes[0][1] <= boxes[2][0]  # field 0 ends before field 1 starts
+
+
+def _world_box(layer):
+    """World (y, x) corners of a layer's full-resolution pixels (edges, not centres)."""
+    shape = np.array(layer.data[0].shape if layer.multiscale else layer.data.shape)[-2:]
+    scale, translate = np.array(layer.scale)[-2:], np.array(layer.translate)[-2:]
+    return translate - 0.5 * scale, translate + (shape - 0.5) * scale
+
+
+def test_loading_a_well_frames_and_outlines_it(open_plate, plates, qtbot):
+    paths, _ = plates("p24_v05")
+    viewer, nav = open_plate(paths["dir"])
+    qtbot.waitUntil(lambda: type(viewer.layers.selection.active).__name__ == "Image", timeout=5000)
+    zoom0 = viewer.scene.camera.zoom
+    _click(qtbot, nav, 3, 4)
+    ov = nav._entries[nav.plate.id].overview
+    y0, x0, y1, x1 = ov.tile_box(3, 4)
+    cy, cx = viewer.scene.camera.center[-2:]
+    assert y0 < cy < y1 and x0 < cx < x1
+    assert viewer.scene.camera.zoom > 2 * zoom0  # zoomed in onto the well
+    outline = [lyr for lyr in viewer.layers if lyr.name.endswith(" selected well")]
+    assert len(outline) == 1 and type(outline[0]).__name__ == "Shapes"
+    outline = outline[0]
+    assert not outline.editable and outline not in viewer.layers.selection
+    assert viewer.layers[-1] is outline  # drawn above the well's layers
+    np.testing.assert_allclose(outline.data[0].min(axis=0), [y0, x0])
+    np.testing.assert_allclose(outline.data[0].max(axis=0), [y1, x1])
+    # the next well moves the same outline and the camera
+    _click(qtbot, nav, 0, 1)
+    y0, x0, y1, x1 = ov.tile_box(0, 1)
+    cy, cx = viewer.scene.camera.center[-2:]
+    assert y0 < cy < y1 and x0 < cx < x1
+    assert len([lyr for lyr in viewer.layers if lyr.name.endswith(" selected well")]) == 1
+    np.testing.assert_allclose(outline.data[0].min(axis=0), [y0, x0])
+    # hovering names the well and its field
+    from napari.utils._test_utils import read_only_mouse_event
+
+    oy, ox = ov.tile_origin(2, 5)
+    nav._on_canvas_move(viewer, read_only_mouse_event(type="mouse_move", position=(oy, ox)))
+    assert viewer.tooltip.text == "C6 (field 0)" and nav.hover_label.text() == "C6 (field 0)"
+    nav._on_canvas_move(viewer, read_only_mouse_event(type="mouse_move", position=(-50, -50)))
+    assert viewer.tooltip.text == ""
+
+
+def test_first_view_fits_plate_and_selects_an_image(open_plate, plates, qtbot):
+    paths, _ = plates("p96_v05")
+    viewer, _nav = open_plate(paths["ozx"])
+    qtbot.waitUntil(lambda: type(viewer.layers.selection.active).__name__ == "Image", timeout=5000)
+    assert viewer.layers.selection.active.name == "overview DAPI"
+    center, zoom = tuple(viewer.scene.camera.center), viewer.scene.camera.zoom
+    viewer.reset_view()  # what fitting the whole plate looks like
+    np.testing.assert_allclose(center, viewer.scene.camera.center, atol=1e-6)
+    assert zoom == pytest.approx(viewer.scene.camera.zoom)
+
+
+def test_screenshot_of_a_well_zoomed_in(open_plate, plates, qtbot, tmp_path):
+    """The plate zoomed onto one well shows that well's full-resolution pixels."""
+    paths, _ = plates("cells_v05")
+    viewer, nav = open_plate(paths["dir"])
+    viewer.window._qt_window.resize(1200, 800)
+    qtbot.wait(50)
+    _click(qtbot, nav, 2, 3)
+    qtbot.wait(200)
+    out = os.environ.get("NAPARI_OZX_SHOT") or str(tmp_path / "well.png")
+    shot = viewer.screenshot(out, canvas_only=False)
+    assert Path(out).is_file() and shot.shape[-1] == 4
+    canvas = viewer.screenshot(str(tmp_path / "canvas.png"), canvas_only=True)
+    rgb = canvas[..., :3].astype(int)
+    assert (rgb.max(axis=-1) > 60).mean() > 0.05  # cells on screen, not a black frame
 
 
 def test_acquisition_filter(open_plate, plates, qtbot):

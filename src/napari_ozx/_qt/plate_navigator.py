@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from qtpy.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, Signal
+from qtpy.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, QTimer, Signal
 from qtpy.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from qtpy.QtWidgets import (
     QCheckBox,
@@ -361,6 +361,8 @@ class PlateNavigator(OzxDockWidget):
         self._updating = False
         self._adding = False  # our own layers are being inserted
         self._aliases: dict[str, str] = {}  # plate id in layers -> id of the plate reopened
+        self._outline: Any = None  # the Shapes layer framing the well on screen
+        self._hovered: str | None = None
 
         self.plate_combo = QComboBox()
         self.plate_combo.currentIndexChanged.connect(self._on_plate_changed)
@@ -381,6 +383,8 @@ class PlateNavigator(OzxDockWidget):
         self.keep_check.setToolTip("Add the next well's layers instead of replacing this well's")
         self.status = QLabel("")
         self.status.setWordWrap(True)
+        self.hover_label = QLabel("")
+        self.hover_label.setToolTip("The well under the mouse on the canvas")
 
         opts = QHBoxLayout()
         opts.addWidget(QLabel("Field"))
@@ -398,6 +402,7 @@ class PlateNavigator(OzxDockWidget):
         lay.addLayout(opts)
         lay.addLayout(opts2)
         lay.addWidget(self.status)
+        lay.addWidget(self.hover_label)
         lay.addStretch(1)
         self.plate_combo.hide()
         self._set_enabled(False)
@@ -407,6 +412,9 @@ class PlateNavigator(OzxDockWidget):
         drags, drag = self.viewer.mouse_drag_callbacks, self._on_canvas_drag
         drags.append(drag)
         self.add_cleanup(lambda: drags.remove(drag) if drag in drags else None)
+        moves, move = self.viewer.mouse_move_callbacks, self._on_canvas_move
+        moves.append(move)
+        self.add_cleanup(lambda: moves.remove(move) if move in moves else None)
         for layer in list(self.viewer.layers):
             self._bind_layer(layer)
 
@@ -460,6 +468,24 @@ class PlateNavigator(OzxDockWidget):
             entry.layers.append(layer)
         if entry.overview is None and src.overview_level is not None:
             entry.overview = entry.plate.overview(src.field_index or 0, src.acquisition)
+            # napari fits the view to the first layer it adds and selects the last one
+            # (the row / column names): once the plate's layers are all in, fit the
+            # whole plate and select its first image layer
+            QTimer.singleShot(0, lambda pid=entry.plate.id: self._first_view(pid))
+
+    def _first_view(self, pid: str) -> None:
+        entry = self._entries.get(pid)
+        if entry is None:
+            return
+        layers = [lyr for lyr in entry.layers if lyr in self.viewer.layers]
+        if not layers:
+            return
+        with contextlib.suppress(Exception):  # a viewer being closed
+            self.viewer.reset_view()
+            images = [lyr for lyr in layers if type(lyr).__name__ == "Image"]
+            active = self.viewer.layers.selection.active
+            if images and (active is None or active in layers):
+                self.viewer.layers.selection.active = images[0]
 
     def _entry_for(self, src: LayerSource) -> _Entry | None:
         """The entry of the plate behind *src*: the very object the reader made while it
@@ -501,6 +527,8 @@ class PlateNavigator(OzxDockWidget):
 
     def _on_removed(self, event: Any) -> None:
         layer = event.value
+        if layer is self._outline:
+            self._outline = None
         if layer in self._well_layers:
             self._well_layers.remove(layer)
             if not self._well_layers:
@@ -657,6 +685,7 @@ class PlateNavigator(OzxDockWidget):
             return
         w = well if isinstance(well, WellInfo) else plate.well(well)
         self.map.set_current(w.row, w.column)
+        self.focus_well(w)
         if w.error:
             self._fail(w, w.error)
             return
@@ -699,6 +728,7 @@ class PlateNavigator(OzxDockWidget):
             self._well_layers.extend(layers)
         if not keep:
             self._loaded_cells.clear()
+        self._raise_outline()
         self._shown = req
         self._loaded_cells.add((w.row, w.column))
         self.map.set_loaded(self._loaded_cells)
@@ -783,6 +813,89 @@ class PlateNavigator(OzxDockWidget):
         self._loaded_cells.clear()
         self._shown = None
 
+    # -- camera, outline, hover ----------------------------------------------------------
+    def focus_well(self, w: WellInfo) -> None:
+        """Frame the well's tile: outline it and move + zoom the camera onto it.
+
+        The outline is a non-editable Shapes layer that is never left selected (the
+        layer the user had selected stays so)."""
+        entry = self._entries.get(self._current or "")
+        ov = entry.overview if entry else None
+        if ov is None:
+            return
+        y0, x0, y1, x1 = ov.tile_box(w.row, w.column)
+        rect = np.array([[y0, x0], [y0, x1], [y1, x1], [y1, x0]], dtype=float)
+        width = max((y1 - y0), (x1 - x0)) * 0.012
+        try:
+            layer = self._outline
+            if layer is None or layer not in self.viewer.layers:
+                active = self.viewer.layers.selection.active
+                selected = set(self.viewer.layers.selection)
+                self._adding = True
+                try:
+                    layer = self.viewer.add_shapes(
+                        [rect],
+                        shape_type="rectangle",
+                        edge_color="#ffd400",
+                        face_color="transparent",
+                        edge_width=width,
+                        name=f"{ov.plate.name} selected well",
+                        units=_yx_units(ov),
+                    )
+                finally:
+                    self._adding = False
+                layer.editable = False
+                self._outline = layer
+                self.viewer.layers.selection.clear()
+                self.viewer.layers.selection.update(selected)
+                self.viewer.layers.selection.active = active
+            else:
+                layer.data = [rect]
+                layer.edge_width = width
+                layer.edge_color = "#ffd400"
+                self._raise_outline()
+            if self.viewer.dims.ndisplay == 2:
+                self.viewer.fit_to_view(layers=[layer], margin=0.08)
+        except Exception:  # the camera is a convenience: never fail a load for it
+            logger.warning("plate navigator: could not frame well %s", w.name, exc_info=True)
+
+    def _raise_outline(self) -> None:
+        layer = self._outline
+        if layer is None or layer not in self.viewer.layers:
+            return
+        with contextlib.suppress(Exception):
+            i = self.viewer.layers.index(layer)
+            if i != len(self.viewer.layers) - 1:
+                active = self.viewer.layers.selection.active
+                self.viewer.layers.move(i, len(self.viewer.layers))
+                self.viewer.layers.selection.active = active
+
+    def well_label(self, position: tuple[float, ...]) -> str | None:
+        """'B3 (field 0)' for the well under a world position, None off the plate."""
+        if len(position) < 2:
+            return None
+        entry = self._entries.get(self._current or "")
+        ov = entry.overview if entry else None
+        if ov is None:
+            return None
+        w = ov.well_at(float(position[-2]), float(position[-1]))
+        if w is None:
+            return None
+        f = ov.shown.get((w.row, w.column))
+        return f"{w.name} (field {f.name})" if f is not None else f"{w.name} (no field)"
+
+    def _on_canvas_move(self, viewer: Any, event: Any) -> None:
+        """Hovering the plate names the well (and field) in the tooltip and the status."""
+        label = self.well_label(tuple(event.position))
+        if label == self._hovered:
+            return
+        self._hovered = label
+        with contextlib.suppress(Exception):
+            viewer.tooltip.text = label or ""
+            if label:
+                viewer.status = label
+        self.hover_label.setText(label or "")
+
     # -- canvas clicks -------------------------------------------------------------
     def _on_canvas_drag(self, viewer: Any, event: Any) -> Any:
         """A click (press + release without dragging) on a well's overview tile opens it.
@@ -829,6 +942,16 @@ class PlateNavigator(OzxDockWidget):
         for (bounded), loads of other widgets are not (idempotent)."""
         self._pending = None
         super().shutdown()
+
+
+def _yx_units(ov: Overview) -> tuple[str, str]:
+    """The overview's y / x units as napari takes them (pixel when not a length)."""
+    from ..ngff.models import SPACE_UNITS
+
+    y, x = ov.yx
+    return tuple(  # type: ignore[return-value]
+        u if u in SPACE_UNITS else "pixel" for u in (ov.axes[y].unit, ov.axes[x].unit)
+    )
 
 
 def _load_well(
