@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -70,3 +72,59 @@ def test_broken_file_is_one_clear_message(make_napari_viewer, tmp_path):
     errors = [n for n in seen if "napari-ozx" in str(n.message)]
     assert len(errors) == 1
     assert str(bad) in errors[0].message
+
+
+def _notifications(viewer, path, **kw):
+    from napari.utils.notifications import notification_manager
+
+    seen = []
+    notification_manager.notification_ready.connect(seen.append)
+    try:
+        layers = viewer.open(str(path), **kw)
+    finally:
+        notification_manager.notification_ready.disconnect(seen.append)
+    return layers, seen
+
+
+def test_error_toast_leads_with_the_reason(make_napari_viewer, tmp_path):
+    """A collapsed toast shows the first line of the message: it must be the reason (and
+    the short file name), not a long path; the full path is on a later line."""
+    viewer = make_napari_viewer()
+    deep = tmp_path / ("a-rather-long-folder-name-" * 4) / "nested" / "deeper"
+    deep.mkdir(parents=True)
+    bad = deep / "level_missing.ozx"
+    src = Path(__file__).parent / "corpus" / "files" / "level_missing.ozx"
+    bad.write_bytes(src.read_bytes())
+    layers, seen = _notifications(viewer, bad, plugin="napari-ozx")
+    assert layers == []
+    (note,) = [n for n in seen if str(bad) in str(n.message)]
+    first, *rest = str(note.message).splitlines()
+    assert first.startswith("pyramid level '1' is missing") and len(first) < 80, first
+    assert first.endswith("(level_missing.ozx)") and str(bad) not in first
+    assert any(str(bad) in line for line in rest)
+    assert str(note.message).count(str(bad)) == 1  # the path is not repeated
+
+
+def test_non_ome_folder_gets_a_reason(make_napari_viewer, tmp_path):
+    """A Zarr group without OME metadata picked with napari-ozx: our reason, not napari's
+    bare "refused the file"."""
+    import json
+
+    viewer = make_napari_viewer()
+    folder = tmp_path / "plain.zarr"
+    folder.mkdir()
+    (folder / "zarr.json").write_text(
+        json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {"x": 1}})
+    )
+    layers, seen = _notifications(viewer, folder, plugin="napari-ozx")
+    assert layers == []
+    (note,) = [n for n in seen if str(folder) in str(n.message)]
+    first = str(note.message).splitlines()[0]
+    assert first.startswith("no OME-Zarr metadata") and "plain.zarr" in first, first
+    # a plain Zarr array is left to napari's own reader
+    from napari_ozx._reader import get_reader
+
+    arr = tmp_path / "arr.zarr"
+    arr.mkdir()
+    (arr / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "array"}))
+    assert get_reader(str(arr)) is None and get_reader(str(folder)) is not None
