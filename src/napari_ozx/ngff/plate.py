@@ -8,30 +8,34 @@
    order; a well whose group is missing or broken (invalid JSON included) keeps an
    ``error`` and the rest of the plate still opens.
 
-``HcsPlate.overview(field, acquisition)`` builds an :class:`Overview` with three more
-concurrent batches (the chosen field's image group of every well; every level of one
-*representative* field to choose the pyramid level; that level's array document in
-every well) and no pixel I/O. Its ``data`` is one dask array laid out as on the plate:
+``HcsPlate.overview(field, acquisition)`` builds an :class:`Overview`, the whole plate as
+one lazy **multiscale** image, with two more concurrent batches (the chosen field's image
+group of every well, then every such field's full-resolution array document) plus one
+representative field's pyramid, and no pixel I/O:
 
 * axes are the representative field's axes; y and x hold ``rows x columns`` tiles of
-  ``pitch = tile + gap`` pixels, the field's level image at ``inset`` in its tile;
-* the level is the one whose larger y/x size is nearest (in log scale) to a target tile
-  (256 px for 96 wells, less for bigger plates so the overview stays ~4k px wide);
-* fields of other sizes are padded to the largest (cropped beyond twice the
-  representative's size or the target tile, and beyond ``TILE_LIMIT`` px: a field with
-  no small pyramid level shows its top-left corner); other non-y/x axes (t, z) are
-  padded to the largest, the channel axis follows the representative (its ``omero``
-  names and colours apply);
-* absent wells, wells without that field and wells that fail are zeros and cost no I/O;
-* one dask task per plate row and plane: it reads that row's wells **concurrently** in
-  zarr's event loop (a 384-well plane is 16 tasks, not 384 round trips).
+  ``pitch = tile + gap`` pixels, the field at ``inset`` in its tile; the tile is the
+  largest field (at most twice the representative's size; larger ones are cropped);
+* **level 0 is every well's full-resolution field**, pixel for pixel, so zooming in
+  reaches full resolution; level k shows the fields' own pyramid level with the same
+  integer factor (the pitch is a multiple of every factor, so levels line up exactly);
+  beyond the fields' pyramid, levels that take every 2nd, 4th ... pixel of its coarsest
+  level are added until the plate is about ``OVERVIEW_EDGE`` px along its longer side
+  (a plate of single-level fields still opens without reading every full field);
+* non-y/x axes (t, c, z) follow the representative at each level (a well with fewer
+  planes is zeros beyond them, the ``omero`` names and colours apply);
+* each level is a dask array with **one chunk per well tile and plane**; a chunk reads
+  only its well's field (zarr's own chunking below that), absent wells and wells that
+  fail cost no I/O and stay zeros, so napari reads the wells it shows at the level it
+  shows. Coarser levels' array documents are read on first use, per well.
 
 Limits against hostile metadata: at most ``MAX_WELLS`` wells, ``MAX_OVERVIEW_TASKS``
-dask tasks; a well listed twice at one position is ignored (with a warning).
+chunks per level; a well listed twice at one position is ignored (with a warning).
 
 ``HcsPlate.open_fields(well, ...)`` returns the full-resolution :class:`~.open.Image` of a
 well's fields (their groups read concurrently); :meth:`HcsPlate.placements` says where to
-put them in world coordinates: on the well's overview tile, or as a grid of fields.
+put them in world coordinates: on the well's tile, or as a grid of fields shrunk into
+the tile.
 
 No napari, no Qt: the napari glue is in ``layers/reading.py`` and ``_qt/plate_navigator.py``.
 """
@@ -81,12 +85,9 @@ __all__ = [
     "yx_axes",
 ]
 
-MAX_TILE = 256
-MIN_TILE = 48
 OVERVIEW_EDGE = 4096  # the overview aims at about this many pixels along its longer side
-TILE_LIMIT = 1024  # a field without a small enough level is cropped to this in the overview
 MAX_WELLS = 100_000  # rows x columns beyond this is not a plate we can show
-MAX_OVERVIEW_TASKS = 2_000_000  # plate rows x planes (t, c, z) of the overview graph
+MAX_OVERVIEW_TASKS = 2_000_000  # wells x planes (t, c, z): chunks of one overview level
 
 # plates handed out by the reader, so the navigator finds the very object behind an
 # overview layer (metadata carries only the id); alive as long as its overview's dask
@@ -543,7 +544,7 @@ class HcsPlate:
         group = oz.root if not self.path else oz.group(self.path)
         meta = group.meta
         self.id = uuid.uuid4().hex
-        self._overviews: dict[tuple[int, int | None, int | None], Overview] = {}
+        self._overviews: dict[tuple[int, int | None], Overview] = {}
         if meta.plate is not None:
             self.kind = "plate"
             self.plate: Plate | None = meta.plate
@@ -694,21 +695,14 @@ class HcsPlate:
         return out
 
     # -- overview ----------------------------------------------------------------------
-    def target_tile(self) -> int:
-        n = max(len(self.rows), len(self.columns))
-        return int(min(MAX_TILE, max(MIN_TILE, OVERVIEW_EDGE // max(n, 1))))
-
-    def overview(
-        self, field_index: int = 0, acquisition: int | None = None, target_tile: int | None = None
-    ) -> Overview:
+    def overview(self, field_index: int = 0, acquisition: int | None = None) -> Overview:
         """The whole-plate picture of each well's field *field_index*.
 
         Metadata only: the chosen field's group in every well (one concurrent batch) and
-        one representative field's pyramid; each well's level arrays are opened when a
-        chunk of theirs is first read. *target_tile* is accepted for compatibility and
-        ignored (level 0 is full resolution).
+        one representative field's pyramid; each well's coarser level arrays are opened
+        when a chunk of theirs is first read.
         """
-        key = (field_index, acquisition, None)
+        key = (field_index, acquisition)
         if key in self._overviews:
             return self._overviews[key]
         chosen: list[tuple[WellInfo, FieldRef]] = []
@@ -873,18 +867,6 @@ def _fields(well_path: str, images: Sequence[Any]) -> tuple[FieldRef, ...]:
         else:
             logger.warning("well %r: field path %r leaves the well; ignored", well_path, im.path)
     return tuple(out)
-
-
-def _choose_level(shapes: Sequence[tuple[int, ...]], yx: tuple[int, int], target: int) -> int:
-    """The pyramid level whose larger y/x side is nearest to *target* (log scale); ties
-    go to the finer level."""
-    best, best_d = 0, math.inf
-    for i, s in enumerate(shapes):
-        side = max(s[yx[0]], s[yx[1]], 1)
-        d = abs(math.log(side / target))
-        if d < best_d - 1e-9:
-            best, best_d = i, d
-    return best
 
 
 def open_hcs(source: Any, path: str = "") -> HcsPlate:
