@@ -128,3 +128,22 @@ def test_non_ome_folder_gets_a_reason(make_napari_viewer, tmp_path):
     arr.mkdir()
     (arr / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "array"}))
     assert get_reader(str(arr)) is None and get_reader(str(folder)) is not None
+
+
+def test_time_slider_shows_physical_time(make_napari_viewer, tmp_path):
+    """napari's t slider shows an index; the text overlay says where that is in time."""
+    from .omegen import write_image
+
+    data = np.arange(4 * 2 * 16 * 16, dtype=np.uint16).reshape(4, 2, 16, 16)
+    write_image(tmp_path / "movie.zarr", data, axes="tcyx", levels=1, scale=[2.5, 1, 0.5, 0.5])
+    viewer = make_napari_viewer()
+    viewer.open(str(tmp_path / "movie.zarr"), plugin="napari-ozx")
+    from napari_ozx._reader import text_overlay
+
+    overlay = text_overlay(viewer)
+    step = viewer.dims.current_step[0]
+    assert overlay.visible and overlay.text == f"t = {2.5 * step:g} second"
+    viewer.dims.set_current_step(0, 3)
+    assert overlay.text == "t = 7.5 second"
+    viewer.layers.clear()
+    assert not overlay.visible

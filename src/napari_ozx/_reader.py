@@ -22,7 +22,7 @@ from typing import Any
 from .errors import OzxError, reason_of
 from .layers.provenance import LayerSource
 from .layers.reading import LayerData, read_layer_data
-from .ngff.models import has_ome_keys
+from .ngff.models import TIME_UNITS, has_ome_keys
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +124,90 @@ def read(path: str | Sequence[str]) -> list[Any]:
             )
     if any(_is_plate(ld) for ld in layers):
         show_plate_navigator()
+    if any(_has_time(ld) for ld in layers):
+        show_physical_time()
     return layers or _NULL_LAYER
+
+
+# ------------------------------------------------------------------------ time
+
+
+def _has_time(layer_data: LayerData) -> bool:
+    units = layer_data[1].get("units") or ()
+    return any(u in TIME_UNITS for u in units)
+
+
+def time_text(viewer: Any) -> str:
+    """Where the sliders are in physical time, e.g. ``"t = 7.5 second"``: for every time
+    axis (by unit) of a napari-ozx layer that is not displayed, the world coordinate of
+    the current slice with the axis label and unit. Empty when there is none."""
+    point = tuple(viewer.dims.point)
+    displayed = set(viewer.dims.displayed)
+    out: dict[int, str] = {}
+    for layer in viewer.layers:
+        if LayerSource.of(layer) is None:
+            continue
+        labels = tuple(getattr(layer, "axis_labels", ()))
+        units = [str(u) for u in getattr(layer, "units", ())]
+        for k, unit in enumerate(units):
+            world = len(point) - len(units) + k
+            if unit in TIME_UNITS and world >= 0 and world not in displayed and world not in out:
+                label = labels[k] if k < len(labels) else "t"
+                out[world] = f"{label} = {point[world]:.6g} {unit}"
+    return ", ".join(out[i] for i in sorted(out))
+
+
+def text_overlay(viewer: Any) -> Any:
+    """napari's canvas text overlay (``viewer.canvas.overlays['text']`` since 0.9, before
+    that ``viewer.text_overlay``)."""
+    overlays = getattr(getattr(viewer, "canvas", None), "overlays", None)
+    if overlays is not None and "text" in overlays:
+        return overlays["text"]
+    return viewer.text_overlay
+
+
+_TIMED: Any = None  # weakref.WeakSet of viewers whose time overlay we keep up to date
+
+
+def show_physical_time() -> None:
+    """Show the physical time of the current slice in the current viewer's text overlay
+    (top left), updated whenever a slider moves or layers change: napari's sliders show
+    indices only. Installed once per viewer; never raises."""
+    global _TIMED
+    try:
+        import weakref
+
+        import napari
+
+        viewer = napari.current_viewer()
+        if viewer is None:
+            return
+        if _TIMED is None:
+            _TIMED = weakref.WeakSet()
+        if viewer in _TIMED:
+            return
+        _TIMED.add(viewer)
+        ref = weakref.ref(viewer)
+
+        def update(*_: Any) -> None:
+            v = ref()
+            if v is None:
+                return
+            try:
+                text = time_text(v)
+                overlay = text_overlay(v)
+                overlay.text = text
+                overlay.visible = bool(text)
+            except Exception:  # a viewer being closed
+                logger.debug("time overlay not updated", exc_info=True)
+
+        viewer.dims.events.point.connect(update)
+        viewer.dims.events.ndisplay.connect(update)
+        viewer.layers.events.inserted.connect(update)
+        viewer.layers.events.removed.connect(update)
+        update()
+    except Exception:
+        logger.warning("napari-ozx: could not show the physical time", exc_info=True)
 
 
 def toast_text(path: str, err: BaseException | str, context: str = "") -> str:
