@@ -124,17 +124,12 @@ def read(path: str | Sequence[str]) -> list[Any]:
             )
     if any(_is_plate(ld) for ld in layers):
         show_plate_navigator()
-    if any(_has_time(ld) for ld in layers):
+    if layers:
         show_physical_time()
     return layers or _NULL_LAYER
 
 
 # ------------------------------------------------------------------------ time
-
-
-def _has_time(layer_data: LayerData) -> bool:
-    units = layer_data[1].get("units") or ()
-    return any(u in TIME_UNITS for u in units)
 
 
 def time_text(viewer: Any) -> str:
@@ -157,6 +152,51 @@ def time_text(viewer: Any) -> str:
     return ", ".join(out[i] for i in sorted(out))
 
 
+def apply_3d_levels(viewer: Any) -> None:
+    """In 3D, render each napari-ozx multiscale layer from the finest level that fits the
+    GPU and the memory budget (:mod:`napari_ozx.layers.levels`) instead of napari's
+    coarsest; back in 2D, give napari its automatic choice again. Never raises."""
+    from .layers.levels import LEVEL_3D_KEY, budget_3d, choose_3d_level
+
+    three_d = viewer.dims.ndisplay == 3
+    max_texture = 2048
+    if three_d:
+        try:
+            from napari._vispy.utils.gl import get_max_texture_sizes
+
+            max_texture = int(get_max_texture_sizes()[1] or 2048)
+        except Exception:  # no GL here: a size every OpenGL 3D texture supports
+            logger.debug("max 3D texture size unknown", exc_info=True)
+    for layer in list(viewer.layers):
+        src = LayerSource.of(layer)
+        if src is None or not getattr(layer, "multiscale", False):
+            continue
+        try:
+            if not three_d:
+                if layer.metadata.get("_napari_ozx_locked_3d"):
+                    layer.metadata.pop("_napari_ozx_locked_3d", None)
+                    layer.locked_data_level = None
+                continue
+            pinned = layer.metadata.get(LEVEL_3D_KEY)
+            displayed = list(layer._slice_input.displayed)
+            level = (
+                int(pinned)
+                if isinstance(pinned, int) and not isinstance(pinned, bool)
+                else choose_3d_level(
+                    layer.level_shapes,
+                    displayed,
+                    layer.data[0].dtype.itemsize,
+                    max_texture,
+                    budget_3d(),
+                )
+            )
+            if layer.locked_data_level is None or layer.metadata.get("_napari_ozx_locked_3d"):
+                layer.metadata["_napari_ozx_locked_3d"] = True
+                layer.locked_data_level = level
+        except Exception:
+            logger.warning("napari-ozx: 3D level not chosen for %s", layer.name, exc_info=True)
+
+
 def text_overlay(viewer: Any) -> Any:
     """napari's canvas text overlay (``viewer.canvas.overlays['text']`` since 0.9, before
     that ``viewer.text_overlay``)."""
@@ -170,9 +210,11 @@ _TIMED: Any = None  # weakref.WeakSet of viewers whose time overlay we keep up t
 
 
 def show_physical_time() -> None:
-    """Show the physical time of the current slice in the current viewer's text overlay
-    (top left), updated whenever a slider moves or layers change: napari's sliders show
-    indices only. Installed once per viewer; never raises."""
+    """Keep two things up to date in the current viewer, installed once per viewer after
+    a read (never raises): the physical time of the current slice in the canvas text
+    overlay (napari's sliders show indices only), updated whenever a slider moves or
+    layers change; and, when the view turns 3D, the level of each multiscale layer
+    (:func:`apply_3d_levels`)."""
     global _TIMED
     try:
         import weakref
@@ -201,8 +243,14 @@ def show_physical_time() -> None:
             except Exception:  # a viewer being closed
                 logger.debug("time overlay not updated", exc_info=True)
 
+        def on_ndisplay(*_: Any) -> None:
+            v = ref()
+            if v is not None:
+                update()
+                apply_3d_levels(v)
+
         viewer.dims.events.point.connect(update)
-        viewer.dims.events.ndisplay.connect(update)
+        viewer.dims.events.ndisplay.connect(on_ndisplay)
         viewer.layers.events.inserted.connect(update)
         viewer.layers.events.removed.connect(update)
         update()
