@@ -216,6 +216,8 @@ def show_physical_time() -> None:
     layers change; and, when the view turns 3D, the level of each multiscale layer
     (:func:`apply_3d_levels`)."""
     global _TIMED
+    if "napari._qt" not in sys.modules:  # headless: no viewer, and never import Qt here
+        return
     try:
         import weakref
 
