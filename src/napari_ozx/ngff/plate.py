@@ -29,8 +29,10 @@ representative field's pyramid, and no pixel I/O:
   fail cost no I/O and stay zeros, so napari reads the wells it shows at the level it
   shows. Coarser levels' array documents are read on first use, per well.
 
-Limits against hostile metadata: at most ``MAX_WELLS`` wells, ``MAX_OVERVIEW_TASKS``
-chunks per level; a well listed twice at one position is ignored (with a warning).
+Limits against hostile metadata: at most ``MAX_WELLS`` wells and ``MAX_PLANES`` planes
+along any t / c / z axis (dask keeps one chunk boundary per plane; the graph itself is
+never materialised, so a time-lapse plate of many wells x planes is fine); a well listed
+twice at one position is ignored (with a warning).
 
 ``HcsPlate.open_fields(well, ...)`` returns the full-resolution :class:`~.open.Image` of a
 well's fields (their groups read concurrently); :meth:`HcsPlate.placements` says where to
@@ -87,7 +89,7 @@ __all__ = [
 
 OVERVIEW_EDGE = 4096  # the overview aims at about this many pixels along its longer side
 MAX_WELLS = 100_000  # rows x columns beyond this is not a plate we can show
-MAX_OVERVIEW_TASKS = 2_000_000  # wells x planes (t, c, z): chunks of one overview level
+MAX_PLANES = 1_000_000  # along one t / c / z axis of the plate picture
 
 # plates handed out by the reader, so the navigator finds the very object behind an
 # overview layer (metadata carries only the id); alive as long as its overview's dask
@@ -218,11 +220,10 @@ class Overview:
         self.pitch = self._levels[0].pitch
         self.inset = self._levels[0].inset
         self.shape: tuple[int, ...] = self._levels[0].shape
-        planes = math.prod(s for i, s in enumerate(self.shape) if i not in self.yx)
-        if planes * len(plate.rows) * len(plate.columns) > MAX_OVERVIEW_TASKS:
+        planes = max((s for i, s in enumerate(self.shape) if i not in self.yx), default=1)
+        if planes > MAX_PLANES:
             raise MetadataError(
-                f"plate picture of {planes} planes x {len(plate.wells)} wells is too large "
-                f"({plate.oz.source})"
+                f"plate picture of {planes} planes along one axis is too large ({plate.oz.source})"
             )
         self._failed: set[str] = set()
         self._nodes: dict[tuple[str, int], ArrayNode | None] = {}
