@@ -745,10 +745,6 @@ class HcsPlate:
                 names = g.meta.multiscales[0].axis_names
                 if names != ms0.axis_names:
                     raise MetadataError(f"axes {list(names)} differ from {list(ms0.axis_names)}")
-                if len(node.shape) != len(names):  # the overview indexes shapes by axis
-                    raise MetadataError(
-                        f"{p}: {len(node.shape)} dimensions for {len(names)} axes {list(names)}"
-                    )
             except OzxError as e:
                 skipped[w.path] = str(e)
                 continue
@@ -764,8 +760,12 @@ class HcsPlate:
         for pos, p, res in zip(list(fields), paths, self.oz.read_docs(paths), strict=True):
             try:
                 node = self.oz.make_array(p, res)
-                if len(node.shape) != ndim:
-                    raise MetadataError(f"{p}: {len(node.shape)} dimensions, not {ndim}")
+                if len(node.shape) != len(ms0.axes) or len(node.shape) != ndim:
+                    # the plate picture indexes shapes by axis
+                    raise MetadataError(
+                        f"{p}: {len(node.shape)} dimensions for {len(ms0.axes)} axes "
+                        f"{list(ms0.axis_names)}"
+                    )
             except OzxError as e:
                 skipped[self.by_position[pos].path] = str(e)
                 del fields[pos]
