@@ -336,7 +336,10 @@ def _plain_zarr_dir(path: Path, fmt: int) -> Path:
 @pytest.mark.parametrize(
     "kind",
     [
-        "plain_zarr_array",
+        "plain_zarr_v3",
+        "plain_zarr_v2",
+        "random_dir",
+        "empty_dir",
         "text_file",
         "nonexistent",
         "nonexistent_zarr",
@@ -347,10 +350,7 @@ def _plain_zarr_dir(path: Path, fmt: int) -> Path:
     ],
 )
 def test_get_reader_declines(kind, tmp_path):
-    if kind == "plain_zarr_array":  # napari's builtin reader shows those
-        path: Any = str(tmp_path / "arr.zarr")
-        zarr.create_array(path, shape=(8, 8), dtype="uint8", chunks=(4, 4))
-    elif kind == "plain_zarr_v3":
+    if kind == "plain_zarr_v3":
         path: Any = str(_plain_zarr_dir(tmp_path / "plain.zarr", 3))
     elif kind == "plain_zarr_v2":
         path = str(_plain_zarr_dir(tmp_path / "plain2.zarr", 2))
@@ -385,36 +385,6 @@ def test_get_reader_declines(kind, tmp_path):
     else:
         path = []
     assert _reader.get_reader(path) is None
-
-
-@pytest.mark.parametrize(
-    ("kind", "reason"),
-    [
-        ("plain_zarr_v3", "no OME-Zarr metadata"),
-        ("plain_zarr_v2", "no OME-Zarr metadata"),
-        ("random_dir", "no Zarr group"),
-        ("empty_dir", "no Zarr group"),
-    ],
-)
-def test_non_ome_folders_are_claimed_to_say_why(kind, reason, tmp_path, monkeypatch):
-    """A folder picked with napari-ozx that holds no OME-Zarr: one notification with our
-    reason first (napari alone would say only "refused the file"), no layers."""
-    from napari.utils import notifications
-
-    if kind.startswith("plain_zarr"):
-        path = _plain_zarr_dir(tmp_path / "plain.zarr", int(kind[-1]))
-    else:
-        path = tmp_path / ("photos" if kind == "random_dir" else "empty.zarr")
-        path.mkdir()
-        if kind == "random_dir":
-            (path / "a.txt").write_text("hello")
-    shown: list[str] = []
-    monkeypatch.setattr(notifications, "show_error", lambda m: shown.append(str(m)))
-    reader = _reader.get_reader(str(path))
-    assert reader is not None
-    assert reader(str(path)) == [(None,)]
-    assert len(shown) == 1 and shown[0].startswith(reason), shown
-    assert shown[0].splitlines()[0].endswith(f"({path.name})")
 
 
 @pytest.fixture
