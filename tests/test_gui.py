@@ -105,31 +105,6 @@ def test_error_toast_leads_with_the_reason(make_napari_viewer, tmp_path):
     assert str(note.message).count(str(bad)) == 1  # the path is not repeated
 
 
-def test_non_ome_folder_gets_a_reason(make_napari_viewer, tmp_path):
-    """A Zarr group without OME metadata picked with napari-ozx: our reason, not napari's
-    bare "refused the file"."""
-    import json
-
-    viewer = make_napari_viewer()
-    folder = tmp_path / "plain.zarr"
-    folder.mkdir()
-    (folder / "zarr.json").write_text(
-        json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {"x": 1}})
-    )
-    layers, seen = _notifications(viewer, folder, plugin="napari-ozx")
-    assert layers == []
-    (note,) = [n for n in seen if str(folder) in str(n.message)]
-    first = str(note.message).splitlines()[0]
-    assert first.startswith("no OME-Zarr metadata") and "plain.zarr" in first, first
-    # a plain Zarr array is left to napari's own reader
-    from napari_ozx._reader import get_reader
-
-    arr = tmp_path / "arr.zarr"
-    arr.mkdir()
-    (arr / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "array"}))
-    assert get_reader(str(arr)) is None and get_reader(str(folder)) is not None
-
-
 def test_time_slider_shows_physical_time(make_napari_viewer, tmp_path):
     """napari's t slider shows an index; the text overlay says where that is in time."""
     from .omegen import write_image

@@ -61,27 +61,15 @@ def _claims(path: str) -> bool:
     if suffix == ".ozx":
         return True
     if p.is_dir():
-        # Any folder but a plain Zarr array (napari's builtin reader shows those): one
-        # without OME-Zarr metadata is read only to say why not, where napari would say
-        # just "refused the file". napari asks us about folders only when they match
-        # our patterns (``*.zarr``) or the user picked napari-ozx.
-        return _dir_has_ome(p) or not _dir_is_zarr_array(p)
+        # only OME-Zarr folders: the shared real-world corpus expects a plain Zarr group
+        # to be declined (napari's own reader or another plugin may show it)
+        return _dir_has_ome(p)
     if suffix == ".zip" and p.is_file():
         # the ZIP index alone answers "is there a root zarr.json?" (no zarr import)
         from .ozx._zip import FileRangeReader, read_zip_index
 
         with FileRangeReader(p) as reader:
             return "zarr.json" in read_zip_index(reader).by_name
-    return False
-
-
-def _dir_is_zarr_array(p: Path) -> bool:
-    if (p / ".zarray").is_file():
-        return True
-    f = p / "zarr.json"
-    if f.is_file() and f.stat().st_size < 64 << 20:
-        doc = json.loads(f.read_bytes())
-        return isinstance(doc, dict) and doc.get("node_type") == "array"
     return False
 
 
