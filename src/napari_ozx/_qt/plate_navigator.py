@@ -27,11 +27,11 @@ import functools
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from qtpy.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, QTimer, Signal
-from qtpy.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
+from qtpy.QtGui import QColor, QFont, QFontMetrics, QHelpEvent, QPainter, QPen
 from qtpy.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -258,11 +258,12 @@ class PlateMap(QWidget):
         p.end()
 
     # -- interaction -----------------------------------------------------------
-    def event(self, ev: QEvent) -> bool:
-        if ev.type() == QEvent.Type.ToolTip:
-            cell = self.cell_at(ev.pos())
+    def event(self, ev: QEvent | None) -> bool:
+        if ev is not None and ev.type() == QEvent.Type.ToolTip:
+            help_ev = cast(QHelpEvent, ev)
+            cell = self.cell_at(help_ev.pos())
             if cell is not None:
-                QToolTip.showText(ev.globalPos(), self.tooltip(*cell), self)
+                QToolTip.showText(help_ev.globalPos(), self.tooltip(*cell), self)
             else:
                 QToolTip.hideText()
             return True
