@@ -462,18 +462,7 @@ def big_shards(tmp_path_factory: pytest.TempPathFactory) -> BigShards:
 @pytest.mark.parametrize(
     "damage",
     [
-        pytest.param(
-            "bitflip",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "documented limitation: a ZIP CRC-32 covers a whole member, so the ranged "
-                    "reads of sharding cannot check it without reading the whole shard (which "
-                    "would break tile latency and remote byte counts); "
-                    "`napari-ozx validate --deep` finds it"
-                ),
-            ),
-        ),
+        "bitflip",
         "swapped_member",
     ],
 )

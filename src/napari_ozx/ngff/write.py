@@ -147,23 +147,36 @@ def pyramid_shapes(
 
 
 def _codecs(opts: WriteOptions, itemsize: int) -> Any:
-    from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
+    """Chunk codecs of a v3 array. Every chunk carries a checksum whatever the codec, so
+    a flipped bit read by range is a decode error, never wrong pixels (a ZIP CRC covers
+    whole shards): zstd's frame checksum, gzip's CRC-32 trailer, else a ``crc32c``
+    codec after the compressor."""
+    from zarr.codecs import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
 
     if opts.codec == "none":
-        return None
+        return [Crc32cCodec()]
     if opts.codec == "zstd":
-        # the frame checksum turns a flipped byte into a decode error, never wrong pixels
-        # (a ZIP CRC covers whole shards and cannot be checked on ranged tile reads)
-        return ZstdCodec(level=opts.level, checksum=True)
+        return [ZstdCodec(level=opts.level, checksum=True)]
     if opts.codec == "gzip":
-        return GzipCodec(level=min(max(opts.level, 0), 9))
+        return [GzipCodec(level=min(max(opts.level, 0), 9))]
     cname = "lz4" if opts.codec == "blosc-lz4" else "zstd"
-    return BloscCodec(
+    blosc = BloscCodec(
         cname=cname,
         clevel=min(max(opts.level, 0), 9),
         shuffle="bitshuffle" if itemsize == 1 else "shuffle",
         typesize=itemsize,
     )
+    return [blosc, Crc32cCodec()]
+
+
+def _v2_filters(opts: WriteOptions) -> Any:
+    """v2 has one compressor: a ``crc32c`` filter (checked after decompression) gives
+    raw and blosc chunks a checksum; zstd and gzip carry their own."""
+    import numcodecs
+
+    if opts.codec in ("none", "blosc-lz4", "blosc-zstd"):
+        return [numcodecs.CRC32C()]
+    return None
 
 
 def _v2_compressor(opts: WriteOptions) -> Any:
@@ -172,7 +185,7 @@ def _v2_compressor(opts: WriteOptions) -> Any:
     if opts.codec == "none":
         return None
     if opts.codec == "zstd":
-        return numcodecs.Zstd(level=opts.level)
+        return numcodecs.Zstd(level=opts.level, checksum=True)
     if opts.codec == "gzip":
         return numcodecs.GZip(level=min(max(opts.level, 0), 9))
     return numcodecs.Blosc(
@@ -450,6 +463,7 @@ def _create_hierarchy(
             else:
                 kw.update(
                     compressors=_v2_compressor(opts),
+                    filters=_v2_filters(opts),
                     chunk_key_encoding={"name": "v2", "separator": "/"},
                 )
             job.arrays.append(grp.create_array(str(i), shape=shp, dtype=dtype, **kw))

@@ -41,11 +41,14 @@ File objects of unknown kind (fsspec/remote files) default to ``to_thread``
 (``threaded_io``), because there one read can take milliseconds.
 
 CRC checks: deflated members are always verified (they are inflated whole anyway). STORED
-members are verified only on whole-member reads of at most ``verify_crc_max`` bytes (default
-1 MiB: ``zarr.json`` documents and small chunks), where the cost is a few microseconds and a
-corrupt metadata document would otherwise surface as a confusing JSON/Zarr error. Partial
-reads (shard index, inner chunks) are never verified: the CRC covers the whole member, so
-checking it would turn every 64 KiB tile read into a full-shard read.
+members are verified on whole-member reads of at most ``verify_crc_max`` bytes (default
+1 MiB: ``zarr.json`` documents and small chunks). Partial reads (shard index, inner chunks)
+of a local archive verify the whole member's CRC-32 the first time any part of it is read
+(``verify_members``, one sequential pass, remembered per member): third-party shards
+whose codec carries no checksum (zstd without the checksum flag, blosc, raw) would
+otherwise show a flipped bit as wrong pixels. The first tile of each shard pays for
+reading the shard once (page-cache speed; see ``benchmarks/bench_store.py``); later
+tiles pay nothing. Remote archives skip it by default: it would download whole shards.
 """
 
 from __future__ import annotations
@@ -111,6 +114,9 @@ _LOCAL_FILE_TYPES = (io.BytesIO, io.BufferedReader, io.BufferedRandom, io.FileIO
 
 #: encrypted members take the checked (refusing) path
 _UNREADABLE_FLAGS = FLAG_ENCRYPTED | FLAG_STRONG_ENCRYPTION
+
+#: piece size of the one-time CRC pass over a STORED member
+_VERIFY_BLOCK = 4 << 20
 
 #: deflate cannot expand data by more than ~1032:1; a bigger declared ratio is a lie.
 _MAX_DEFLATE_RATIO = 1032
@@ -208,6 +214,9 @@ class _Shared:
         self._keys: list[str] | None = None
         self._children: dict[str, tuple[str, ...]] | None = None
         self._lock = threading.RLock()  # children() builds on keys
+        #: STORED members whose whole-member CRC-32 was checked (see ``verify_members``)
+        self.verified: set[str] = set()
+        self.verify_lock = threading.Lock()
 
     @property
     def keys(self) -> list[str]:
@@ -264,6 +273,10 @@ class OzxStore(Store):
         Refuse to inflate a member that declares more than this many bytes.
     verify_crc_max
         Verify the CRC-32 of whole reads of STORED members up to this size.
+    verify_members
+        Before serving the first byte range of a STORED member (a shard's index or inner
+        chunk), check the CRC-32 of the whole member once (cached). ``None`` (default):
+        on for local files, off for remote readers (where it would download whole shards).
     threaded_io
         Run reads of the async methods in ``asyncio.to_thread`` instead of inline. ``None``
         (default) chooses: inline for local paths, ``io.BytesIO`` and ``open(path, "rb")``
@@ -288,6 +301,7 @@ class OzxStore(Store):
         max_inflate_bytes: int = 1 << 31,
         verify_crc_max: int = 1 << 20,
         threaded_io: bool | None = None,
+        verify_members: bool | None = None,
     ) -> None:
         if not read_only:
             raise ReadOnlyStoreError(
@@ -299,6 +313,7 @@ class OzxStore(Store):
             "max_inflate_bytes": max_inflate_bytes,
             "verify_crc_max": verify_crc_max,
             "threaded_io": threaded_io,
+            "verify_members": verify_members,
         }
         if isinstance(source, str | os.PathLike):
             self._path: str | None = os.path.abspath(os.fspath(source))
@@ -358,6 +373,14 @@ class OzxStore(Store):
                 or isinstance(getattr(reader, "fobj", None), _LOCAL_FILE_TYPES)
             )
         self._threaded = bool(threaded)
+        verify = self._options.get("verify_members")
+        if verify is None:
+            # local: the first partial read of a member checks its whole CRC-32 (one
+            # sequential pass, cached); remote: that pass would download the whole shard
+            verify = isinstance(reader, FileRangeReader) or isinstance(
+                getattr(reader, "fobj", None), _LOCAL_FILE_TYPES
+            )
+        self._verify_members = bool(verify)
         self._closed = False
         self._is_open = True
 
@@ -580,6 +603,8 @@ class OzxStore(Store):
                     )
                 return data
             start, stop = _resolve_range(byte_range, size)
+            if self._verify_members and key not in self._shared.verified:
+                self._verify_member(entry, off)
             return self._reader.read(off + start, stop - start)
         self._check_readable(entry)
         data = self._inflate(entry)
@@ -587,6 +612,29 @@ class OzxStore(Store):
             return data
         start, stop = _resolve_range(byte_range, len(data))
         return data[start:stop]
+
+    def _verify_member(self, entry: ZipEntry, off: int) -> None:
+        """Check the CRC-32 of a whole STORED member once, before serving any range of it.
+
+        A ZIP CRC covers the whole member, so this is one sequential pass over it (in
+        :data:`_VERIFY_BLOCK` pieces, so memory stays bounded), done synchronously on the
+        first read and remembered per member for every store sharing this index: a flipped
+        bit in a shard is an error on first sight, never wrong pixels. Cost measured by
+        ``benchmarks/bench_store.py`` (first vs later tile reads of a shard).
+        """
+        crc = 0
+        pos, end = off, off + entry.uncompressed_size
+        while pos < end:  # outside any lock: two threads may both check a member, harmlessly
+            n = min(_VERIFY_BLOCK, end - pos)
+            crc = zlib.crc32(self._reader.read(pos, n), crc)
+            pos += n
+        if crc != entry.crc32:
+            raise ZipFormatError(
+                f"CRC-32 mismatch in member {entry.name!r} of {self._label()} "
+                "(corrupt file: its bytes are not what was written)"
+            )
+        with self._shared.verify_lock:
+            self._shared.verified.add(entry.name)
 
     def _inflate(self, entry: ZipEntry) -> bytes:
         key = entry.name
