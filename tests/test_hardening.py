@@ -32,10 +32,10 @@ def _image() -> np.ndarray:
 
 
 @pytest.mark.parametrize("codec", ["none", "blosc-lz4", "blosc-zstd", "zstd", "gzip"])
-@pytest.mark.parametrize("version", ["0.5", "0.4"])
-def test_every_written_chunk_carries_a_checksum(tmp_path: Path, codec: str, version: str) -> None:
-    """A flipped bit inside any chunk our writer produced is an error, never wrong pixels
-    (a directory has no ZIP CRC: the codec pipeline is the only protection)."""
+def test_every_written_chunk_carries_a_checksum(tmp_path: Path, codec: str) -> None:
+    """A flipped bit inside any chunk our writer produced (0.5) is an error, never wrong
+    pixels (a directory has no ZIP CRC: the codec pipeline is the only protection)."""
+    version = "0.5"
     import zarr
 
     data = _image()
@@ -54,3 +54,80 @@ def test_every_written_chunk_carries_a_checksum(tmp_path: Path, codec: str, vers
         bad = int((got != data).sum())
         pytest.fail(f"{codec}/{version}: a flipped bit went unnoticed ({bad} wrong pixels)")
     assert not isinstance(info.value, pytest.fail.Exception), info.value
+
+
+# ------------------------------------------------------------- 1: bounded sizes
+
+
+class _CountingReader:
+    """Wraps a RangeReader and remembers the largest single read."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.size = inner.size  # type: ignore[attr-defined]
+        self.name = "counting"
+        self.largest = 0
+
+    def read(self, offset: int, length: int) -> bytes:
+        self.largest = max(self.largest, length)
+        if length > 64 << 20:  # fail the test instead of allocating gigabytes
+            raise AssertionError(f"runaway read of {length} bytes")
+        return self.inner.read(offset, length)  # type: ignore[attr-defined]
+
+
+def _sparse_zip64(path: Path, *, cd_size: int, count: int, size: int) -> None:
+    from napari_ozx.ozx.records import pack_eocd, pack_zip64_eocd, pack_zip64_locator
+
+    z64 = pack_zip64_eocd(count, cd_size, 0)
+    tail = (
+        z64
+        + pack_zip64_locator(size - len(z64) - 20 - 22)
+        + pack_eocd(0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF)
+    )
+    with open(path, "wb") as f:
+        f.truncate(size)  # sparse: 4 KiB on disk
+        f.seek(size - len(tail))
+        f.write(tail)
+
+
+@pytest.mark.parametrize("count", [1, 1 << 20])
+def test_lying_zip64_central_directory_size_is_refused_before_allocating(
+    tmp_path: Path, count: int
+) -> None:
+    """A sparse 8 GiB file whose ZIP64 record declares an 8 GiB central directory: refused
+    with ZipFormatError after reading at most one bounded piece (was: 8 GiB read)."""
+    from napari_ozx.errors import ZipFormatError
+    from napari_ozx.ozx._zip import FileRangeReader, read_zip_index
+
+    p = tmp_path / "sparse.ozx"
+    size = (8 << 30) + 4096
+    _sparse_zip64(p, cd_size=8 << 30, count=count, size=size)
+    with FileRangeReader(p) as inner:
+        reader = _CountingReader(inner)
+        with pytest.raises(ZipFormatError):
+            read_zip_index(reader)  # type: ignore[arg-type]
+    assert reader.largest <= 32 << 20, reader.largest
+
+
+def test_get_reader_and_validator_refuse_lying_sparse_zip(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from napari_ozx._reader import get_reader
+    from napari_ozx.ozx.validate import validate
+
+    p = tmp_path / "sparse.zip"
+    _sparse_zip64(p, cd_size=8 << 30, count=1 << 20, size=(8 << 30) + 4096)
+    from napari_ozx.errors import ZipFormatError
+
+    tracemalloc.start()
+    try:
+        read = get_reader(str(p))
+        if read is not None:
+            with pytest.raises(OzxError):
+                read(str(p))
+        with pytest.raises(ZipFormatError):
+            validate(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, peak

@@ -169,23 +169,16 @@ def _codecs(opts: WriteOptions, itemsize: int) -> Any:
     return [blosc, Crc32cCodec()]
 
 
-def _v2_filters(opts: WriteOptions) -> Any:
-    """v2 has one compressor: a ``crc32c`` filter (checked after decompression) gives
-    raw and blosc chunks a checksum; zstd and gzip carry their own."""
-    import numcodecs
-
-    if opts.codec in ("none", "blosc-lz4", "blosc-zstd"):
-        return [numcodecs.CRC32C()]
-    return None
-
-
 def _v2_compressor(opts: WriteOptions) -> Any:
+    """0.4 (Zarr v2) is written for old tools, so it stays plain: zarrs (ngff-zarr) refuses
+    both numcodecs' ``Zstd(checksum=...)`` field and a ``crc32c`` filter in v2 metadata.
+    Only gzip chunks carry a checksum there; 0.5 (and every ``.ozx``) always does."""
     import numcodecs
 
     if opts.codec == "none":
         return None
     if opts.codec == "zstd":
-        return numcodecs.Zstd(level=opts.level, checksum=True)
+        return numcodecs.Zstd(level=opts.level)
     if opts.codec == "gzip":
         return numcodecs.GZip(level=min(max(opts.level, 0), 9))
     return numcodecs.Blosc(
@@ -463,7 +456,6 @@ def _create_hierarchy(
             else:
                 kw.update(
                     compressors=_v2_compressor(opts),
-                    filters=_v2_filters(opts),
                     chunk_key_encoding={"name": "v2", "separator": "/"},
                 )
             job.arrays.append(grp.create_array(str(i), shape=shp, dtype=dtype, **kw))

@@ -39,6 +39,7 @@ import contextlib
 import logging
 import os
 import stat
+import struct
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -502,11 +503,17 @@ def read_zip_index(reader: RangeReader, *, allow_multi_part: bool = False) -> Zi
             f"end record claims {n_total} entries but the central directory is only {cd_size} bytes"
         )
 
+    if cd_size > n_total * _MAX_CENTRAL_RECORD:
+        raise ZipFormatError(
+            f"end record claims a central directory of {cd_size} bytes for {n_total} "
+            f"entries; {n_total} records take at most {n_total * _MAX_CENTRAL_RECORD} bytes"
+        )
+
     if cd_offset >= tail_start:
         rel = cd_offset - tail_start
         buf: bytes = tail[rel : rel + cd_size]
     else:
-        buf = reader.read(cd_offset, cd_size)
+        buf = _read_central_directory(reader, cd_offset, cd_size)
 
     table, mp = _parse_central_directory(buf, n_total, cd_offset, allow_multi_part)
     del buf
@@ -524,6 +531,39 @@ def read_zip_index(reader: RangeReader, *, allow_multi_part: bool = False) -> Zi
         file_size=size,
         multi_part=multi_part,
     )
+
+
+#: the largest possible central directory record: header + name + extra + comment
+_MAX_CENTRAL_RECORD = CENTRAL_HEADER.size + 3 * 0xFFFF
+#: a central directory beyond the tail buffer is read in pieces of this size, each walked
+#: before the next is read: a lying size (say 8 GiB over a sparse file) stops at the first
+#: piece that is not a sequence of central records, not after allocating all of it
+_CD_PIECE = 16 << 20
+_NAME_EXTRA_COMMENT = struct.Struct("<HHH")
+
+
+def _read_central_directory(reader: RangeReader, cd_offset: int, cd_size: int) -> bytes:
+    """The central directory's bytes, read piece by piece and checked as they come."""
+    if cd_size <= _CD_PIECE:
+        return reader.read(cd_offset, cd_size)
+    buf = bytearray()
+    pos = 0  # start of the next record in buf
+    got = 0
+    sig_len = len(SIG_CENTRAL)
+    while got < cd_size:
+        n = min(_CD_PIECE, cd_size - got)
+        buf += reader.read(cd_offset + got, n)
+        got += n
+        end = len(buf)
+        while pos + CENTRAL_HEADER.size <= end:
+            if buf[pos : pos + sig_len] != SIG_CENTRAL:
+                raise ZipFormatError(
+                    f"bad central directory header signature at offset {cd_offset + pos} "
+                    f"(the end record's central directory size {cd_size} is a lie?)"
+                )
+            nlen, elen, klen = _NAME_EXTRA_COMMENT.unpack_from(buf, pos + 28)
+            pos += CENTRAL_HEADER.size + nlen + elen + klen
+    return bytes(buf)
 
 
 # ------------------------------------------------------------------ compact entry table
