@@ -8,6 +8,7 @@ OzxError-only failures on hostile metadata, bounded inflation, prompt cancellati
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,7 @@ def test_every_written_chunk_carries_a_checksum(tmp_path: Path, codec: str) -> N
     raw[len(raw) // 3] ^= 0x10  # inside the first inner chunk's payload
     chunk.write_bytes(bytes(raw))
     arr = zarr.open_array(target / "0", mode="r")
-    with pytest.raises(Exception) as info:  # noqa: PT011 - zarr's codec errors vary
+    with pytest.raises(Exception) as info:  # zarr's codec errors vary
         got = arr[:]
         bad = int((got != data).sum())
         pytest.fail(f"{codec}/{version}: a flipped bit went unnoticed ({bad} wrong pixels)")
@@ -131,3 +132,73 @@ def test_get_reader_and_validator_refuse_lying_sparse_zip(tmp_path: Path) -> Non
     finally:
         tracemalloc.stop()
     assert peak < 64 << 20, peak
+
+
+# ------------------------------------------------------------- 4: paths stay under the root
+
+
+def _outside_and_root(tmp_path: Path) -> tuple[Path, Path]:
+    """``tmp/outside.zarr`` (a valid image beside the root) and ``tmp/root/``."""
+    write_ome_zarr(
+        tmp_path / "outside.zarr",
+        ImageSpec(_image(), AXES),
+        options=WriteOptions(pyramid_levels=1, workers=1),
+    )
+    root = tmp_path / "root"
+    root.mkdir()
+    return tmp_path / "outside.zarr", root
+
+
+def _group(path: Path, ome: dict[str, object]) -> None:
+    import json
+
+    path.mkdir(parents=True, exist_ok=True)
+    doc = {"zarr_format": 3, "node_type": "group", "attributes": {"ome": ome}}
+    (path / "zarr.json").write_text(json.dumps(doc))
+
+
+def test_label_path_with_dotdot_is_not_read_outside_the_root(tmp_path: Path) -> None:
+    from napari_ozx.ngff.open import open_ome_zarr
+
+    _, _root = _outside_and_root(tmp_path)
+    img = tmp_path / "img.zarr"
+    write_ome_zarr(img, ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1))
+    _group(img / "labels", {"version": "0.5", "labels": ["../../outside.zarr"]})
+    with open_ome_zarr(img) as oz:
+        assert oz.images()[0].labels == []  # skipped with a warning, never read
+
+
+@pytest.mark.parametrize("series", ["../outside.zarr", "/outside.zarr", "a/../../outside.zarr"])
+def test_series_path_escaping_the_root_is_a_metadata_error(tmp_path: Path, series: str) -> None:
+    from napari_ozx.errors import MetadataError
+    from napari_ozx.ngff.open import open_ome_zarr
+
+    _, root = _outside_and_root(tmp_path)
+    _group(root, {"version": "0.5", "bioformats2raw.layout": 3})
+    _group(root / "OME", {"version": "0.5", "series": [series]})
+    with open_ome_zarr(root) as oz, pytest.raises(MetadataError, match="series"):
+        oz.images()
+
+
+def test_inspector_never_reads_outside_the_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``napari-ozx info`` on a labels group listing ``../out``: a clear error naming the
+    key, not the (missing) levels of a group it read beside the root."""
+    from napari_ozx.__main__ import main
+
+    ms = {
+        "name": "SECRET-OUTSIDE",
+        "axes": [{"name": "y", "type": "space"}, {"name": "x", "type": "space"}],
+        "datasets": [
+            {"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1, 1]}]}
+        ],
+    }
+    _group(tmp_path / "out", {"version": "0.5", "multiscales": [ms]})
+    _group(tmp_path / "root", {"version": "0.5", "labels": ["../out"]})
+    with contextlib.suppress(SystemExit):
+        main(["info", str(tmp_path / "root")])
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "SECRET" not in text and "../out/0" not in text, text
+    assert "hierarchy root" in text and "labels" in text, text

@@ -51,8 +51,33 @@ MAX_METADATA_BYTES = 16 << 20  # no real zarr.json comes near this
 METADATA_FILES = ("zarr.json", ".zarray", ".zattrs", ".zgroup")
 
 
-def join_path(*parts: str) -> str:
-    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+def join_path(*parts: str, key: str | None = None) -> str:
+    """Join store paths; the result never leaves the hierarchy root.
+
+    Every path taken from metadata (labels, bioformats2raw series, plate wells and fields,
+    multiscale datasets) goes through here, so a ``..`` segment or an absolute path after
+    the first part raises :class:`MetadataError` (naming ``key``, the metadata field)
+    instead of reading beside or above the root of a directory store.
+    """
+    segments: list[str] = []
+    for i, part in enumerate(parts):
+        if not part:
+            continue
+        if i and (part.startswith(("/", "\\")) or (len(part) > 1 and part[1] == ":")):
+            raise MetadataError(
+                f"absolute path in metadata: {key or 'path'} {part!r} (relative to "
+                f"{parts[0] or '/'!r}) must be a relative path under the hierarchy root"
+            )
+        for seg in part.split("/"):
+            if seg in ("", "."):
+                continue
+            if seg == ".." or "\\" in seg:
+                raise MetadataError(
+                    f"path leaves the hierarchy root: {key or 'path'} {part!r} (relative to "
+                    f"{parts[0] or '/'!r}); refusing to read outside the root"
+                )
+            segments.append(seg)
+    return "/".join(segments)
 
 
 def run_sync(coro: Any) -> Any:

@@ -351,7 +351,7 @@ class Image:
         out = []
         for name in grp.meta.labels:
             try:
-                img = self.root.image(join_path(lpath, name))
+                img = self.root.image(join_path(lpath, name, key="labels"))
             except (OzxError, OSError) as e:
                 logger.warning("%s: label image %r skipped: %s", self.root.source, name, e)
                 continue
@@ -444,7 +444,7 @@ class OmeZarr:
         if not group.meta.multiscales:
             raise NotOmeZarrError(f"{self.source}: {path or '/'!r} is not a multiscale image")
         ms = group.meta.multiscales[0]
-        arrays = self.arrays([join_path(path, d.path) for d in ms.datasets])
+        arrays = self.arrays([join_path(path, d.path, key="datasets path") for d in ms.datasets])
         if ms.version in ("0.1", "0.2") and arrays and arrays[0].document.get("shape"):
             # axes are implied by the dimensionality: re-parse with the real ndim
             ndim = len(arrays[0].shape)
@@ -470,12 +470,18 @@ class OmeZarr:
         if kind in ("image", "labels-image"):
             return [self.image("", self.root)]
         if kind == "labels-group":
-            return [self.image(name) for name in meta.labels]
+            return [self.image(self._under_root(name, "labels")) for name in meta.labels]
         if kind == "collection":
-            return [self.image(p) for p in self._series_paths()]
+            return [self.image(self._under_root(p, "series")) for p in self._series_paths()]
         if kind in ("plate", "well"):
             raise MetadataError(f"{self.source}: HCS {kind}s are opened by the plate reader")
         raise NotOmeZarrError(f"{self.source}: no OME-Zarr metadata (not an image, plate or label)")
+
+    def _under_root(self, path: str, key: str) -> str:
+        try:
+            return join_path("", path, key=key)
+        except MetadataError as e:
+            raise MetadataError(f"{e} ({self.source})") from None
 
     def _series_paths(self) -> list[str]:
         ome = self._group_or_none("OME")

@@ -594,7 +594,7 @@ class HcsPlate:
                 continue
             seen.add((pw.row, pw.column))
             wells.append(pw)
-        paths = [join_path(self.path, w.path) for w in wells]
+        paths = [join_path(self.path, w.path, key="wells path") for w in wells]
         docs = self.oz.read_docs(paths)  # every well at once
         out = []
         for pw, p, res in zip(wells, paths, docs, strict=True):
@@ -864,7 +864,9 @@ def _fields(well_path: str, images: Sequence[Any]) -> tuple[FieldRef, ...]:
     out = []
     for im in images:
         if _safe(im.path):
-            out.append(FieldRef(join_path(well_path, im.path), im.path, im.acquisition))
+            out.append(
+                FieldRef(join_path(well_path, im.path, key="images path"), im.path, im.acquisition)
+            )
         else:
             logger.warning("well %r: field path %r leaves the well; ignored", well_path, im.path)
     return tuple(out)
