@@ -19,6 +19,8 @@ class Server:
         self.body_bytes = 0
         self.fail: dict[str, int] = {}  # path suffix -> status
         self.fail_times: dict[str, int] = {}  # path suffix -> how many times to fail
+        self.delay = 0.0  # seconds to wait before answering a ranged GET
+        self.validators = True  # send ETag / Last-Modified and honour If-Match
         self._lock = threading.Lock()
         outer = self
 
@@ -63,7 +65,20 @@ class Server:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                size = f.stat().st_size
+                st = f.stat()
+                size = st.st_size
+                etag = f'"{st.st_mtime_ns:x}-{size:x}"'
+                if outer.validators:
+                    want = self.headers.get("If-Match")
+                    if want is not None and want != etag:
+                        self.send_response(412)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                if rng and outer.delay:
+                    import time
+
+                    time.sleep(outer.delay)
                 start, end = 0, size
                 if rng and rng.startswith("bytes="):
                     a, _, b = rng[6:].partition("-")
@@ -83,6 +98,11 @@ class Server:
                 else:
                     self.send_response(200)
                 self.send_header("Accept-Ranges", "bytes")
+                if outer.validators:
+                    from email.utils import formatdate
+
+                    self.send_header("ETag", etag)
+                    self.send_header("Last-Modified", formatdate(st.st_mtime, usegmt=True))
                 self.send_header("Content-Length", str(end - start))
                 self.end_headers()
                 if head:

@@ -202,3 +202,48 @@ def test_inspector_never_reads_outside_the_root(
     text = captured.out + captured.err
     assert "SECRET" not in text and "../out/0" not in text, text
     assert "hierarchy root" in text and "labels" in text, text
+
+
+# ------------------------------------------------------------- 3: remote objects pinned
+
+
+@pytest.fixture
+def www(tmp_path: Path):  # type: ignore[no-untyped-def]
+    pytest.importorskip("aiohttp")
+    from tests.httpserver import Server
+
+    root = tmp_path / "www"
+    root.mkdir()
+    write_ome_zarr(
+        root / "a.ozx", ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1)
+    )
+    with Server(root) as srv:
+        yield srv, root
+
+
+def test_remote_object_replaced_while_open_is_a_clear_error(www) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    from napari_ozx.ozx.remote import FsspecRangeReader, ObjectChangedError
+
+    srv, root = www
+    url = f"{srv.url}/a.ozx"
+    reader = FsspecRangeReader(url)
+    assert reader.validator
+    first = reader.read(0, 64)
+    st = os.stat(root / "a.ozx")
+    os.utime(root / "a.ozx", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # a new version
+    with pytest.raises(ObjectChangedError, match=r"a\.ozx.*changed"):
+        reader.read(0, 64)
+    assert first[:2] == b"PK"
+
+
+def test_remote_read_timeout_names_the_url(www) -> None:  # type: ignore[no-untyped-def]
+    from napari_ozx.ozx.remote import FsspecRangeReader, RemoteError
+
+    srv, _root = www
+    url = f"{srv.url}/a.ozx"
+    reader = FsspecRangeReader(url, timeout=0.3)
+    srv.delay = 1.5
+    with pytest.raises(RemoteError, match=r"a\.ozx.*timed out after 0\.3 s"):
+        reader.read(0, 64)

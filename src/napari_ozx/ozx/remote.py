@@ -9,6 +9,18 @@ chunks napari shows.
 
 Failures name the URL and the reason (HTTP status, timeout); transient ones (5xx,
 connection errors, timeouts) are retried a bounded number of times with backoff.
+
+The object is pinned at open: its validator (ETag, else Last-Modified) and size are
+recorded, and every range request of an HTTP(S) object carries ``If-Match`` (or
+``If-Unmodified-Since``), so an object replaced while it is being read is a clear
+:class:`ObjectChangedError` naming the URL, never a mix of two versions' bytes. Reads
+time out after :data:`TIMEOUT_S` seconds without data (``timeout=`` to change it).
+
+Integrity trade-off: local archives check a shard member's ZIP CRC-32 on its first read
+(:class:`~napari_ozx.ozx.store.OzxStore` ``verify_members``); remote ones do not by
+default, since that would download every shard a tile touches in full. Chunks written
+by napari-ozx carry their own checksum (zstd frame checksum or ``crc32c``), which covers
+remote reads too.
 fsspec is an optional dependency (``pip install napari-ozx[remote]``).
 """
 
@@ -32,6 +44,10 @@ PREFETCH_LIMIT = 8 << 20  # leading metadata fetched in one request, at most thi
 
 class RemoteError(OzxError, OSError):
     """A remote read failed (status code or network error), after bounded retries."""
+
+
+class ObjectChangedError(RemoteError):
+    """The remote object changed (ETag / Last-Modified / size) since it was opened."""
 
 
 def is_url(source: Any) -> bool:
@@ -60,7 +76,9 @@ def _transient(exc: BaseException) -> bool:
     )
 
 
-def call_with_retries(what: str, url: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+def call_with_retries(
+    what: str, url: str, fn: Any, *args: Any, timeout: float | None = None, **kwargs: Any
+) -> Any:
     """Run *fn*; retry transient failures; raise :class:`RemoteError` naming *url*."""
     delay = 0.2
     for attempt in range(1, RETRIES + 1):
@@ -72,7 +90,14 @@ def call_with_retries(what: str, url: str, fn: Any, *args: Any, **kwargs: Any) -
             raise RemoteError(f"{url}: access denied ({e})") from None
         except Exception as e:
             st = _status(e)
+            if st == 412:
+                raise ObjectChangedError(
+                    f"{url}: the remote object changed since it was opened (its ETag / "
+                    "Last-Modified no longer matches); reopen it to read the new version"
+                ) from None
             reason = f"HTTP {st}" if st is not None else type(e).__name__
+            if isinstance(e, TimeoutError):
+                reason = f"timed out after {timeout or TIMEOUT_S:g} s without a response"
             if attempt < RETRIES and _transient(e):
                 logger.warning(
                     "%s %s failed (%s), retry %d/%d", what, url, reason, attempt, RETRIES - 1
@@ -87,38 +112,53 @@ def call_with_retries(what: str, url: str, fn: Any, *args: Any, **kwargs: Any) -
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _options(url: str, storage_options: dict[str, Any] | None) -> dict[str, Any]:
+def _options(
+    url: str, storage_options: dict[str, Any] | None, timeout: float | None = None
+) -> dict[str, Any]:
     opts = dict(storage_options or {})
     if url.lower().startswith(("http://", "https://")):
         try:
             import aiohttp
 
-            opts.setdefault("client_kwargs", {}).setdefault(
-                "timeout", aiohttp.ClientTimeout(total=TIMEOUT_S)
+            t = TIMEOUT_S if timeout is None else float(timeout)
+            opts["client_kwargs"] = dict(opts.get("client_kwargs") or {})
+            opts["client_kwargs"].setdefault(
+                "timeout", aiohttp.ClientTimeout(total=None, sock_connect=t, sock_read=t)
             )
         except ImportError:  # pragma: no cover
             pass
     return opts
 
 
-def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
+def filesystem(
+    url: str, storage_options: dict[str, Any] | None = None, timeout: float | None = None
+) -> tuple[Any, str]:
     try:
         import fsspec
     except ImportError:  # pragma: no cover - depends on the environment
         raise OzxError(
             f"{url}: reading remote files needs fsspec (pip install 'napari-ozx[remote]')"
         ) from None
-    return fsspec.core.url_to_fs(url, **_options(url, storage_options))
+    return fsspec.core.url_to_fs(url, **_options(url, storage_options, timeout))
 
 
 class FsspecRangeReader(RangeReader):
     """Range reads of one remote object; one request per read (or none, if prefetched)."""
 
-    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        storage_options: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> None:
         self.name = url
         self.url = url
         self._storage_options = storage_options
-        self._fs, self._path = filesystem(url, storage_options)
+        self.timeout = TIMEOUT_S if timeout is None else float(timeout)
+        self._fs, self._path = filesystem(url, storage_options, self.timeout)
+        self._pin: dict[str, str] = {}  # request headers that pin the opened version
+        self.validator: str | None = None
         self.size = self._size()
         self._head = b""  # prefetched bytes [0, len(_head))
         self._lock = threading.Lock()
@@ -128,15 +168,23 @@ class FsspecRangeReader(RangeReader):
 
     def _size(self) -> int:
         try:
-            size = self._fs.size(self._path)
+            info = self._fs.info(self._path)
+            size = info.get("size")
         except FileNotFoundError:
-            size = None  # fsspec's HTTP size lookup reports every failure as "not found"
+            info, size = {}, None  # fsspec's HTTP lookup reports every failure as "not found"
         except Exception:
-            size = None
+            info, size = {}, None
         if size is None:
             # a one-byte range read raises the real error (status code), with retries
-            call_with_retries("read", self.url, self._fs.cat_file, self._path, start=0, end=1)
-            size = call_with_retries("size lookup", self.url, self._fs.size, self._path)
+            call_with_retries(
+                "read", self.url, self._fs.cat_file, self._path, start=0, end=1,
+                timeout=self.timeout,
+            )  # fmt: skip
+            info = call_with_retries(
+                "size lookup", self.url, self._fs.info, self._path, timeout=self.timeout
+            )
+            size = info.get("size")
+        self._pin_version(info)
         if size is None:
             raise RemoteError(
                 f"{self.url}: the server does not report the file size (Content-Length)"
@@ -151,7 +199,14 @@ class FsspecRangeReader(RangeReader):
         if offset + length <= len(head):
             return head[offset : offset + length]
         data = call_with_retries(
-            "range read", self.url, self._fs.cat_file, self._path, start=offset, end=offset + length
+            "range read",
+            self.url,
+            self._fs.cat_file,
+            self._path,
+            start=offset,
+            end=offset + length,
+            timeout=self.timeout,
+            **({"headers": self._pin} if self._pin else {}),
         )
         with self._lock:
             self.requests += 1
@@ -161,6 +216,18 @@ class FsspecRangeReader(RangeReader):
                 f"{self.url}: short read at {offset} ({len(data)} of {length} bytes): truncated or changing file"
             )
         return data
+
+    def _pin_version(self, info: dict[str, Any]) -> None:
+        """Remember the version opened; HTTP range requests then carry a precondition."""
+        etag = info.get("ETag") or info.get("etag") or info.get("e_tag")
+        modified = info.get("Last-Modified") or info.get("LastModified")
+        self.validator = str(etag or modified) if (etag or modified) else None
+        if not self.url.lower().startswith(("http://", "https://")):
+            return  # other fsspec backends take no request headers; size is still checked
+        if etag and not str(etag).startswith("W/"):
+            self._pin = {"If-Match": str(etag)}
+        elif modified:
+            self._pin = {"If-Unmodified-Since": str(modified)}
 
     def prefetch_head(self, end: int) -> None:
         """Fetch bytes ``[0, end)`` in one request and serve later reads there from memory."""
@@ -177,18 +244,27 @@ class FsspecRangeReader(RangeReader):
         return self._closed
 
     def __reduce__(self) -> Any:
-        return (FsspecRangeReader, (self.url, self._storage_options))
+        return (_rebuild, (self.url, self._storage_options, self.timeout))
 
 
-def open_remote_store(url: str, storage_options: dict[str, Any] | None = None) -> Any:
-    """A read-only zarr store for a remote ``.ozx``/``.zip`` file or OME-Zarr directory."""
+def _rebuild(url: str, storage_options: dict[str, Any] | None, timeout: float) -> FsspecRangeReader:
+    return FsspecRangeReader(url, storage_options, timeout=timeout)
+
+
+def open_remote_store(
+    url: str, storage_options: dict[str, Any] | None = None, *, timeout: float | None = None
+) -> Any:
+    """A read-only zarr store for a remote ``.ozx``/``.zip`` file or OME-Zarr directory.
+
+    ``timeout``: seconds a connection or read may go without data (default
+    :data:`TIMEOUT_S`)."""
     path = url.split("?", 1)[0].rstrip("/").lower()
     if path.endswith((".ozx", ".zip")):
         from .store import OzxStore
 
-        return OzxStore(FsspecRangeReader(url, storage_options))
+        return OzxStore(FsspecRangeReader(url, storage_options, timeout=timeout))
     from zarr.storage import FsspecStore
 
     return FsspecStore.from_url(
-        url.rstrip("/"), storage_options=_options(url, storage_options), read_only=True
+        url.rstrip("/"), storage_options=_options(url, storage_options, timeout), read_only=True
     )
