@@ -213,7 +213,8 @@ class FsspecRangeReader(RangeReader):
             self.bytes_read += len(data)
         if len(data) != length:
             raise ZipFormatError(
-                f"{self.url}: short read at {offset} ({len(data)} of {length} bytes): truncated or changing file"
+                f"{self.url}: short read at {offset} ({len(data)} of {length} bytes): "
+                "truncated or changing file"
             )
         return data
 
