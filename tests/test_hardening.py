@@ -247,3 +247,156 @@ def test_remote_read_timeout_names_the_url(www) -> None:  # type: ignore[no-unty
     srv.delay = 1.5
     with pytest.raises(RemoteError, match=r"a\.ozx.*timed out after 0\.3 s"):
         reader.read(0, 64)
+
+
+# ------------------------------------------------------------- 6: stale partials removed
+
+_SLOW_SAVE = """
+import sys, time
+import numpy as np
+from napari_ozx.ngff.models import Axis
+from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+
+def progress(done, total):
+    print("started", flush=True)
+    time.sleep(120)
+
+data = np.ones((8, 128, 128), np.uint16)
+axes = [Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
+opts = WriteOptions(chunk_yx=64, shard_yx=64, shard_z=1, workers=1, pyramid_levels=1)
+write_ome_zarr(sys.argv[1], ImageSpec(data, axes), options=opts, progress=progress)
+"""
+
+
+def _kill_mid_save(target: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1] / "src"))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_SAVE, str(target)], stdout=subprocess.PIPE, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == b"started"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+
+def _partials(target: Path) -> list[Path]:
+    return sorted(target.parent.glob(f".{target.name}.*"))
+
+
+@pytest.mark.parametrize("name", ["img.ozx", "img.zarr"])
+def test_partial_of_a_killed_save_is_removed_by_the_next_save(tmp_path: Path, name: str) -> None:
+    target = tmp_path / name
+    _kill_mid_save(target)
+    assert _partials(target), "the killed save left no partial (test is not testing)"
+    write_ome_zarr(target, ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1))
+    assert _partials(target) == []
+    assert target.exists()
+
+
+def test_partial_of_a_live_save_is_left_alone(tmp_path: Path) -> None:
+    from napari_ozx.ozx import atomic
+
+    target = tmp_path / "img.zarr"
+    live = atomic.partial_name(target)
+    live.mkdir()
+    fd = atomic.hold(live)
+    try:
+        write_ome_zarr(target, ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1))
+        assert live.exists()
+    finally:
+        atomic.release(fd)
+
+
+# ------------------------------------------------------------- 7: the directory swap
+
+
+def test_directory_swap_never_leaves_the_target_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replacing an existing directory is one atomic exchange: no rename leaves the
+    target name empty in between (was: two os.replace calls)."""
+    import os
+
+    from napari_ozx.ozx import atomic
+
+    if atomic.exchange(tmp_path, tmp_path) is False:  # probes renameat2 support
+        pytest.skip("renameat2(RENAME_EXCHANGE) unavailable here")
+    target = tmp_path / "img.zarr"
+    write_ome_zarr(target, ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1))
+
+    real_replace, real_rename = os.replace, os.rename
+
+    def guard(real):  # type: ignore[no-untyped-def]
+        def call(src: object, dst: object, *a: object, **k: object) -> None:
+            if Path(os.fspath(src)) == target or Path(os.fspath(dst)) == target:  # type: ignore[arg-type]
+                raise AssertionError(f"a rename of the target leaves it missing: {src}")
+            real(src, dst, *a, **k)
+
+        return call
+
+    monkeypatch.setattr(os, "replace", guard(real_replace))
+    monkeypatch.setattr(os, "rename", guard(real_rename))
+    data = _image()[::-1].copy()
+    write_ome_zarr(target, ImageSpec(data, AXES), options=WriteOptions(pyramid_levels=1))
+    monkeypatch.undo()
+    import zarr
+
+    np.testing.assert_array_equal(zarr.open_array(target / "0", mode="r")[:], data)
+    assert _partials(target) == []
+
+
+def test_interrupted_fallback_swap_is_recovered_at_the_next_save(tmp_path: Path) -> None:
+    import os
+
+    target = tmp_path / "img.zarr"
+    write_ome_zarr(target, ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1))
+    os.rename(target, tmp_path / ".img.zarr.0123456789ab.old")  # died between the renames
+    from napari_ozx.ozx import atomic
+
+    assert atomic.recover_directory(target) is not None
+    assert (target / "zarr.json").exists() and _partials(target) == []
+
+
+def test_concurrent_directory_saves_keep_one_complete_copy(tmp_path: Path) -> None:
+    import threading
+
+    import zarr
+
+    target = tmp_path / "img.zarr"
+    datas = [_image() + i for i in range(4)]
+    errors: list[BaseException] = []
+
+    def save(d: np.ndarray) -> None:
+        try:
+            write_ome_zarr(target, ImageSpec(d, AXES), options=WriteOptions(pyramid_levels=1))
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=save, args=(d,)) for d in datas]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    got = zarr.open_array(target / "0", mode="r")[:]
+    assert any(np.array_equal(got, d) for d in datas)
+    assert _partials(target) == []
+
+
+# ------------------------------------------------------------- 10: errors name the target
+
+
+@pytest.mark.parametrize("name", ["img.ozx", "img.zarr"])
+def test_missing_parent_is_the_same_error_for_both_formats(tmp_path: Path, name: str) -> None:
+    target = tmp_path / "no-such-folder" / name
+    with pytest.raises(OzxError, match="does not exist") as info:
+        write_ome_zarr(target, ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1))
+    assert str(target) in str(info.value)
+    assert not target.parent.exists()

@@ -360,6 +360,12 @@ def write_ome_zarr(
         raise OzxError("several label layers need an image to belong to (or save them one by one)")
     if image is not None and labels:
         image = replace(image, labels=[*image.labels, *labels])
+    if not target.parent.is_dir():
+        # the same for both formats: a missing folder is more often a typo than a wish
+        raise OzxError(
+            f"cannot save: the folder {str(target.parent)!r} does not exist "
+            f"(create it first): {target}"
+        )
 
     if fmt == "ozx":
         from ..ozx.write_store import OzxWriteStore
@@ -371,7 +377,13 @@ def write_ome_zarr(
     else:
         from zarr.storage import LocalStore
 
-        tmp_dir = target.parent / f".{target.name}.{uuid.uuid4().hex[:8]}.partial"
+        from ..ozx import atomic
+
+        atomic.recover_directory(target)
+        atomic.remove_stale_partials(target)
+        tmp_dir = atomic.partial_name(target)
+        tmp_dir.mkdir()
+        lock_fd = atomic.hold(tmp_dir)  # the next save removes it only if we die
         store = LocalStore(tmp_dir)
     try:
         jobs = _create_hierarchy(store, image, labels if image is None else (), opts)
@@ -381,14 +393,19 @@ def write_ome_zarr(
             store.abort()
         else:
             shutil.rmtree(tmp_dir, ignore_errors=True)
+            atomic.release(lock_fd)
         raise
     if tmp_dir is None:
         return store.commit()
-    _swap_directory(tmp_dir, target)
+    try:
+        _swap_directory(tmp_dir, target)
+    finally:
+        atomic.release(lock_fd)
     return target
 
 
 def _swap_directory(tmp_dir: Path, target: Path) -> None:
+    from ..ozx import atomic
     from .live import adopt_old_tree, retain_for_readers
 
     # open layers reading the tree being replaced keep a stable copy (see ngff/live.py)
@@ -398,18 +415,18 @@ def _swap_directory(tmp_dir: Path, target: Path) -> None:
             retain_for_readers(target)
         except OSError:  # no hard links here: keep the old tree itself for them
             cloned = False
-    old = None
-    if target.exists():
-        old = target.parent / f".{target.name}.{uuid.uuid4().hex[:8]}.old"
-        os.replace(target, old)
-    try:
-        os.replace(tmp_dir, target)
-    except BaseException:
-        if old is not None:
-            os.replace(old, target)
-        raise
-    if old is not None and not (not cloned and old.is_dir() and adopt_old_tree(old, target)):
+
+    def dispose(old: Path) -> None:
+        if not cloned and old.is_dir():
+            # under a name no stale-partial cleanup matches, while readers use it
+            kept = old.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.retained")
+            os.rename(old, kept)
+            if adopt_old_tree(kept, target):
+                return
+            old = kept
         shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
+
+    atomic.swap_directory(tmp_dir, target, dispose=dispose)
 
 
 def _create_hierarchy(

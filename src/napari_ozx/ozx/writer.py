@@ -84,6 +84,11 @@ __all__ = [
     "copy_range",
 ]
 
+try:
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - Windows
+    _fcntl = None  # type: ignore[assignment]
+
 logger = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------------------
@@ -306,6 +311,9 @@ class OzxWriter:
             raise IsADirectoryError(f"{target} is a directory")
         self._target = target
 
+        from napari_ozx.ozx.atomic import remove_stale_partials
+
+        remove_stale_partials(target)
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
         flags |= getattr(os, "O_CLOEXEC", 0)
         for _ in range(100):
@@ -314,6 +322,8 @@ class OzxWriter:
                 fd = os.open(temp, flags, 0o666)  # the umask applies, like a normal file
             except FileExistsError:
                 continue
+            if _fcntl is not None:  # held while we live: the next save removes it if we die
+                _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
             break
         else:  # pragma: no cover
             raise OzxWriteError(f"could not create a temporary file beside {target}")

@@ -1,0 +1,204 @@
+"""Leave nothing behind: temporary ``.partial`` names, their locks, and an atomic swap.
+
+Every save writes beside its target under a hidden ``.<target>.<random>.partial`` name
+(a file for ``.ozx``, a directory for OME-Zarr folders) and renames it onto the target
+when complete. A writer that is killed (SIGKILL, power loss) cannot clean up, so:
+
+* the writer holds an exclusive ``flock`` on its partial for as long as it lives
+  (:func:`hold`); the kernel drops it when the process dies;
+* the next save to the same target removes every partial whose lock it can take
+  (:func:`remove_stale_partials`): those belong to dead writers. A live writer's lock is
+  held, so its partial is left alone, whichever process it runs in.
+
+Replacing a directory cannot be one ``rename`` (POSIX renames onto empty directories
+only). :func:`swap_directory` uses Linux ``renameat2(RENAME_EXCHANGE)``, which swaps two
+names atomically: the target name always holds a complete copy, old or new, and two
+concurrent saves each swap their own copy in (the last one wins, neither is lost).
+Elsewhere it falls back to two renames, and a process dying between them leaves the old
+copy under a hidden ``.old`` name that :func:`recover_directory` puts back at the next
+save or open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import glob
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "hold",
+    "partial_name",
+    "recover_directory",
+    "release",
+    "remove_stale_partials",
+    "swap_directory",
+]
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: open files cannot be deleted anyway
+    fcntl = None  # type: ignore[assignment]
+
+
+def partial_name(target: Path) -> Path:
+    """A fresh hidden temporary name beside ``target``."""
+    return target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.partial"
+
+
+def hold(path: Path) -> int:
+    """Open ``path`` (file or directory) and take an exclusive lock on it; returns the fd
+    (keep it open while writing, :func:`release` it after)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise
+    return fd
+
+
+def release(fd: int | None) -> None:
+    if fd is not None and fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def remove_stale_partials(target: Path) -> list[Path]:
+    """Remove the ``.partial`` leftovers of dead writers to ``target``; returns them."""
+    if fcntl is None:  # pragma: no cover
+        return []
+    removed = []
+    pattern = f".{glob.escape(target.name)}.*.partial"
+    for p in Path(target.parent).glob(pattern):
+        try:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a live writer holds it
+        try:
+            _remove(p)
+            removed.append(p)
+            logger.info("removed %s, left by a save that did not finish", p)
+        finally:
+            os.close(fd)
+    if target.exists():  # ``.old`` copies of finished (fallback) swaps are garbage
+        for p in Path(target.parent).glob(f".{glob.escape(target.name)}.*.old"):
+            _remove(p)
+            removed.append(p)
+    return removed
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _renameat2() -> object | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_RENAMEAT2 = _renameat2() if os.name == "posix" else None
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Atomically swap the names ``a`` and ``b``; False where the platform or file system
+    cannot (then nothing changed). Raises FileNotFoundError when one of them is missing."""
+    fn = _RENAMEAT2
+    if fn is None:
+        return False
+    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)  # type: ignore[operator]
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.ENOENT:
+        raise FileNotFoundError(err, os.strerror(err), str(b))
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def swap_directory(
+    new: Path,
+    target: Path,
+    *,
+    use_exchange: bool = True,
+    dispose: Callable[[Path], None] | None = None,
+) -> None:
+    """Put the complete directory ``new`` at ``target``; what was there is handed to
+    ``dispose`` (default: deleted)."""
+    dispose = dispose or _remove
+    for _ in range(100):
+        if use_exchange:
+            try:
+                if exchange(new, target):
+                    dispose(new)  # ``new`` now names the previous copy
+                    return
+            except FileNotFoundError:
+                try:
+                    os.rename(new, target)  # no target (yet): plain rename
+                    return
+                except OSError as e:
+                    if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                        raise
+                    continue  # another save created it meanwhile: exchange with that
+        break
+    # fallback: two renames; dying between them leaves ``.old``, restored by recovery
+    old = None
+    if target.exists():
+        old = target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.old"
+        os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    if old is not None:
+        dispose(old)
+
+
+def recover_directory(target: Path) -> Path | None:
+    """If ``target`` is missing but a swap left its previous copy under ``.old``, put it
+    back; returns the restored copy's former name."""
+    if target.exists():
+        return None
+    olds = sorted(
+        Path(target.parent).glob(f".{glob.escape(target.name)}.*.old"),
+        key=lambda p: p.stat().st_mtime,
+    )
+    if not olds:
+        return None
+    with contextlib.suppress(FileExistsError, OSError):
+        os.rename(olds[-1], target)
+        logger.warning("%s was missing after an interrupted save: restored", target)
+        return olds[-1]
+    return None
