@@ -400,3 +400,114 @@ def test_missing_parent_is_the_same_error_for_both_formats(tmp_path: Path, name:
         write_ome_zarr(target, ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1))
     assert str(target) in str(info.value)
     assert not target.parent.exists()
+
+
+# ------------------------------------------------------------- 8: only OzxError escapes
+
+_HOSTILE = [3, "mean", None, [], {}, -1, 1e300, "x", [1, "a"], True, {"a": 1}, [[1]], "..", 0]
+
+
+@pytest.fixture(scope="module")
+def fuzz_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from napari_ozx.ngff.write import LabelsSpec
+
+    base = tmp_path_factory.mktemp("fuzz") / "base.zarr"
+    d = np.arange(2 * 32 * 32, dtype=np.uint16).reshape(2, 32, 32)
+    axes = [Axis("c", "channel"), Axis("y", "space"), Axis("x", "space")]
+    labels = [LabelsSpec("cells", (d > 500).astype(np.uint8), axes)]
+    opts = WriteOptions(chunk_yx=16, shard_yx=16, pyramid_levels=2, workers=1)
+    write_ome_zarr(base, ImageSpec(d, axes, labels=labels), options=opts)
+    return base
+
+
+def _json_paths(v: object, pre: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    out = [pre] if pre else []
+    if isinstance(v, dict):
+        for k, x in v.items():
+            out += _json_paths(x, (*pre, k))
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            out += _json_paths(x, (*pre, i))
+    return out
+
+
+def _mutated(base: Path, work: Path, mutations: list[tuple[int, int, int, bool]]) -> None:
+    import json
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(base, work)
+    docs = sorted(p.relative_to(base) for p in base.rglob("zarr.json"))
+    for doc_i, path_i, value_i, delete in mutations:
+        f = work / docs[doc_i % len(docs)]
+        doc = json.loads(f.read_text())
+        paths = _json_paths(doc)
+        where = paths[path_i % len(paths)]
+        cur = doc
+        for k in where[:-1]:
+            cur = cur[k]
+        if delete and isinstance(cur, dict):
+            del cur[where[-1]]
+        else:
+            cur[where[-1]] = _HOSTILE[value_i % len(_HOSTILE)]
+        f.write_text(json.dumps(doc))
+
+
+def test_hostile_metadata_raises_only_ozx_errors(
+    fuzz_base: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Mutated zarr.json documents (a string in ``shape``, ``"chunk_grid": "mean"``,
+    ``"dimension_names": 3`` ...): the reader and the inspector's facts raise OzxError
+    subclasses or succeed, never a foreign exception."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from napari_ozx.inspect import Inspection
+    from napari_ozx.layers.reading import read_layer_data
+
+    work = tmp_path_factory.mktemp("fuzz-work") / "img.zarr"
+    mutation = st.tuples(st.integers(0, 99), st.integers(0, 999), st.integers(0, 99), st.booleans())
+
+    @settings(max_examples=80, deadline=None, database=None)
+    @given(st.lists(mutation, min_size=1, max_size=2))
+    def check(mutations: list[tuple[int, int, int, bool]]) -> None:
+        _mutated(fuzz_base, work, mutations)
+        try:
+            for layer in read_layer_data(str(work)):
+                data = layer[0]
+                np.asarray((data[0] if isinstance(data, list) else data)[(0,) * 2])
+        except OzxError:
+            pass
+        try:
+            with Inspection(str(work)) as ins:
+                stack = [ins.root]
+                while stack:
+                    node = stack.pop()
+                    ins.details(node)
+                    stack.extend(ins.children(node))
+        except OzxError:
+            pass
+
+    check()
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("dimension_names", 3), ("chunk_grid", "mean"), ("shape", ["64", 64])],
+)
+def test_named_hostile_array_fields_are_metadata_errors(
+    fuzz_base: Path, tmp_path: Path, key: str, value: object
+) -> None:
+    import json
+
+    from napari_ozx.errors import MetadataError
+    from napari_ozx.layers.reading import read_layer_data
+
+    work = tmp_path / "img.zarr"
+    _mutated(fuzz_base, work, [])
+    f = work / "0" / "zarr.json"
+    doc = json.loads(f.read_text())
+    doc[key] = value
+    f.write_text(json.dumps(doc))
+    with pytest.raises(MetadataError, match=key):
+        read_layer_data(str(work))

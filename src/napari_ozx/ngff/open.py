@@ -166,7 +166,7 @@ class ArrayNode:
 
 def array_node(store: Store, source: str, docs: NodeDocuments) -> ArrayNode:
     """The ArrayNode of an array's documents, its shape and fill value checked first."""
-    _validate_array_document(docs.checked, f"{source}:{docs.path}")
+    validate_array_document(docs.checked, f"{source}:{docs.path}")
     return ArrayNode(store, docs.path, docs.zarr_format, docs.checked, docs.extensions)
 
 
@@ -174,7 +174,7 @@ def array_node(store: Store, source: str, docs: NodeDocuments) -> ArrayNode:
 _UNSUPPORTED = re.compile(r"(?i)unknown|not found|no zarr data type|not supported|not registered")
 
 
-def _validate_array_document(doc: Mapping[str, Any], where: str) -> None:
+def validate_array_document(doc: Mapping[str, Any], where: str) -> None:
     """What zarr would misreport or crash on: shape and fill_value, checked first."""
     shape = doc.get("shape")
     if not isinstance(shape, list | tuple) or not all(
@@ -183,6 +183,42 @@ def _validate_array_document(doc: Mapping[str, Any], where: str) -> None:
         raise MetadataError(
             f"{where}: invalid array shape {shape!r} (expected non-negative integers)"
         )
+    names = doc.get("dimension_names")
+    if names is not None and (
+        not isinstance(names, list) or not all(n is None or isinstance(n, str) for n in names)
+    ):
+        raise MetadataError(
+            f"{where}: invalid dimension_names {names!r} (expected a list of names or nulls)"
+        )
+    for key in ("chunk_grid", "chunk_key_encoding"):
+        value = doc.get(key)
+        if value is not None and not isinstance(value, Mapping | str):
+            raise MetadataError(f"{where}: invalid {key} {value!r} (expected an object)")
+    if doc.get("zarr_format") == 3:
+        grid = doc.get("chunk_grid")
+        conf = grid.get("configuration") if isinstance(grid, Mapping) else None
+        chunk = conf.get("chunk_shape") if isinstance(conf, Mapping) else None
+        if not isinstance(chunk, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in chunk
+        ):
+            raise MetadataError(
+                f"{where}: invalid chunk_grid {grid!r} (expected a regular grid with a "
+                "chunk_shape of positive integers)"
+            )
+        codecs = doc.get("codecs", [])
+        if not isinstance(codecs, list):
+            raise MetadataError(f"{where}: invalid codecs {codecs!r} (expected a list)")
+        for c in codecs:
+            if not isinstance(c, Mapping) or c.get("name") != "sharding_indexed":
+                continue
+            conf = c.get("configuration")
+            inner = conf.get("chunk_shape") if isinstance(conf, Mapping) else None
+            if (
+                not isinstance(inner, list)
+                or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in inner)
+                or not all(isinstance(conf.get(k, []), list) for k in ("codecs", "index_codecs"))
+            ):
+                raise MetadataError(f"{where}: invalid sharding_indexed configuration {conf!r}")
     dtype = str(doc.get("data_type") or doc.get("dtype") or "")
     fv = doc.get("fill_value")
     if fv is None or not dtype:
@@ -216,7 +252,7 @@ def _dask_chunks(
     tile touches (with ``fancy=False`` dask never fuses; a 256x256 tile of a 1 MiB dask
     chunk decoded 8 inner chunks: 12.7 ms).
     """
-    out = [min(c, s) for c, s in zip(chunks, shape, strict=True)]
+    out = [max(min(c, s), 1) for c, s in zip(chunks, shape, strict=True)]  # 0-size axes
     limit = list(shards) if shards else list(shape)
     limit = [min(lv, s) for lv, s in zip(limit, shape, strict=True)]
     nbytes = int(np.prod(out)) * itemsize
