@@ -511,3 +511,27 @@ def test_named_hostile_array_fields_are_metadata_errors(
     f.write_text(json.dumps(doc))
     with pytest.raises(MetadataError, match=key):
         read_layer_data(str(work))
+
+
+# ------------------------------------------------------------- 5: no fill for a lost name
+
+
+def test_corrupted_central_name_of_a_shard_is_an_error_not_zeros(tmp_path: Path) -> None:
+    from napari_ozx.errors import ZipFormatError
+    from napari_ozx.ngff.open import open_ome_zarr
+
+    data = _image()
+    src = tmp_path / "a.ozx"
+    opts = WriteOptions(chunk_yx=16, shard_yx=32, pyramid_levels=1, workers=1)
+    write_ome_zarr(src, ImageSpec(data, AXES), options=opts)
+    raw = bytearray(src.read_bytes())
+    name = b"0/c/1/1"
+    pos = raw.rindex(name)  # the central-directory copy (after the local header's)
+    raw[pos + len(name) - 1] = ord("p")
+    bad = tmp_path / "bad.ozx"
+    bad.write_bytes(bytes(raw))
+    with open_ome_zarr(bad) as oz:
+        level = oz.images()[0].levels[0]
+        np.testing.assert_array_equal(np.asarray(level[:32, :32]), data[:32, :32])
+        with pytest.raises(ZipFormatError, match="0/c/1/1"):
+            np.asarray(level[32:, 32:])

@@ -87,6 +87,7 @@ from napari_ozx.ozx._zip import (
     ZipEntry,
     ZipIndex,
     data_offset,
+    local_header_name,
     read_zip_index,
 )
 from napari_ozx.ozx.protocol import ArchiveSummary
@@ -114,6 +115,12 @@ _LOCAL_FILE_TYPES = (io.BytesIO, io.BufferedReader, io.BufferedRandom, io.FileIO
 
 #: encrypted members take the checked (refusing) path
 _UNREADABLE_FLAGS = FLAG_ENCRYPTED | FLAG_STRONG_ENCRYPTION
+
+_METADATA_NAMES = ("zarr.json", ".zattrs", ".zgroup", ".zarray", ".zmetadata")
+
+#: above this many same-length member names, look-alikes of a missing key are sought
+#: among its siblings only
+_MAX_LOOKALIKE_SCAN = 20_000
 
 #: piece size of the one-time CRC pass over a STORED member
 _VERIFY_BLOCK = 4 << 20
@@ -217,6 +224,18 @@ class _Shared:
         #: STORED members whose whole-member CRC-32 was checked (see ``verify_members``)
         self.verified: set[str] = set()
         self.verify_lock = threading.Lock()
+        #: missing keys already found to have no corrupted look-alike member
+        self.missing_ok: set[str] = set()
+        self._by_len: dict[int, list[str]] | None = None
+
+    def same_length(self, n: int) -> list[str]:
+        by_len = self._by_len
+        if by_len is None:
+            by_len = {}
+            for key in self.keys:
+                by_len.setdefault(len(key), []).append(key)
+            self._by_len = by_len
+        return by_len.get(n, [])
 
     @property
     def keys(self) -> list[str]:
@@ -583,6 +602,8 @@ class OzxStore(Store):
             raise ValueError(f"I/O operation on closed {self!r}")
         entry = self._members.get(key)
         if entry is None:
+            if key not in self._shared.missing_ok:
+                self._check_missing(key)
             return None
         if entry.method == METHOD_STORED and not entry.flags & _UNREADABLE_FLAGS:
             off = self._offsets.get(key)
@@ -612,6 +633,48 @@ class OzxStore(Store):
             return data
         start, stop = _resolve_range(byte_range, len(data))
         return data[start:stop]
+
+    def _check_missing(self, key: str) -> None:
+        """A missing key reads as the fill value; make sure it is really missing.
+
+        A corrupted central-directory name ("0/c/0/0/0" stored as "0/c/0/0/p") would make
+        that shard read as zeros without an error. So, once per missing key, look at the
+        members whose names are near-identical (same length, at most two characters
+        differ): if the local header of one of them names ``key``, or disagrees with its
+        own central-directory name, the archive is corrupt there and this raises
+        :class:`ZipFormatError` instead of returning fill. Checked look-alikes are few
+        (same-length names; their local headers are read once, 30 bytes + name).
+        """
+        shared = self._shared
+        if key.endswith(_METADATA_NAMES):
+            shared.missing_ok.add(key)  # metadata probes miss all the time (v2/v3 guesses)
+            return
+        names = shared.same_length(len(key))
+        if len(names) > _MAX_LOOKALIKE_SCAN:
+            parent = key.rpartition("/")[0]
+            names = [n for n in names if n.rpartition("/")[0] == parent]
+        for name in names:
+            diff = 0
+            for a, b in zip(name, key, strict=True):
+                if a != b:
+                    diff += 1
+                    if diff > 2:
+                        break
+            if diff > 2 or diff == 0:
+                continue
+            entry = self._members[name]
+            try:
+                local = local_header_name(self._reader, entry)
+            except ZipFormatError:
+                local = b""
+            if local != name.encode("utf-8") and local != name.encode("cp437", "replace"):
+                said = local.decode("utf-8", "replace")
+                raise ZipFormatError(
+                    f"{self._label()}: member {key!r} is missing, and the near-identical "
+                    f"member {name!r} has a local header naming {said!r} (corrupt central "
+                    "directory); refusing to read it as fill value"
+                )
+        shared.missing_ok.add(key)
 
     def _verify_member(self, entry: ZipEntry, off: int) -> None:
         """Check the CRC-32 of a whole STORED member once, before serving any range of it.
