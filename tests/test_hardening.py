@@ -535,3 +535,47 @@ def test_corrupted_central_name_of_a_shard_is_an_error_not_zeros(tmp_path: Path)
         np.testing.assert_array_equal(np.asarray(level[:32, :32]), data[:32, :32])
         with pytest.raises(ZipFormatError, match="0/c/1/1"):
             np.asarray(level[32:, 32:])
+
+
+# ------------------------------------------------------------- 9: inflation bounded per array
+
+
+def test_deflated_chunk_declaring_more_than_its_array_allows_is_not_inflated(
+    tmp_path: Path,
+) -> None:
+    import tracemalloc
+    import zipfile
+
+    from napari_ozx.ngff.open import open_ome_zarr
+
+    data = _image()
+    src = tmp_path / "a.ozx"
+    opts = WriteOptions(chunk_yx=32, shard_yx=32, pyramid_levels=1, workers=1)
+    write_ome_zarr(src, ImageSpec(data, AXES), options=opts)  # shards of 2 KiB decoded
+    bomb = tmp_path / "bomb.ozx"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(bomb, "w") as zout:
+        for info in zin.infolist():
+            if info.filename == "0/c/0/0":
+                zout.writestr(info.filename, bytes(8 << 20), zipfile.ZIP_DEFLATED)  # ~8 KiB
+            else:
+                zout.writestr(info, zin.read(info), zipfile.ZIP_STORED)
+        zout.comment = zin.comment
+
+    def peak_of_read(path: Path) -> int:
+        with open_ome_zarr(path) as oz:
+            level = oz.images()[0].levels[0]
+            np.asarray(level[32:, 32:])  # warm: imports, thread pools, caches
+            tracemalloc.start()
+            try:
+                try:
+                    np.asarray(level[:32, :32])
+                except OzxError as e:
+                    assert "allows" in str(e), e
+                else:
+                    assert path == src, "the bomb was read"
+                return tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+
+    baseline = peak_of_read(src)
+    assert peak_of_read(bomb) < baseline + (4 << 20)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -122,7 +123,11 @@ class ArrayNode:
             if _UNSUPPORTED.search(msg):
                 raise UnsupportedExtensionError(msg, self.path, "array feature") from e
             raise MetadataError(f"{self.path}: invalid array metadata: {msg}") from e
-        return zarr.Array(aa)
+        arr = zarr.Array(aa)
+        limit = getattr(self.store, "limit_inflate", None)
+        if limit is not None:
+            limit(join_path(self.path, ""), _max_encoded_chunk(arr))
+        return arr
 
     @property
     def chunks(self) -> tuple[int, ...]:
@@ -235,6 +240,19 @@ def validate_array_document(doc: Mapping[str, Any], where: str) -> None:
         )
     if not ok:
         raise MetadataError(f"{where}: invalid fill_value {fv!r} for data type {dtype}")
+
+
+def _max_encoded_chunk(arr: zarr.Array) -> int:
+    """The most bytes one stored chunk (or shard) of ``arr`` can honestly take: its
+    decoded size, plus what compressors may add on incompressible data (under 1/8 here;
+    zstd/blosc/deflate add far less), a 16-byte index entry per inner chunk and 64 KiB of
+    headers. A member declaring more is refused before it is inflated."""
+    outer = arr.shards or arr.chunks
+    inner = arr.chunks
+    itemsize = max(int(getattr(arr.dtype, "itemsize", 0) or 0), 1)
+    raw = math.prod(outer) * itemsize
+    n_inner = math.prod(-(-o // max(i, 1)) for o, i in zip(outer, inner, strict=True))
+    return raw + raw // 8 + 16 * n_inner + (64 << 10)
 
 
 def _dask_chunks(

@@ -226,6 +226,8 @@ class _Shared:
         self.verify_lock = threading.Lock()
         #: missing keys already found to have no corrupted look-alike member
         self.missing_ok: set[str] = set()
+        #: array prefix ("0/", "labels/x/1/") -> most bytes one member there may declare
+        self.inflate_limits: dict[str, int] = {}
         self._by_len: dict[int, list[str]] | None = None
 
     def same_length(self, n: int) -> list[str]:
@@ -676,6 +678,28 @@ class OzxStore(Store):
                 )
         shared.missing_ok.add(key)
 
+    def limit_inflate(self, prefix: str, max_bytes: int) -> None:
+        """Refuse to inflate members under ``prefix`` (an array's chunk keys) that declare
+        more than ``max_bytes``: the OME layer knows from the array metadata how big an
+        encoded chunk or shard can be, the store alone only knows its global cap."""
+        prefix = prefix.strip("/")
+        limits = dict(self._shared.inflate_limits)
+        limits[f"{prefix}/" if prefix else ""] = int(max_bytes)
+        self._shared.inflate_limits = limits
+
+    def _inflate_limit(self, key: str) -> int:
+        limits = self._shared.inflate_limits
+        if limits:
+            parent = key
+            while True:
+                parent = parent.rpartition("/")[0]
+                cap = limits.get(f"{parent}/" if parent else "")
+                if cap is not None:
+                    return min(cap, self._max_inflate)
+                if not parent:
+                    break
+        return self._max_inflate
+
     def _verify_member(self, entry: ZipEntry, off: int) -> None:
         """Check the CRC-32 of a whole STORED member once, before serving any range of it.
 
@@ -709,6 +733,12 @@ class OzxStore(Store):
             raise UnsupportedZipFeature(
                 f"{self._label()}: deflated member {key!r} declares {usize} bytes; refusing to "
                 f"inflate more than {self._max_inflate} bytes (store it uncompressed)"
+            )
+        cap = self._inflate_limit(key) if not key.endswith(_METADATA_NAMES) else usize
+        if usize > cap:
+            raise ZipFormatError(
+                f"{self._label()}: deflated member {key!r} declares {usize} bytes, more than "
+                f"its array allows for one chunk or shard ({cap} bytes): corrupt or hostile"
             )
         if usize > csize * _MAX_DEFLATE_RATIO + 1024:
             raise ZipFormatError(
