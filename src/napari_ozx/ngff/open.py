@@ -203,8 +203,10 @@ def validate_array_document(doc: Mapping[str, Any], where: str) -> None:
         grid = doc.get("chunk_grid")
         conf = grid.get("configuration") if isinstance(grid, Mapping) else None
         chunk = conf.get("chunk_shape") if isinstance(conf, Mapping) else None
-        if not isinstance(chunk, list) or not all(
-            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in chunk
+        regular = not isinstance(grid, Mapping) or grid.get("name", "regular") == "regular"
+        if regular and (
+            not isinstance(chunk, list)
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in chunk)
         ):
             raise MetadataError(
                 f"{where}: invalid chunk_grid {grid!r} (expected a regular grid with a "
