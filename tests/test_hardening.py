@@ -579,3 +579,59 @@ def test_deflated_chunk_declaring_more_than_its_array_allows_is_not_inflated(
 
     baseline = peak_of_read(src)
     assert peak_of_read(bomb) < baseline + (4 << 20)
+
+
+# ------------------------------------------------------------- 10: prompt cancel, named errors
+
+
+@pytest.mark.parametrize("name", ["img.ozx", "img.zarr"])
+def test_cancel_is_seen_between_planes_of_a_running_shard(tmp_path: Path, name: str) -> None:
+    """A cancel during a shard stops before the shard's remaining planes are computed
+    (was: every running shard completed first)."""
+    import threading
+
+    import dask.array as da
+
+    from napari_ozx.ngff.write import WriteCancelled
+
+    cancel = threading.Event()
+    computed: list[int] = []
+
+    def plane(block: np.ndarray, block_info: dict | None = None) -> np.ndarray:  # type: ignore[type-arg]
+        computed.append(1)
+        cancel.set()  # the user presses Cancel while the first plane is computed
+        return block
+
+    src = da.ones((8, 64, 64), dtype=np.uint16, chunks=(1, 64, 64)).map_blocks(
+        plane, meta=np.empty((0, 0, 0), np.uint16)
+    )
+    assert not computed and not cancel.is_set()
+    axes = [Axis("z", "space"), *AXES]
+    opts = WriteOptions(chunk_yx=64, shard_yx=64, shard_z=8, workers=1, pyramid_levels=1)
+    target = tmp_path / name
+    with pytest.raises(WriteCancelled):
+        write_ome_zarr(target, ImageSpec(src, axes), options=opts, cancel=cancel)
+    assert 1 <= len(computed) <= 2, f"{len(computed)} of 8 planes computed after the cancel"
+    assert not target.exists() and _partials(target) == []
+
+
+@pytest.mark.parametrize("name", ["img.ozx", "img.zarr"])
+def test_file_system_errors_name_the_target_not_the_temporary(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from napari_ozx.ngff import write as write_mod
+
+    target = tmp_path / name
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / ".x.partial"))
+
+    monkeypatch.setattr(write_mod, "_write_data", full)
+    with pytest.raises(OzxError) as info:
+        write_ome_zarr(target, ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1))
+    msg = str(info.value)
+    assert str(target) in msg and "No space left" in msg and ".partial" not in msg, msg
+    assert isinstance(info.value, OSError) and info.value.errno == errno.ENOSPC
+    assert _partials(target) == []
