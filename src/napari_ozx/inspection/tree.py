@@ -284,11 +284,11 @@ class Hierarchy:
             out = []
             for im in meta.well.images:
                 acq = f"acquisition {im.acquisition}" if im.acquisition is not None else ""
-                p = join_path(node.path, im.path)
+                p = join_path(node.path, im.path, key="images path")
                 out.append(TreeNode(FIELD, p, f"Field {im.path}", acq, True, None, node))
             return out
         if meta.labels:
-            paths = [join_path(node.path, n) for n in meta.labels]
+            paths = [join_path(node.path, n, key="labels") for n in meta.labels]
             return [
                 self._make_node(p, r, node, kind=LABEL_IMAGE if r is not None else None)
                 for p, r in zip(paths, self.read_many(paths), strict=True)
@@ -302,7 +302,7 @@ class Hierarchy:
         return self._listed_children(node)
 
     def _image_children(self, node: TreeNode, ms: Multiscale) -> list[TreeNode]:
-        paths = [join_path(node.path, d.path) for d in ms.datasets]
+        paths = [join_path(node.path, d.path, key="datasets path") for d in ms.datasets]
         labels_path = join_path(node.path, "labels")
         reads = self.read_many([*paths, labels_path] if node.kind != LABEL_IMAGE else paths)
         out = []
@@ -340,7 +340,7 @@ class Hierarchy:
             row.children = [
                 TreeNode(
                     WELL,
-                    join_path(node.path, w.path),
+                    join_path(node.path, w.path, key="wells path"),
                     f"{rname}{plate.columns[w.column]}",
                     w.path,
                     True,

@@ -620,10 +620,15 @@ class OzxStore(Store):
             size = entry.uncompressed_size
             if byte_range is None:
                 data = self._reader.read(off, size)
-                if size <= self._verify_crc_max and zlib.crc32(data) != entry.crc32:
-                    raise ZipFormatError(
-                        f"{self._label()}: CRC-32 mismatch in member {key!r} (corrupt file)"
-                    )
+                verified = self._shared.verified
+                if size <= self._verify_crc_max or (self._verify_members and key not in verified):
+                    if zlib.crc32(data) != entry.crc32:
+                        raise ZipFormatError(
+                            f"{self._label()}: CRC-32 mismatch in member {key!r} (corrupt file)"
+                        )
+                    if self._verify_members:
+                        with self._shared.verify_lock:
+                            verified.add(key)
                 return data
             start, stop = _resolve_range(byte_range, size)
             if self._verify_members and key not in self._shared.verified:
