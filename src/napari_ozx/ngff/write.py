@@ -391,9 +391,7 @@ def write_ome_zarr(
 
         atomic.recover_directory(target)
         atomic.remove_stale_partials(target)
-        tmp_dir = atomic.partial_name(target)
-        tmp_dir.mkdir()
-        lock_fd = atomic.hold(tmp_dir)  # the next save removes it only if we die
+        tmp_dir, lock_fd = atomic.create_partial_dir(target)  # swept only if we die
         store = LocalStore(tmp_dir)
     try:
         jobs = _create_hierarchy(store, image, labels if image is None else (), opts)

@@ -36,6 +36,7 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "create_partial_dir",
     "hold",
     "partial_name",
     "recover_directory",
@@ -53,6 +54,29 @@ except ImportError:  # pragma: no cover - Windows: open files cannot be deleted 
 def partial_name(target: Path) -> Path:
     """A fresh hidden temporary name beside ``target``."""
     return target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.partial"
+
+
+def create_partial_dir(target: Path) -> tuple[Path, int]:
+    """A new, locked ``.partial`` directory beside ``target`` and the fd holding its lock.
+
+    Made under a ``.creating`` name, locked, then renamed (the lock follows the inode):
+    a concurrent save's sweep (:func:`remove_stale_partials`) never finds it unlocked.
+    """
+    path = partial_name(target)
+    staging = path.with_suffix(".creating")
+    staging.mkdir()
+    try:
+        fd = hold(staging)
+    except BaseException:
+        staging.rmdir()
+        raise
+    try:
+        os.rename(staging, path)
+    except BaseException:
+        release(fd)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return path, fd
 
 
 def hold(path: Path) -> int:

@@ -317,13 +317,24 @@ class OzxWriter:
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
         flags |= getattr(os, "O_CLOEXEC", 0)
         for _ in range(100):
-            temp = target.parent / f".{target.name}.{secrets.token_hex(6)}.partial"
+            token = secrets.token_hex(6)
+            temp = target.parent / f".{target.name}.{token}.partial"
+            # created under another name, locked, then renamed: a concurrent save's
+            # stale-partial sweep never sees it unlocked
+            staging = target.parent / f".{target.name}.{token}.creating"
             try:
-                fd = os.open(temp, flags, 0o666)  # the umask applies, like a normal file
+                fd = os.open(staging, flags, 0o666)  # the umask applies, like a normal file
             except FileExistsError:
                 continue
             if _fcntl is not None:  # held while we live: the next save removes it if we die
                 _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+            try:
+                os.rename(staging, temp)
+            except BaseException:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(staging)
+                raise
             break
         else:  # pragma: no cover
             raise OzxWriteError(f"could not create a temporary file beside {target}")
