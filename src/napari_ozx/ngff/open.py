@@ -219,7 +219,9 @@ def validate_array_document(doc: Mapping[str, Any], where: str) -> None:
             if not isinstance(c, Mapping) or c.get("name") != "sharding_indexed":
                 continue
             conf = c.get("configuration")
-            inner = conf.get("chunk_shape") if isinstance(conf, Mapping) else None
+            if not isinstance(conf, Mapping):
+                raise MetadataError(f"{where}: invalid sharding_indexed configuration {conf!r}")
+            inner = conf.get("chunk_shape")
             if (
                 not isinstance(inner, list)
                 or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in inner)
