@@ -8,7 +8,6 @@ OzxError-only failures on hostile metadata, bounded inflation, prompt cancellati
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import numpy as np
