@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -114,7 +114,8 @@ class ArrayNode:
 
         try:
             aa = AsyncArray(
-                metadata=dict(self.document), store_path=StorePath(self.store, self.path)
+                metadata=cast(Any, dict(self.document)),
+                store_path=StorePath(self.store, self.path),
             )
         except OzxError:
             raise

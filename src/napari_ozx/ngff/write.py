@@ -33,7 +33,7 @@ from pathlib import Path
 
 # Literal: export_options resolves WriteOptions' type hints in this module's namespace
 # until it calls WriteOptions.from_dict (then this import can go)
-from typing import Any, Literal  # noqa: F401
+from typing import Any, Literal
 
 import numpy as np
 
@@ -169,7 +169,7 @@ def _codecs(opts: WriteOptions, itemsize: int) -> Any:
         return [ZstdCodec(level=opts.level, checksum=True)]
     if opts.codec == "gzip":
         return [GzipCodec(level=min(max(opts.level, 0), 9))]
-    cname = "lz4" if opts.codec == "blosc-lz4" else "zstd"
+    cname: Literal["lz4", "zstd"] = "lz4" if opts.codec == "blosc-lz4" else "zstd"
     blosc = BloscCodec(
         cname=cname,
         clevel=min(max(opts.level, 0), 9),
@@ -595,7 +595,7 @@ def _write_data(
         for tasks in plan:
             futures = [pool.submit(one, *t) for t in tasks]
             finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            errors = [f.exception() for f in finished if f.exception() is not None]
+            errors = [e for f in finished if (e := f.exception()) is not None]
             if errors:
                 failed.set()
                 for f in futures:

@@ -30,7 +30,7 @@ import posixpath
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -597,7 +597,7 @@ def _check_hierarchy(metadata: dict[str, dict[str, Any]], by_name: Any, col: _Co
 
 
 def _check_order(
-    entries: tuple[ZipEntry, ...],
+    entries: Sequence[ZipEntry],
     locals_: dict[int, LocalExtent],
     col: _Collector,
     have_root: bool,

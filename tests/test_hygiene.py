@@ -1,0 +1,35 @@
+"""Style and types are enforced by the same test command CI runs: ruff and mypy on src/."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str) -> list[str]:
+    if shutil.which(name) is None:  # pragma: no cover - installed by the testing extra
+        pytest.fail(f"{name} is not installed (pip install -e '.[testing]')")
+    return [name] if name != "mypy" else [sys.executable, "-m", "mypy"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("ruff", "check", "src"), ("ruff", "format", "--check", "src")],
+    ids=["ruff-check", "ruff-format"],
+)
+def test_ruff_is_clean(args: tuple[str, ...]) -> None:
+    out = subprocess.run(
+        [*_tool(args[0]), *args[1:]], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_mypy_is_clean() -> None:
+    out = subprocess.run(_tool("mypy"), cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
