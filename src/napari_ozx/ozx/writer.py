@@ -520,23 +520,30 @@ class OzxWriter:
                 self._cond.notify_all()
                 self._inflight -= 1
         if _HAVE_PWRITE:
-            try:
-                _write_all_at(self._fd, header, entry.offset)
-                _write_all_at(self._fd, view, entry.data_offset)
-            except BaseException as exc:
-                with self._cond:
-                    self._fail_locked(exc)
-                    self._inflight -= 1
-                    self._cond.notify_all()
-                raise
-            with self._cond:
-                entry.done = True
-                self._bytes_done += len(header) + entry.size
-                self._entries_done += 1
-                self._inflight -= 1
-                self._cond.notify_all()
+            self._write_reserved(
+                header, entry, lambda: _write_all_at(self._fd, view, entry.data_offset)
+            )
         if self._progress is not None:
             self._progress(self._bytes_done, self._entries_done)
+
+    def _write_reserved(self, header: bytes, entry: _Entry, write_data: Callable[[], None]) -> None:
+        """Write a reserved entry's local header and data (``write_data``) at their
+        offsets, then mark it done; a failure fails the writer."""
+        try:
+            _write_all_at(self._fd, header, entry.offset)
+            write_data()
+        except BaseException as exc:
+            with self._cond:
+                self._fail_locked(exc)
+                self._inflight -= 1
+                self._cond.notify_all()
+            raise
+        with self._cond:
+            entry.done = True
+            self._bytes_done += len(header) + entry.size
+            self._entries_done += 1
+            self._inflight -= 1
+            self._cond.notify_all()
 
     def add_copy(self, name: str, src_fd: int, src_offset: int, size: int, crc: int) -> None:
         """Append one STORED entry whose bytes are copied from another file (thread-safe).
@@ -571,21 +578,11 @@ class OzxWriter:
                     f"{name!r} is already in the archive; entries can be written only once"
                 )
             header, entry = self._reserve_locked(name, name_b, flags, crc, size)
-        try:
-            _write_all_at(self._fd, header, entry.offset)
-            copy_range(src_fd, src_offset, self._fd, entry.data_offset, size)
-        except BaseException as exc:
-            with self._cond:
-                self._fail_locked(exc)
-                self._inflight -= 1
-                self._cond.notify_all()
-            raise
-        with self._cond:
-            entry.done = True
-            self._bytes_done += len(header) + entry.size
-            self._entries_done += 1
-            self._inflight -= 1
-            self._cond.notify_all()
+        self._write_reserved(
+            header,
+            entry,
+            lambda: copy_range(src_fd, src_offset, self._fd, entry.data_offset, size),
+        )
         if self._progress is not None:
             self._progress(self._bytes_done, self._entries_done)
 
