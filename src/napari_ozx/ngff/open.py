@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -426,6 +427,10 @@ class OmeZarr:
         self.source = source
         self._owns_store = owns_store
         self.zarr_format: int | None = None
+        #: node path -> its documents, read once (the opener, plates and the reader's
+        #: rule check all ask for the same nodes; metadata is a snapshot taken at open)
+        self._docs: dict[str, NodeDocuments | None] = {}
+        self._docs_lock = threading.Lock()
         self.root = self.group("")
 
     # -- identity ------------------------------------------------------------
@@ -454,7 +459,15 @@ class OmeZarr:
         RFC-2), then v2 once the hierarchy is known to be v2. A node's document problems
         are its ``error``, raised by :meth:`make_group` / :meth:`make_array`.
         """
-        return read_documents(self.store, paths, self.zarr_format)
+        with self._docs_lock:
+            todo = [p for p in dict.fromkeys(paths) if p not in self._docs]
+        if todo:
+            read = read_documents(self.store, todo, self.zarr_format)
+            with self._docs_lock:
+                for p, docs in zip(todo, read, strict=True):
+                    self._docs.setdefault(p, docs)
+        with self._docs_lock:
+            return [self._docs[p] for p in paths]
 
     def group(self, path: str) -> GroupNode:
         g = self._group_or_none(path)
