@@ -35,13 +35,12 @@ seek+read under a lock).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import stat
 import struct
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, overload
 
@@ -221,12 +220,16 @@ class FileRangeReader(RangeReader):
         if fd >= 0:
             os.close(fd)
 
-    def __del__(self) -> None:
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # *_close* is bound at definition: at interpreter exit module globals (os,
+        # contextlib) may already be gone when a leftover reader is collected
         fd = getattr(self, "_fd", -1)
         if fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(fd)
             self._fd = -1
+            try:  # noqa: SIM105 (contextlib may be gone at exit)
+                _close(fd)
+            except OSError:
+                pass
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"fd={self._fd}"
