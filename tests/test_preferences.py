@@ -87,9 +87,8 @@ def test_viewer_open_folder_without_naming_a_plugin(make_napari_viewer, tmp_path
     ``napari folder`` and drag-and-drop take (``QtViewer._qt_open``).
     """
     from napari_ozx._preferences import make_default_reader
-    from napari_ozx.ngff.convert import convert
-
     from napari_ozx._sample_data import sample_path
+    from napari_ozx.ngff.convert import convert
 
     folder = tmp_path / "cells.ome.zarr"
     convert(str(sample_path()), str(folder))
@@ -106,3 +105,52 @@ def test_viewer_open_folder_without_naming_a_plugin(make_napari_viewer, tmp_path
     finally:
         if changed:
             make_default_reader(undo=True)
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (
+            lambda d: (d / "zarr.json").write_text(
+                '{"zarr_format": 3, "node_type": "group", "attributes": {}}'
+            ),
+            "no OME-Zarr metadata",
+        ),
+        (lambda d: (d / ".zgroup").write_text('{"zarr_format": 2}'), "no OME-Zarr metadata"),
+        (lambda d: None, "no Zarr group"),
+    ],
+    ids=["plain-v3-group", "plain-v2-group", "empty-folder"],
+)
+def test_a_folder_picked_with_napari_ozx_gets_a_reason(
+    make_napari_viewer, tmp_path: Path, make, reason: str
+) -> None:
+    """Picking napari-ozx for a folder that is not OME-Zarr (the reader dialog, a saved
+    preference, or ``plugin="napari-ozx"``) says why in the toast, reason first, instead
+    of npe2's bare "refused the file". Asked without a plugin named, napari-ozx still
+    declines such folders, so napari's other readers may open a plain Zarr group (what
+    the real-world corpus expects)."""
+    from napari.utils.notifications import notification_manager
+
+    from napari_ozx._reader import get_reader
+
+    folder = tmp_path / "not-ome.zarr"
+    folder.mkdir()
+    make(folder)
+    assert get_reader(str(folder)) is None  # nobody chose us: decline, others may try
+
+    viewer = make_napari_viewer()
+    toasts: list[str] = []
+
+    def collect(n: object) -> None:
+        toasts.append(str(getattr(n, "message", n)))
+
+    notification_manager.notification_ready.connect(collect)
+    try:
+        layers = viewer.open(str(folder), plugin=PLUGIN)
+    finally:
+        notification_manager.notification_ready.disconnect(collect)
+    assert layers == []
+    assert len(toasts) == 1, toasts
+    assert reason in toasts[0][:80], toasts[0]
+    assert "not-ome.zarr" in toasts[0][:80]

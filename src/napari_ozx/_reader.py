@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from .errors import OzxError, reason_of
@@ -44,11 +45,39 @@ def get_reader(path: str | Sequence[str]) -> Any:
     try:
         paths = [path] if isinstance(path, str | os.PathLike) else list(path)
         if not paths or not all(_claims(os.fspath(p)) for p in paths):
-            return None
+            # declined; but when the user picked napari-ozx for this path, napari would
+            # only say "refused the file": read() then says why (no OME metadata, not a
+            # Zarr folder, ...) in its notification
+            return read if paths and _chosen_by_user() else None
     except Exception:
         logger.debug("get_reader(%r) declined after an error", path, exc_info=True)
         return None
     return read
+
+
+def _chosen_by_user(max_depth: int = 12) -> bool:
+    """Whether napari is asking napari-ozx *only* (the user picked it in the reader
+    dialog, a saved preference, or ``viewer.open(path, plugin="napari-ozx")``).
+
+    npe2 passes get_reader nothing but the path, so this looks at npe2's read loop on
+    the call stack (``npe2.io_utils._read`` and its ``plugin_name``). Why it matters:
+    with no plugin named, declining lets napari's other readers (or napari's builtins)
+    open a plain Zarr group, which the real-world corpus expects; with napari-ozx named
+    there is no other reader, and a reason beats npe2's bare "refused the file". If npe2
+    reorganises, this answers False and the old behaviour (declining) returns.
+    """
+    frame: FrameType | None
+    try:
+        frame = sys._getframe(2)
+    except ValueError:  # pragma: no cover - shallow stack
+        return False
+    for _ in range(max_depth):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "_read" and frame.f_globals.get("__name__") == "npe2.io_utils":
+            return frame.f_locals.get("plugin_name") == PLUGIN_NAME
+        frame = frame.f_back
+    return False
 
 
 def _claims(path: str) -> bool:
