@@ -90,6 +90,10 @@ class PlateSpec:
     name: str = "test plate"
     pattern: str = "ramp"  # "ramp": unique values per well/field/channel; "cells": blobs
     chunk_yx: int = 64  # chunk edge of the hand-written arrays
+    z_of: Callable[[int, int, int], int] | None = None  # per (r, c, f) planes (z > 0)
+
+    def nz(self, r: int, c: int, f: int) -> int:
+        return self.z_of(r, c, f) if self.z_of and self.z else self.z
 
     @property
     def rows(self) -> list[str]:
@@ -121,7 +125,7 @@ class PlateSpec:
         h, w = self.field_size(r, c, f) if self.field_size else self.size
         for _ in range(level):
             h, w = -(-h // 2), -(-w // 2)
-        return (self.channels, *((self.z,) if self.z else ()), h, w)
+        return (self.channels, *((self.nz(r, c, f),) if self.z else ()), h, w)
 
     def field_data(self, r: int, c: int, f: int, level: int = 0) -> np.ndarray:
         """Level *level* of field *f* of well (r, c): unique per well/field/channel."""
@@ -134,7 +138,7 @@ class PlateSpec:
         xx = np.arange(w, dtype=np.int64)[None, None, :]
         base = (wi * 37 + f * 1009 + ch * 20011 + yy + 2 * xx + 1) % 65521
         if self.z:
-            zz = np.arange(self.z, dtype=np.int64)[None, :, None, None]
+            zz = np.arange(self.nz(r, c, f), dtype=np.int64)[None, :, None, None]
             base = (base[:, None] + zz * 3001) % 65521
         data = base.astype(np.uint16)
         for _ in range(level):
@@ -153,7 +157,7 @@ class PlateSpec:
         lab[(yy // 16 + xx // 16 + r + c + f) % 3 == 1] = 1
         lab[(yy // 16 + xx // 16 + r + c + f) % 3 == 2] = 2
         if self.z:
-            lab = np.broadcast_to(lab, (self.z, h, w)).copy()
+            lab = np.broadcast_to(lab, (self.nz(r, c, f), h, w)).copy()
         for _ in range(level):
             lab = lab[..., ::2, ::2]
         return np.ascontiguousarray(lab)

@@ -283,6 +283,30 @@ def test_odd_field_sizes_and_z_are_padded(plates):
                 assert int((t != 0).sum()) == int((want != 0).sum())
 
 
+def test_a_well_with_more_planes_than_the_representative_is_shown_whole(tmp_path):
+    """The plate picture's t / z / c extent is the most any well has: the first well
+    (the representative) has 2 z planes, B3 has 5; B3's planes 2-4 are its own pixels,
+    the other wells are zeros beyond their planes (never cut, never invented)."""
+    spec = PlateSpec(2, 3, z=2, labels=False, z_of=lambda r, c, f: 5 if (r, c) == (1, 2) else 2)
+    path = write_plate(tmp_path / "zplanes.ome.zarr", spec, "0.5")
+    with open_ome_zarr(path) as oz:
+        ov = HcsPlate(oz).overview()
+        image = ov.as_image()
+        assert [a.name for a in ov.axes] == ["c", "z", "y", "x"]
+        for level, arr in enumerate(image.levels):
+            assert arr.shape[:2] == (2, 5), (level, arr.shape)
+            full = np.asarray(arr)
+            py, px = ov.pitch[0] >> level, ov.pitch[1] >> level
+            iy, ix = ov.inset[0] >> level, ov.inset[1] >> level
+            for r, c in spec.wells():
+                want = spec.field_data(r, c, 0, level)
+                h, w = want.shape[-2:]
+                got = full[:, :, r * py + iy : r * py + iy + h, c * px + ix : c * px + ix + w]
+                nz = want.shape[1]
+                np.testing.assert_array_equal(got[:, :nz], want)
+                assert not got[:, nz:].any()
+
+
 def test_level_choice_and_placement(tmp_path):
     """Large fields: the plate picture's level 0 is the fields' full resolution, and a
     well's full-resolution layers land exactly on its tile."""

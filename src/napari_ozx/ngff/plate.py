@@ -22,8 +22,10 @@ representative field's pyramid, and no pixel I/O:
   beyond the fields' pyramid, levels that take every 2nd, 4th ... pixel of its coarsest
   level are added until the plate is about ``OVERVIEW_EDGE`` px along its longer side
   (a plate of single-level fields still opens without reading every full field);
-* non-y/x axes (t, c, z) follow the representative at each level (a well with fewer
-  planes is zeros beyond them, the ``omero`` names and colours apply);
+* non-y/x axes (t, c, z) span the most planes any well's field has (a well with fewer
+  planes is zeros beyond them; one with more is shown whole), scaled at coarser levels
+  as the representative's pyramid scales them; the representative's ``omero`` names and
+  colours apply;
 * each level is a dask array with **one chunk per well tile and plane**; a chunk reads
   only its well's field (zarr's own chunking below that), absent wells and wells that
   fail cost no I/O and stay zeros, so napari reads the wells it shows at the level it
@@ -189,6 +191,7 @@ class Overview:
         fields: dict[tuple[int, int], tuple[FieldRef, GroupNode]],
         skipped: dict[str, str],
         tile: tuple[int, int] | None = None,
+        extent: Sequence[int] | None = None,
     ) -> None:
         self.plate = plate
         self.field_index = field_index
@@ -209,6 +212,10 @@ class Overview:
             )
         shape0 = rep.arrays[0].shape
         self.tile: tuple[int, int] = tile or (shape0[y], shape0[x])
+        # non-y/x extents at level 0: the most planes any well has (default: the
+        # representative's), so a well with more t / z / c than the representative
+        # is shown whole rather than cut
+        self.extent: tuple[int, ...] = tuple(extent) if extent is not None else tuple(shape0)
         ds = ms.datasets[0]
         self.scale: tuple[float, ...] = ds.scale
         # y / x start at 0 (tile (0, 0) at the origin); other axes keep the field's offset
@@ -260,7 +267,11 @@ class Overview:
                 ((pitch0[0] - self.tile[0]) // 2) // fy,
                 ((pitch0[1] - self.tile[1]) // 2) // fx,
             )
-            shape = list(shapes[lvl])
+            shape = [
+                # a level the fields downsample along t / z scales the plate's extent alike
+                -(-self.extent[i] * s // base[i]) if base[i] else s
+                for i, s in enumerate(shapes[lvl])
+            ]
             shape[y], shape[x] = ny * pitch[0], nx * pitch[1]
             out.append(_Level((fy, fx), lvl, stride, pitch, inset, tuple(shape)))
         return out
@@ -757,6 +768,7 @@ class HcsPlate:
         nodes: dict[tuple[str, int], ArrayNode | None] = {}
         y, x = yx_axes(ms0.axes)
         tile = [rep.arrays[0].shape[y], rep.arrays[0].shape[x]]
+        extent = list(rep.arrays[0].shape)
         for pos, p, res in zip(list(fields), paths, self.oz.read_docs(paths), strict=True):
             try:
                 node = self.oz.make_array(p, res)
@@ -773,9 +785,12 @@ class HcsPlate:
             nodes[(p, 0)] = node
             tile[0] = max(tile[0], min(node.shape[y], 2 * rep.arrays[0].shape[y]))
             tile[1] = max(tile[1], min(node.shape[x], 2 * rep.arrays[0].shape[x]))
+            extent = [max(n, m) for n, m in zip(extent, node.shape, strict=True)]
         if skipped:
             logger.info("%s: %d wells empty in the overview", self.oz.source, len(skipped))
-        ov = Overview(self, field_index, acquisition, rep, fields, skipped, (tile[0], tile[1]))
+        ov = Overview(
+            self, field_index, acquisition, rep, fields, skipped, (tile[0], tile[1]), extent
+        )
         ov._nodes.update(nodes)
         self._overviews[key] = ov
         return ov
