@@ -631,3 +631,32 @@ def test_file_system_errors_name_the_target_not_the_temporary(
     assert str(target) in msg and "No space left" in msg and ".partial" not in msg, msg
     assert isinstance(info.value, OSError) and info.value.errno == errno.ENOSPC
     assert _partials(target) == []
+
+
+# ------------------------------------------- bounded metadata in a local directory
+
+
+def test_oversized_zarr_json_in_a_directory_is_refused_unread(tmp_path: Path) -> None:
+    """A directory has no table of sizes, but a local file's size is known before it is
+    read: a 17 MiB (sparse) label group document is refused as that node's problem, and
+    the image still opens; the documents' reader reads the rest directly."""
+    from napari_ozx.ngff.documents import MAX_METADATA_BYTES, read_documents
+    from napari_ozx.ngff.open import open_ome_zarr, open_store
+
+    img = tmp_path / "img.zarr"
+    write_ome_zarr(img, ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1))
+    _group(img / "labels", {"version": "0.5", "labels": ["big"]})
+    big = img / "labels" / "big"
+    big.mkdir()
+    with open(big / "zarr.json", "wb") as fh:
+        fh.truncate(MAX_METADATA_BYTES + 1)  # sparse: costs no disk
+    store = open_store(img)
+    docs = dict(
+        zip(["", "labels/big", "nowhere"], read_documents(store, ["", "labels/big", "nowhere"], 3))
+    )
+    assert docs["nowhere"] is None
+    assert docs[""] is not None and docs[""].error is None
+    err = docs["labels/big"].error
+    assert err is not None and "too large" in str(err) and "labels/big/zarr.json" in str(err)
+    with open_ome_zarr(img) as oz:
+        assert oz.images()[0].labels == []  # skipped with a warning, never read

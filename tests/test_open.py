@@ -62,19 +62,11 @@ def test_open_pixels_and_metadata(tmp_path, data, version):
         np.testing.assert_array_equal(np.asarray(lab.levels[0]), labels)
 
 
-def test_open_reads_no_chunks(tmp_path, data, monkeypatch):
+def test_open_reads_no_chunks(tmp_path, data, store_reads):
     """Opening is metadata only: count every store get and check none is a chunk."""
     write_image(tmp_path / "img.zarr", data, levels=3, omero=OMERO, labels={"cells": data[0] > 9})
-    from zarr.storage import LocalStore
-
-    keys = []
-    orig = LocalStore.get
-
-    async def spy(self, key, *a, **k):
-        keys.append(key)
-        return await orig(self, key, *a, **k)
-
-    monkeypatch.setattr(LocalStore, "get", spy)
+    keys = store_reads
+    keys.clear()  # the writer's own reads (it builds the pyramid from level 0)
     with open_ome_zarr(tmp_path / "img.zarr") as oz:
         (img,) = oz.images()
         _ = img.levels, img.labels[0].levels

@@ -69,21 +69,9 @@ def test_plate_metadata(plates, name, form, version):
         assert "2 fields" in w.describe()
 
 
-def test_open_reads_no_chunks(plates, monkeypatch):
+def test_open_reads_no_chunks(plates, store_reads):
     """Opening a plate (reader call to layer data) reads zarr.json / .zattrs ... only."""
-    from zarr.storage import LocalStore
-
-    from napari_ozx.ozx.store import OzxStore
-
-    keys: list[str] = []
-    for cls in (LocalStore, OzxStore):
-        orig = cls.get
-
-        async def spy(self, key, *a, _orig=orig, **k):
-            keys.append(key)
-            return await _orig(self, key, *a, **k)
-
-        monkeypatch.setattr(cls, "get", spy)
+    keys = store_reads
     for name, form in (
         ("p96_v04_py", "dir"),
         ("p96_v05", "dir"),

@@ -296,25 +296,9 @@ def test_reader_path_is_headless(built, tmp_path):
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
-def test_reader_reads_only_metadata(name, built, monkeypatch):
-    from zarr.storage import LocalStore
-
-    from napari_ozx.ozx.store import OzxStore
-
+def test_reader_reads_only_metadata(name, built, store_reads):
     fx = built[name]
-    keys: list[str] = []
-
-    def spy(cls):
-        orig = cls.get
-
-        async def get(self, key, *args, **kwargs):
-            keys.append(key)
-            return await orig(self, key, *args, **kwargs)
-
-        monkeypatch.setattr(cls, "get", get)
-
-    spy(LocalStore)
-    spy(OzxStore)
+    keys = store_reads
     layers = _reader.get_reader(str(fx.path))(str(fx.path))
     assert len(layers) == 1 + len(fx.labels)
     assert keys, "the spy saw no store reads at all"

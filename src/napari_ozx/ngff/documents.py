@@ -9,8 +9,13 @@ each). Per node:
 * Zarr v3 first (``zarr.json``; OME-Zarr 0.5 is preferred over 0.4, RFC-2), then the
   Zarr v2 trio once the hierarchy is known not to be v3;
 * a document is refused before it is read when the container declares it larger than
-  :data:`MAX_METADATA_BYTES` (:func:`ozx.protocol.as_container`; a directory or remote
-  store has no table of sizes, so only the JSON parser limits it there);
+  :data:`MAX_METADATA_BYTES` (:func:`ozx.protocol.as_container`), or a local file's size
+  says so; a remote store has no table of sizes, so only the JSON parser limits it there;
+* a local directory's documents are read with plain file reads on a few threads
+  (:func:`_prefetch_local`), not through zarr's ``LocalStore.get``: that hops to a
+  thread per document through the event loop, which made a 384-well plate's ~1,150
+  documents cost 0.6-2.6 s against 0.2-0.5 s read directly (loaded 2-core machine);
+  the threads keep a network filesystem's latencies overlapping;
 * each document must be a JSON object; ``zarr.json`` must say ``zarr_format: 3``;
 * a ``zarr.json`` goes through the ZEP 10 must-understand pass
   (:func:`.extensions.read_extensions`), which gives the copy zarr-python accepts.
@@ -24,7 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -109,10 +116,7 @@ def _check_metadata_size(store: Store, key: str) -> None:
     size = container.member_size(key) if container is not None else None
     if size is None or size <= MAX_METADATA_BYTES:
         return
-    raise MetadataError(
-        f"{key} is too large ({size:,} bytes; metadata documents are "
-        f"limited to {MAX_METADATA_BYTES:,} bytes)"
-    )
+    raise _too_large(key, size)
 
 
 def loads_object(data: bytes, key: str) -> dict[str, Any]:
@@ -165,10 +169,62 @@ def _fresh(error: OzxError) -> OzxError:
     return copy
 
 
-async def _read_json(store: Store, key: str) -> tuple[Any, OzxError | None] | None:
+#: what :func:`_prefetch_local` found for a key: its bytes, ``None`` (absent) or the
+#: error that makes it a problem of its node (too large)
+Prefetched = Mapping[str, "bytes | MetadataError | None"]
+
+
+def _local_root(store: Store) -> str | None:
+    """The folder of a plain zarr ``LocalStore`` (subclasses and wrappers excluded)."""
+    from zarr.storage import LocalStore
+
+    return str(store.root) if type(store) is LocalStore else None
+
+
+def _prefetch_local(root: str, keys: Sequence[str]) -> dict[str, bytes | MetadataError | None]:
+    """Read *keys* under *root* directly (see the module docstring). A key whose read
+    fails other than by absence is left out, so the store reads it and reports it as
+    before."""
+
+    def one(key: str) -> tuple[str, bytes | MetadataError | OSError | None]:
+        try:
+            with open(os.path.join(root, key), "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if size > MAX_METADATA_BYTES:
+                    return key, _too_large(key, size)
+                return key, fh.read(MAX_METADATA_BYTES + 1)
+        except (FileNotFoundError, NotADirectoryError):
+            return key, None
+        except OSError as e:
+            return key, e
+
+    if len(keys) <= 32:
+        found = [one(k) for k in keys]
+    else:
+        with ThreadPoolExecutor(8, thread_name_prefix="ozx-docs") as pool:
+            found = list(pool.map(one, keys))
+    return {k: v for k, v in found if not isinstance(v, OSError)}
+
+
+def _too_large(key: str, size: int) -> MetadataError:
+    return MetadataError(
+        f"{key} is too large ({size:,} bytes; metadata documents are "
+        f"limited to {MAX_METADATA_BYTES:,} bytes)"
+    )
+
+
+async def _read_json(
+    store: Store, key: str, pre: Prefetched | None = None
+) -> tuple[Any, OzxError | None] | None:
     """(parsed object or None, error) of one document, or None if it is absent."""
     try:
-        data = await get_bytes(store, key)
+        if pre is not None and key in pre:
+            got = pre[key]
+            if isinstance(got, MetadataError):
+                raise got
+            data = got
+        else:
+            data = await get_bytes(store, key)
     except MetadataError as e:  # declared too large: a problem of this node only
         return None, e
     if data is None:
@@ -183,10 +239,12 @@ async def _read_json(store: Store, key: str) -> tuple[Any, OzxError | None] | No
         return value, e
 
 
-async def _read_node(store: Store, path: str, zarr_format: int | None) -> NodeDocuments | None:
+async def _read_node(
+    store: Store, path: str, zarr_format: int | None, pre: Prefetched | None = None
+) -> NodeDocuments | None:
     if zarr_format in (None, 3):
         key = join_path(path, "zarr.json")
-        got = await _read_json(store, key)
+        got = await _read_json(store, key, pre)
         if got is not None:
             doc, err = got
             if err is not None or not isinstance(doc, dict):
@@ -195,7 +253,7 @@ async def _read_node(store: Store, path: str, zarr_format: int | None) -> NodeDo
         if zarr_format == 3:
             return None
     names = (".zarray", ".zgroup", ".zattrs")
-    got2 = await asyncio.gather(*(_read_json(store, join_path(path, n)) for n in names))
+    got2 = await asyncio.gather(*(_read_json(store, join_path(path, n), pre) for n in names))
     if all(g is None for g in got2):
         return None
     zarray, _zgroup, zattrs = got2
@@ -247,7 +305,16 @@ def read_documents(
     concurrently. *zarr_format* is the hierarchy's format once known (``None``: try v3,
     then v2). Only store failures (I/O, network) raise; see the module docstring."""
 
+    pre: Prefetched | None = None
+    root = _local_root(store)
+    if root is not None:
+        names = [
+            *(("zarr.json",) if zarr_format in (None, 3) else ()),
+            *((".zarray", ".zgroup", ".zattrs") if zarr_format in (None, 2) else ()),
+        ]
+        pre = _prefetch_local(root, [join_path(p, n) for p in paths for n in names])
+
     async def all_() -> list[NodeDocuments | None]:
-        return list(await asyncio.gather(*(_read_node(store, p, zarr_format) for p in paths)))
+        return list(await asyncio.gather(*(_read_node(store, p, zarr_format, pre) for p in paths)))
 
     return list(run_sync(all_()))
