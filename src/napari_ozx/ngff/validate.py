@@ -328,21 +328,31 @@ class _Walker:
                         if isinstance(im, Mapping) and isinstance(im.get("path"), str):
                             fields.append(_join(p, im["path"]))
             self.prefetch_images(fields)
+        for wg in self._listed(g.path, paths, "well-missing", "listed well", "well"):
+            self.well(wg, facts)
+
+    def _listed(
+        self, parent: str, paths: list[str], code: str, noun: str, key: str
+    ) -> list[_Group]:
+        """The groups at *paths* (listed by *parent*) that exist and carry *key*; every
+        other one is a *code* finding on *parent* saying why."""
+        found = []
         for p, res in zip(paths, self.read(paths), strict=True):
             if isinstance(res, _Unreadable):
                 continue
             if res is None:
-                self.r.add("well-missing", g.path, f"listed well {p!r} does not exist")
+                self.r.add(code, parent, f"{noun} {p!r} does not exist")
                 continue
-            wg = self.group(p, res)
-            if wg is None:
+            child = self.group(p, res)
+            if child is None:
                 if res[1].get("node_type", "group") != "group":
-                    self.r.add("well-missing", g.path, f"listed well {p!r} is an array")
+                    self.r.add(code, parent, f"{noun} {p!r} is an array")
                 continue
-            if "well" not in wg.ome:
-                self.r.add("well-missing", g.path, f"listed well {p!r} has no 'well' metadata")
+            if key not in child.ome:
+                self.r.add(code, parent, f"{noun} {p!r} has no {key!r} metadata")
                 continue
-            self.well(wg, facts)
+            found.append(child)
+        return found
 
     def well(self, g: _Group, plate: PlateFacts | None) -> None:
         fields = rules.check_well(self.r, g.path, g.ome["well"], g.version, plate)
@@ -350,20 +360,7 @@ class _Walker:
             return
         paths = [_join(g.path, f) for f in fields]
         self.prefetch_images(paths)
-        for p, res in zip(paths, self.read(paths), strict=True):
-            if isinstance(res, _Unreadable):
-                continue
-            if res is None:
-                self.r.add("field-missing", g.path, f"field {p!r} does not exist")
-                continue
-            fg = self.group(p, res)
-            if fg is None:
-                if res[1].get("node_type", "group") != "group":
-                    self.r.add("field-missing", g.path, f"field {p!r} is an array")
-                continue
-            if "multiscales" not in fg.ome:
-                self.r.add("field-missing", g.path, f"field {p!r} has no 'multiscales'")
-                continue
+        for fg in self._listed(g.path, paths, "field-missing", "field", "multiscales"):
             self.image(fg)
 
     def collection(self, g: _Group) -> None:
