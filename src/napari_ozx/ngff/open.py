@@ -156,7 +156,9 @@ class ArrayNode:
         from .live import register  # a save over this directory re-points the reader
 
         register(reader, self.store)
-        return da.from_array(
+        from .lazy import lazy_array  # napari's tiles read reader[box] directly
+
+        arr = da.from_array(
             reader,
             chunks=chunks,
             name=name,
@@ -169,6 +171,7 @@ class ArrayNode:
             inline_array=True,
             meta=np.empty((0,) * a.ndim, dtype=a.dtype),
         )
+        return lazy_array(arr, reader)
 
 
 def array_node(store: Store, source: str, docs: NodeDocuments) -> ArrayNode:
