@@ -18,7 +18,7 @@ from zarr.codecs import ZstdCodec
 from napari_ozx.errors import ChunkDecodeError
 from napari_ozx.ngff.fastread import FastReader
 from napari_ozx.ngff.lazy import LazyArray, lazy_array, source_reader
-from napari_ozx.ngff.open import _ChunkReader, open_ome_zarr
+from napari_ozx.ngff.open import _ChunkReader, open_ome_zarr, open_store
 from napari_ozx.ozx.store import OzxStore
 
 SHAPE = (3, 5, 70, 90)
@@ -305,3 +305,47 @@ def test_concurrent_reads_of_views(level):
         got = list(pool.map(lambda i: np.asarray(lv[i]), idxs))
     for i, g in zip(idxs, got, strict=True):
         np.testing.assert_array_equal(g, data[i])
+
+
+def test_remote_tiles_are_read_once_then_from_the_chunk_cache(tmp_path):
+    """napari's dask cache never sees direct reads: remote decoded chunks are kept instead
+    (a pan back costs no requests); a second reader (reopened file) never shares them."""
+    from .httpserver import Server
+
+    rng = np.random.default_rng(2)
+    data = rng.integers(0, 60000, (2, 64, 96), dtype=np.uint16)
+    www = tmp_path / "www"
+    www.mkdir()
+    path = tmp_path / "a.zarr"
+    a = zarr.create_array(
+        zarr.storage.LocalStore(path),
+        shape=data.shape,
+        dtype=data.dtype,
+        chunks=(1, 32, 32),
+        shards=(1, 64, 96),
+        compressors=[ZstdCodec(level=3)],
+    )
+    a[...] = data
+    _zip_dir(path, www / "a.ozx")
+    with Server(www) as srv:
+        store = open_store(f"{srv.url}/a.ozx")
+        assert store.threaded_io
+        arr = zarr.open_array(store, mode="r")
+        reader = _ChunkReader(arr, "remote")
+        assert isinstance(reader.reader, FastReader)
+        lv = lazy_array(_from_reader(reader, (1, 64, 96)), reader)
+        srv.reset()
+        np.testing.assert_array_equal(np.asarray(lv[1, 10:40, 40:70]), data[1, 10:40, 40:70])
+        assert srv.requests
+        srv.reset()
+        np.testing.assert_array_equal(np.asarray(lv[1][5:35, 33:64]), data[1, 5:35, 33:64])
+        np.testing.assert_array_equal(np.asarray(lv[1, 10:40, 40:70]), data[1, 10:40, 40:70])
+        assert srv.requests == []  # every inner chunk was decoded before
+        np.testing.assert_array_equal(np.asarray(lv[0, 33:40]), data[0, 33:40])
+        assert srv.requests  # a chunk not read yet
+        other = _ChunkReader(zarr.open_array(open_store(f"{srv.url}/a.ozx"), mode="r"), "r2")
+        srv.reset()
+        np.testing.assert_array_equal(
+            other[(1, slice(10, 40), slice(40, 70))], data[1, 10:40, 40:70]
+        )
+        assert srv.requests  # its own reads, not the first reader's chunks

@@ -18,7 +18,10 @@ read the same tile in ~0.5 ms. :class:`FastReader` does what they do, in Python:
   Zarr v2 ``compressor``), then viewed as the array's data type and reshaped: the same
   bytes -> the same pixels, and the same exceptions (``ValueError``/``RuntimeError`` from
   the codec or the reshape) for broken data. Several chunks of one request are decoded
-  on a small thread pool (numcodecs releases the GIL).
+  on a small thread pool (numcodecs releases the GIL);
+* for remote containers the decoded inner chunks are kept (one LRU for the process,
+  :data:`REMOTE_CHUNK_CACHE_BYTES`): napari's dask cache does not see the direct reads of
+  :mod:`.lazy`, and a re-read there costs requests.
 
 Anything else — transposes, crc32c on inner chunks, v2 filters or Fortran order, variable
 or object data types, unknown codecs, a store without ``get_sync`` — is refused by
@@ -30,6 +33,7 @@ commit that added this module).
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -56,6 +60,11 @@ MERGE_GAP = 64 << 10
 WHOLE_SHARD_BYTES = 1 << 20
 #: decode on threads only when a request needs at least this many chunks
 _THREAD_MIN_CHUNKS = 4
+#: decoded inner chunks of remote arrays kept (one LRU for the process): napari's
+#: opportunistic dask cache never sees the direct reads of :mod:`.lazy`, and remotely a
+#: re-read (a pan back, a re-slice) costs requests. Local arrays are not cached: a
+#: re-read is a page-cache pread and one decode (~0.5 ms per 256x256 chunk).
+REMOTE_CHUNK_CACHE_BYTES = 256 << 20
 _MAX_U64 = np.uint64(2**64 - 1)
 
 _pool: ThreadPoolExecutor | None = None
@@ -76,6 +85,44 @@ def _decode_pool() -> ThreadPoolExecutor:
 
 
 Decoder = Callable[..., Any]
+
+
+class _ChunkCache:
+    """A byte-bounded, thread-safe LRU of decoded chunks."""
+
+    def __init__(self) -> None:
+        self._data: OrderedDict[Any, np.ndarray] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> np.ndarray | None:
+        with self._lock:
+            arr = self._data.get(key)
+            if arr is not None:
+                self._data.move_to_end(key)
+            return arr
+
+    def put(self, key: Any, arr: np.ndarray) -> None:
+        limit = REMOTE_CHUNK_CACHE_BYTES
+        if arr.nbytes > limit // 4:
+            return
+        arr.flags.writeable = False  # shared by every later read
+        with self._lock:
+            old = self._data.pop(key, None)
+            self._bytes += arr.nbytes - (0 if old is None else old.nbytes)
+            self._data[key] = arr
+            while self._bytes > limit and self._data:
+                _, gone = self._data.popitem(last=False)
+                self._bytes -= gone.nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._bytes = 0
+
+
+_remote_chunks = _ChunkCache()
+_reader_ids = itertools.count()
 
 
 def _bytes_decoders(codecs: Sequence[Any]) -> list[Decoder] | None:
@@ -231,6 +278,10 @@ class FastReader:
         container = as_container(self.store)
         remote = bool(getattr(self.store, "threaded_io", False))
         self._container = None if remote else container
+        # decoded chunks of remote arrays, keyed by this reader (a re-pointed or reopened
+        # array gets a new reader, so never another version's chunks)
+        self._cache = _remote_chunks if remote else None
+        self._uid = next(_reader_ids)
         self._indexes: OrderedDict[tuple[int, ...], np.ndarray | None] = OrderedDict()
         self._index_bytes = 0
         self._lock = threading.Lock()
@@ -338,10 +389,18 @@ class FastReader:
         # jobs: (chunk coords, raw-bytes getter) grouped per stored object
         coords_list = [tuple(x) for x in np.ndindex(*(len(r) for r in ranges))]
         coords_list = [tuple(r[i] for r, i in zip(ranges, ix, strict=True)) for ix in coords_list]
+        cache = self._cache
+        cached: dict[tuple[int, ...], np.ndarray] = {}
+        if cache is not None:
+            for cc in coords_list:
+                hit = cache.get((self._uid, cc))
+                if hit is not None:
+                    cached[cc] = hit
+            coords_list = [cc for cc in coords_list if cc not in cached]
         raws = self._read_raw(coords_list)
         todo = [(cc, raw) for cc, raw in zip(coords_list, raws, strict=True)]
 
-        def place(cc: tuple[int, ...], raw: bytes | None) -> None:
+        def place(cc: tuple[int, ...], raw: bytes | np.ndarray | None) -> None:
             src: list[slice] = []
             dst: list[slice] = []
             for i, (a, b) in enumerate(box):
@@ -351,8 +410,17 @@ class FastReader:
                 dst.append(slice(s0 - a, s1 - a))
             if raw is None:
                 out[tuple(dst)] = self.fill
+                return
+            if isinstance(raw, np.ndarray):
+                decoded = raw
             else:
-                out[tuple(dst)] = self._decode(raw)[tuple(src)]
+                decoded = self._decode(raw)
+                if cache is not None:
+                    cache.put((self._uid, cc), decoded)
+            out[tuple(dst)] = decoded[tuple(src)]
+
+        for cc, hit in cached.items():
+            place(cc, hit)
 
         if len(todo) >= _THREAD_MIN_CHUNKS:
             futures = [_decode_pool().submit(place, cc, raw) for cc, raw in todo]

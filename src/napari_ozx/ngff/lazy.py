@@ -32,9 +32,10 @@ remembers *which box of which reader* it is:
 
 What it gives up: napari's opportunistic dask cache (``napari.utils._dask_utils``) works
 through scheduler callbacks keyed on task keys; the direct read has neither, so napari
-does not cache these tiles. Measured, a re-read tile costs ~1 ms from the page cache
-(the decoded shard indexes stay in :mod:`.fastread`'s own cache), well under the cost of
-one scheduler pass. ``dask.compute(x)``, ``x.persist()`` and everything derived from
+does not cache these tiles. Locally a re-read tile costs ~0.5 ms (page cache, the shard
+index kept by :mod:`.fastread`), less than one scheduler pass; for remote containers,
+where a re-read costs requests, :mod:`.fastread` keeps the decoded inner chunks
+(``REMOTE_CHUNK_CACHE_BYTES``). ``dask.compute(x)``, ``x.persist()`` and everything derived from
 these arrays (``x + 1``, ``da.stack``) still run through the scheduler, callbacks
 included.
 
