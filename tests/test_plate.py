@@ -609,3 +609,29 @@ def test_hostile_plate_metadata(tmp_path):
         plate = HcsPlate(oz)
         assert [w.path for w in plate.wells] == ["A/1", "A/2"]
         assert [f.path for f in plate.well("A/1").fields] == ["A/1/0"]
+
+
+def test_overview_views_read_directly_the_pixels_dask_computes(plates):
+    """The overview levels are LazyArrays: napari's stepwise tiles read the plate box
+    directly and give what dask's graph computes (wells, insets, empty wells)."""
+    import random
+
+    import dask
+
+    from napari_ozx.ngff.lazy import LazyArray
+
+    paths, _ = plates("p96_v05")
+    with open_ome_zarr(paths["ozx"]) as oz:
+        ov = HcsPlate(oz).overview()
+        rng = random.Random(3)
+        for level in ov.datas:
+            assert isinstance(level, LazyArray)
+            shape = level.shape
+            for _ in range(6):
+                y0, x0 = rng.randrange(shape[-2]), rng.randrange(shape[-1])
+                y1, x1 = rng.randrange(y0, shape[-2] + 1), rng.randrange(x0, shape[-1] + 1)
+                lead = tuple(rng.randrange(n) for n in shape[:-2])
+                view = level[lead][..., y0:y1, x0:x1]
+                assert isinstance(view, LazyArray)
+                want = dask.compute(view, scheduler="sync")[0]
+                np.testing.assert_array_equal(np.asarray(view), want)

@@ -414,7 +414,9 @@ class Overview:
             for k, s in enumerate(lv.shape)
         )
         src = _PlateLevel(self, i)
-        return da.from_array(
+        from .lazy import lazy_array  # napari's tiles read src[box] directly
+
+        arr = da.from_array(
             src,
             chunks=chunks,
             asarray=False,
@@ -424,6 +426,7 @@ class Overview:
             meta=np.empty((0,) * len(lv.shape), self.dtype),
             name="ozx-plate-" + uuid.uuid4().hex[:16],
         )
+        return lazy_array(arr, src)
 
 
 def _field_factor(picks: list[tuple[tuple[int, int], int, tuple[int, int]]]) -> tuple[int, int]:
