@@ -19,6 +19,9 @@ read the same tile in ~0.5 ms. :class:`FastReader` does what they do, in Python:
   bytes -> the same pixels, and the same exceptions (``ValueError``/``RuntimeError`` from
   the codec or the reshape) for broken data. Several chunks of one request are decoded
   on a small thread pool (numcodecs releases the GIL);
+* for remote stores (``threaded_io``) the requests of one read (shard indexes, then
+  byte ranges) run concurrently on a small I/O pool, as dask's threads did per dask
+  chunk before napari's reads became direct (:mod:`.lazy`);
 * for remote containers the decoded inner chunks are kept (one LRU for the process,
   :data:`REMOTE_CHUNK_CACHE_BYTES`): napari's dask cache does not see the direct reads of
   :mod:`.lazy`, and a re-read there costs requests.
@@ -33,12 +36,13 @@ commit that added this module).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -69,7 +73,20 @@ _MAX_U64 = np.uint64(2**64 - 1)
 _MAX_SIZES = 1 << 16
 
 _pool: ThreadPoolExecutor | None = None
+_io: ThreadPoolExecutor | None = None
+#: concurrent requests of one read from a remote store
+IO_THREADS = 8
+_T = TypeVar("_T")
 _pool_lock = threading.Lock()
+
+
+def _io_pool() -> ThreadPoolExecutor:
+    global _io
+    if _io is None:
+        with _pool_lock:
+            if _io is None:
+                _io = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="ozx-io")
+    return _io
 
 
 def _decode_pool() -> ThreadPoolExecutor:
@@ -283,6 +300,7 @@ class FastReader:
         # decoded chunks of remote arrays, keyed by this reader (a re-pointed or reopened
         # array gets a new reader, so never another version's chunks)
         self._cache = _remote_chunks if remote else None
+        self._threaded_io = remote
         self._uid = next(_reader_ids)
         self._indexes: OrderedDict[tuple[int, ...], np.ndarray | None] = OrderedDict()
         # member sizes of the container's shards (a central-directory lookup costs ~20 us,
@@ -451,7 +469,7 @@ class FastReader:
     def _read_raw(self, coords_list: list[tuple[int, ...]]) -> list[memoryview | None]:
         lo = self.layout
         if lo.shard is None:
-            return [self._get(self._key(cc)) for cc in coords_list]
+            return self._run([functools.partial(self._get, self._key(cc)) for cc in coords_list])
         from zarr.abc.store import RangeByteRequest
 
         per = lo.per_shard
@@ -459,26 +477,18 @@ class FastReader:
         for i, cc in enumerate(coords_list):
             groups.setdefault(tuple(c // p for c, p in zip(cc, per, strict=True)), []).append(i)
         out: list[memoryview | None] = [None] * len(coords_list)
-        n_per_shard = lo.n_per_shard
+        jobs: list[Callable[[], None]] = []
+        ranged: list[tuple[tuple[int, ...], str, list[int]]] = []
         for scoords, members in groups.items():
             key = self._key(scoords)
             size = None if self._container is None else self._member_size(scoords, key)
-            if len(members) == n_per_shard or (size is not None and size <= WHOLE_SHARD_BYTES):
-                # the whole shard, read as one member like zarr-python does (so a
-                # container store verifies its checksum), index taken from its bytes
-                whole = self._get(key)
-                if whole is None:
-                    continue  # missing shard: fill value
-                isize = lo.index_size
-                raw_index = whole[-isize:] if lo.index_end else whole[:isize]
-                whole_index = self._decode_index(raw_index if len(whole) >= isize else whole)
-                for i in members:
-                    local = tuple(c % p for c, p in zip(coords_list[i], per, strict=True))
-                    off, n = whole_index[local]
-                    if not (off == _MAX_U64 and n == _MAX_U64):
-                        out[i] = whole[int(off) : int(off) + int(n)]
-                continue
-            index = self._shard_index(scoords)
+            if len(members) == lo.n_per_shard or (size is not None and size <= WHOLE_SHARD_BYTES):
+                jobs.append(functools.partial(self._read_whole, key, members, coords_list, out))
+            else:
+                ranged.append((scoords, key, members))
+        # the indexes of the shards read by ranges (remote: one request each, concurrent)
+        indexes = self._run([functools.partial(self._shard_index, sc) for sc, _, _ in ranged])
+        for (_, key, members), index in zip(ranged, indexes, strict=True):
             if index is None:
                 continue  # missing shard: fill value
             spans = []
@@ -496,13 +506,55 @@ class FastReader:
                 while k < len(spans) and spans[k][0] - stop <= MERGE_GAP:
                     stop = max(stop, spans[k][1])
                     k += 1
-                data = self._get(key, RangeByteRequest(start, stop))
-                if data is None:
-                    raise ValueError(f"shard {key} vanished while reading")
-                for s0, s1, i in spans[j:k]:
-                    out[i] = data[s0 - start : s1 - start]
+                rng = RangeByteRequest(start, stop)
+                jobs.append(functools.partial(self._read_span, key, rng, spans[j:k], out))
                 j = k
+        self._run(jobs)
         return out
+
+    def _read_whole(
+        self,
+        key: str,
+        members: list[int],
+        coords_list: list[tuple[int, ...]],
+        out: list[memoryview | None],
+    ) -> None:
+        """The whole shard, read as one member like zarr-python does (so a container
+        store verifies its checksum), its index taken from its bytes."""
+        lo = self.layout
+        whole = self._get(key)
+        if whole is None:
+            return  # missing shard: fill value
+        isize = lo.index_size
+        raw_index = whole[-isize:] if lo.index_end else whole[:isize]
+        whole_index = self._decode_index(raw_index if len(whole) >= isize else whole)
+        for i in members:
+            local = tuple(c % p for c, p in zip(coords_list[i], lo.per_shard, strict=True))
+            off, n = whole_index[local]
+            if not (off == _MAX_U64 and n == _MAX_U64):
+                out[i] = whole[int(off) : int(off) + int(n)]
+
+    def _read_span(
+        self, key: str, rng: Any, spans: list[tuple[int, int, int]], out: list[memoryview | None]
+    ) -> None:
+        """One byte range of a shard holding the inner chunks of ``spans``."""
+        data = self._get(key, rng)
+        if data is None:
+            raise ValueError(f"shard {key} vanished while reading")
+        start = rng.start
+        for s0, s1, i in spans:
+            out[i] = data[s0 - start : s1 - start]
+
+    def _run(self, jobs: list[Callable[[], _T]]) -> list[_T]:
+        """Run store reads: concurrently where one read can take milliseconds (remote
+        stores, ``threaded_io``), as dask's threads did per dask chunk; else in turn."""
+        if self._threaded_io and len(jobs) > 1:
+            return list(_io_pool().map(_call, jobs))
+        return [f() for f in jobs]
+
+
+def _call(f: Callable[[], _T]) -> _T:
+    return f()
 
 
 def _rebuild(array: zarr.Array) -> FastReader | zarr.Array:
