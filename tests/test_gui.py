@@ -122,3 +122,40 @@ def test_time_slider_shows_physical_time(make_napari_viewer, tmp_path):
     assert overlay.text == "t = 7.5 second"
     viewer.layers.clear()
     assert not overlay.visible
+
+
+def test_napari_slices_read_boxes_directly_not_through_the_scheduler(make_napari_viewer):
+    """napari's slicer gets its pixels from LazyArray's direct read: one reader call per
+    layer and step, for the plane it shows, and no dask scheduler run."""
+    from dask.callbacks import Callback
+
+    from napari_ozx.ngff.lazy import LazyArray
+    from napari_ozx.ngff.open import _ChunkReader, open_ome_zarr
+
+    viewer = make_napari_viewer()
+    layers = viewer.open(str(sample_path()), plugin="napari-ozx")
+    image = next(lyr for lyr in layers if type(lyr).__name__ == "Image")
+    data = image.data[0] if image.multiscale else image.data
+    assert isinstance(data, LazyArray)
+    with open_ome_zarr(sample_path()) as oz:
+        full = np.asarray(oz.images()[0].levels[0])
+    calls: list[tuple] = []
+    runs: list[int] = []
+    orig = _ChunkReader.__getitem__
+
+    def spy(self: _ChunkReader, sel: object) -> object:
+        calls.append(sel if isinstance(sel, tuple) else (sel,))
+        return orig(self, sel)
+
+    _ChunkReader.__getitem__ = spy  # type: ignore[method-assign]
+    try:
+        with Callback(start=lambda dsk: runs.append(1)):
+            viewer.dims.set_point(0, 5)
+    finally:
+        _ChunkReader.__getitem__ = orig  # type: ignore[method-assign]
+    assert calls, "napari read nothing"
+    assert runs == []  # no scheduler
+    # the z napari shows (an integer or a one-plane slice), never the whole stack
+    assert all(any(s in (5, slice(5, 6)) for s in sel) for sel in calls), calls
+    channel = layers.index(image)
+    np.testing.assert_array_equal(np.asarray(data[5]), full[channel, 5])
