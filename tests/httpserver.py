@@ -114,7 +114,13 @@ class Server:
                     outer.body_bytes += len(data)
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class _Server(ThreadingHTTPServer):
+            # socketserver's default listen backlog is 5: concurrent range requests
+            # beyond it were dropped and retried after 1 s (a stall real servers,
+            # with backlogs of 128+, do not have)
+            request_queue_size = 128
+
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -54,8 +54,15 @@ __all__ = ["INDEX_CACHE_BYTES", "FastReader", "fast_reader"]
 #: byte budget of the decoded shard indexes kept per array (16 bytes per inner chunk:
 #: 4 MiB holds the indexes of 262,144 inner chunks)
 INDEX_CACHE_BYTES = 4 << 20
-#: byte ranges of one shard closer than this are read with one call
+#: byte ranges of one shard closer than this are read with one call (local stores: a
+#: skipped gap costs a page-cache copy, a call costs more)
 MERGE_GAP = 64 << 10
+#: the same for remote stores, where every byte is transferred: zarr-python writes a
+#: shard's inner chunks in Morton order, so one z-plane's chunks alternate with the next
+#: plane's; merging across those ~chunk-sized gaps read a remote plane at 1.75x its
+#: stored bytes (``benchmarks/bench_remote.py``). Only near-adjacent ranges are merged;
+#: the requests of one read run concurrently (``threaded_io``).
+REMOTE_MERGE_GAP = 4 << 10
 #: shards of a local container (``.ozx``) up to this size are read whole, as zarr-python
 #: read them when a dask chunk covered the shard: the store then verifies the member's
 #: CRC-32 (``OzxStore.verify_crc_max``), which ranged reads cannot. Locally that costs
@@ -305,6 +312,7 @@ class FastReader:
         # array gets a new reader, so never another version's chunks)
         self._cache = _remote_chunks if remote else None
         self._threaded_io = remote
+        self._merge_gap = REMOTE_MERGE_GAP if remote else MERGE_GAP
         self._uid = next(_reader_ids)
         self._indexes: OrderedDict[tuple[int, ...], np.ndarray | None] = OrderedDict()
         # member sizes of the container's shards (a central-directory lookup costs ~20 us,
@@ -526,7 +534,7 @@ class FastReader:
             while j < len(spans):
                 start, stop = spans[j][0], spans[j][1]
                 k = j + 1
-                while k < len(spans) and spans[k][0] - stop <= MERGE_GAP:
+                while k < len(spans) and spans[k][0] - stop <= self._merge_gap:
                     stop = max(stop, spans[k][1])
                     k += 1
                 rng = RangeByteRequest(start, stop)
