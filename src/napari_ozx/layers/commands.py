@@ -4,14 +4,18 @@ The viewer is injected by napari from the annotation, so this module imports nap
 its top; it is imported only when a command runs.
 """
 
+from typing import Any
+
 import napari
 from napari.utils.notifications import show_info
 
 from ..errors import OzxError
+from .add_labels import add_labels_to_image
 from .editable import EditableLabels, edit_selected_labels
+from .provenance import LayerSource
 from .saveback import save_labels_back
 
-__all__ = ["edit_labels", "save_labels"]
+__all__ = ["add_labels", "edit_labels", "save_labels"]
 
 
 def edit_labels(viewer: napari.viewer.Viewer) -> None:
@@ -31,3 +35,37 @@ def save_labels(viewer: napari.viewer.Viewer) -> None:
         raise OzxError("select an edited labels layer opened from OME-Zarr to save it back")
     done = [str(save_labels_back(lyr)) for lyr in layers]
     show_info(f"napari-ozx: labels saved back into {', '.join(sorted(set(done)))}")
+
+
+def add_labels(viewer: napari.viewer.Viewer) -> None:
+    """Save the selected new labels layers into the file of the image they were drawn
+    over (as ``labels/<layer name>``); afterwards they save back like opened labels."""
+    from napari.layers import Image, Labels
+
+    new = [
+        lyr
+        for lyr in viewer.layers.selection
+        if isinstance(lyr, Labels)
+        and not isinstance(lyr.data, EditableLabels)
+        and (LayerSource.of(lyr) is None or LayerSource.of(lyr).kind != "labels")  # type: ignore[union-attr]
+    ]
+    if not new:
+        raise OzxError(
+            "select a new labels layer (e.g. Layers > New labels over an opened image) "
+            "to save it into the image's file"
+        )
+    images: dict[tuple[str, str], Any] = {}
+    selected = [lyr for lyr in viewer.layers.selection if isinstance(lyr, Image)]
+    for lyr in selected or [lyr for lyr in viewer.layers if isinstance(lyr, Image)]:
+        src = LayerSource.of(lyr)
+        if src is not None and src.kind in ("image", "well"):
+            images.setdefault((src.source, src.node), lyr)
+    if len(images) != 1:
+        raise OzxError(
+            "select the image (opened from an OME-Zarr file) to save the labels into, "
+            f"together with the labels layer ({len(images)} candidate images)"
+        )
+    (image,) = images.values()
+    done = [str(add_labels_to_image(lyr, image, layers=list(viewer.layers))) for lyr in new]
+    names = ", ".join(repr(lyr.name) for lyr in new)
+    show_info(f"napari-ozx: labels {names} saved into {', '.join(sorted(set(done)))}")

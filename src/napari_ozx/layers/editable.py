@@ -25,7 +25,8 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,9 @@ __all__ = [
     "fingerprint",
     "labels_entry",
     "make_labels_editable",
+    "opened_editable",
     "read_only_reason",
+    "repoint_archive",
 ]
 
 #: layer metadata key set on layers whose data is an :class:`EditableLabels`
@@ -398,10 +401,71 @@ def _local_root(store: Any) -> str | None:
 # --------------------------------------------------------------------- layers
 
 
-def _editable(level0: Any) -> EditableLabels:
+# every editable array opened from a file, weakly: when napari-ozx rebuilds an .ozx
+# (a save-back, new labels added) the others of that archive follow it (repoint_archive)
+_live: weakref.WeakSet[EditableLabels] = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+def opened_editable(level0: Any) -> EditableLabels:
+    """An :class:`EditableLabels` over *level0* (our reader's lazy level), remembering
+    the source's fingerprint so a save-back can tell when the file changed."""
     e = EditableLabels(level0)
     e.opened = fingerprint(e)
+    with _live_lock:
+        _live.add(e)
     return e
+
+
+_editable = opened_editable
+
+
+def array_on_store(a: Any, store: Any) -> Any:
+    """The zarr array *a* (same metadata and path) read from *store*."""
+    import zarr
+    from zarr.core.array import AsyncArray
+    from zarr.storage import StorePath
+
+    return zarr.Array(AsyncArray(metadata=a.metadata, store_path=StorePath(store, a.path)))
+
+
+def repoint_archive(
+    target: str | os.PathLike[str],
+    before: tuple[Any, ...] | None,
+    arrays: Iterable[EditableLabels] = (),
+    store: Any = None,
+    changed: str | None = None,
+) -> Any:
+    """napari-ozx replaced the ``.ozx`` *target* by a new archive in which the members
+    these arrays read are unchanged (copied byte for byte): every live editable array
+    that had opened the file as it was (fingerprint *before*), and *arrays*, now read the
+    new file and count as having opened it. Without this a save-back of one label image
+    would make every other label image of the archive refuse to save ("the file changed
+    since ... opened"). *changed*: the path of a level-0 array the new archive changed;
+    other arrays opened on it keep the old file (and refuse to save over the change).
+    Returns the store they read now (None if none did)."""
+    from ..ngff.live import set_array
+
+    key = os.path.realpath(target)
+    with _live_lock:
+        todo = [e for e in _live if before is not None and e.opened == before]
+    forced = list(arrays)
+    todo.extend(a for a in forced if all(a is not t for t in todo))
+    for e in todo:
+        reader = _chunk_reader(e.base)
+        old = reader.array.store_path.store if reader is not None else None
+        if old is None or os.path.realpath(str(getattr(old, "path", ""))) != key:
+            continue
+        if changed is not None and reader.array.path == changed and all(e is not a for a in forced):
+            continue
+        if store is None:
+            from ..ngff.open import open_store
+
+            store = open_store(target)
+        if old is not store:
+            set_array(reader, array_on_store(reader.array, store))
+        e.opened = fingerprint(e)
+    return store
 
 
 def read_only_reason(name: str) -> str:

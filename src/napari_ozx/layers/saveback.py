@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OzxError
-from .editable import EditableLabels, _chunk_reader, fingerprint
+from .editable import EditableLabels, _chunk_reader, array_on_store, fingerprint, repoint_archive
 
 logger = logging.getLogger(__name__)
 
@@ -274,8 +274,9 @@ def _stage_and_commit(
     if target.is_dir():
         _commit_directory(target, staging.staged)
     else:
+        before = data.opened
         _commit_ozx(target, base_store, staging.staged)
-        _repoint_ozx(data, target)
+        _repoint_ozx(data, target, before)
     if target.is_dir():
         # same store, new shard files: the fast path's cached shard indexes are stale
         from ..ngff.live import set_array
@@ -294,12 +295,7 @@ def _fits(v: np.ndarray, dtype: np.dtype) -> bool:
     return bool(v.min() >= info.min and v.max() <= info.max)
 
 
-def _on_store(a: Any, store: Any) -> Any:
-    import zarr
-    from zarr.core.array import AsyncArray
-    from zarr.storage import StorePath
-
-    return zarr.Array(AsyncArray(metadata=a.metadata, store_path=StorePath(store, a.path)))
+_on_store = array_on_store
 
 
 def _merge(boxes: list[tuple[slice, ...]]) -> list[tuple[slice, ...]]:
@@ -374,16 +370,11 @@ def _commit_ozx(target: Path, base_store: Any, staged: dict[str, bytes | None]) 
         raise
 
 
-def _repoint_ozx(data: EditableLabels, target: Path) -> None:
+def _repoint_ozx(data: EditableLabels, target: Path, before: tuple[Any, ...] | None) -> None:
     """The editable layer's base reads the replaced archive (its descriptor keeps the
-    old inode): point it at the new file so the base holds the saved edits."""
-    from napari_ozx.ngff.open import open_store
-
+    old inode): point it at the new file so the base holds the saved edits; the other
+    label images opened from that archive follow (:func:`.editable.repoint_archive`)."""
     reader = _chunk_reader(data.base)
-    if reader is None:
-        return
-    from napari_ozx.ngff.live import set_array
-
-    store = open_store(target)
-    set_array(reader, _on_store(reader.array, store))
+    changed = reader.array.path if reader is not None else None
+    repoint_archive(target, before, [data], changed=changed)
     data.clear_dirty()

@@ -56,11 +56,14 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "ImageSpec",
+    "LabelLevel",
     "LabelsSpec",
+    "PreparedLabels",
     "SaveError",
     "WriteCancelled",
     "WriteOptions",  # re-exported from .options, its home
     "chunk_and_shard",
+    "prepare_labels",
     "pyramid_shapes",
     "write_ome_zarr",
 ]
@@ -304,6 +307,9 @@ class _Job:
     shapes: list[tuple[int, ...]]
     method: str
     arrays: list[Any] = field(default_factory=list)
+    #: per level, the integer factor from the level above on every axis; ``None``: the
+    #: writer's own pyramid (2x in y and x, :func:`pyramid_shapes`)
+    factors: list[tuple[int, ...]] | None = None
 
 
 #: unsharded arrays are written in regions of about this many bytes (whole chunks)
@@ -442,6 +448,125 @@ def _swap_directory(tmp_dir: Path, target: Path) -> None:
     atomic.swap_directory(tmp_dir, target, dispose=dispose)
 
 
+def _array_kwargs(
+    chunks: Sequence[int],
+    shards: Sequence[int] | None,
+    dtype: np.dtype,
+    axes: Sequence[Axis],
+    opts: WriteOptions,
+    separator: Literal["/", "."] = "/",
+) -> dict[str, Any]:
+    """``create_array`` keywords of one level: chunks, shards and codecs for the version."""
+    kw: dict[str, Any] = {"chunks": tuple(chunks), "fill_value": 0}
+    if zarr_format_for(opts.version) == 3:
+        kw.update(
+            shards=tuple(shards) if shards is not None else None,
+            compressors=_codecs(opts, dtype.itemsize),
+            dimension_names=[a.name for a in axes],
+        )
+    else:
+        kw.update(
+            compressors=_v2_compressor(opts),
+            chunk_key_encoding={"name": "v2", "separator": separator},
+        )
+    return kw
+
+
+@dataclass(frozen=True)
+class LabelLevel:
+    """One level of a label image laid out like its image's level (channel axis dropped):
+    shape, storage chunks / shards and the level's coordinate transformations."""
+
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    shards: tuple[int, ...] | None
+    scale: tuple[float, ...]
+    translation: tuple[float, ...]
+
+
+@dataclass
+class PreparedLabels:
+    """A label image ready to go under an existing image's ``labels/`` group (see
+    :func:`prepare_labels`): its metadata documents, then its data."""
+
+    documents: dict[str, bytes]  #: key relative to the label image -> document bytes
+    spec: LabelsSpec
+    levels: list[LabelLevel]
+    method: str
+    options: WriteOptions
+    array_metadata: list[Any]
+
+    def write_data(
+        self,
+        store: Any,
+        prefix: str,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
+        compute: Callable[[Any], Any] | None = None,
+    ) -> None:
+        """Write every level's chunks to *store* under *prefix* (the label image's path
+        in that store; its documents must be there or follow). Level *n* is computed from
+        level *n-1* as written, shard by shard, like :func:`write_ome_zarr`."""
+        import zarr
+        from zarr.core.array import AsyncArray
+        from zarr.storage import StorePath
+
+        arrays = [
+            zarr.Array(
+                AsyncArray(
+                    metadata=m, store_path=StorePath(store, f"{prefix}/{i}" if prefix else str(i))
+                )
+            )
+            for i, m in enumerate(self.array_metadata)
+        ]
+        shapes = [lvl.shape for lvl in self.levels]
+        factors = [tuple(1 for _ in shapes[0])] + [
+            tuple(max(1, round(p / c)) if c else 1 for p, c in zip(a, b, strict=True))
+            for a, b in itertools.pairwise(shapes)
+        ]
+        job = _Job(prefix, self.spec.data, self.spec.axes, shapes, self.method, arrays, factors)
+        _write_data([job], self.options, progress, cancel, compute or _compute)
+
+
+def prepare_labels(
+    spec: LabelsSpec,
+    levels: Sequence[LabelLevel],
+    options: WriteOptions,
+    separator: Literal["/", "."] = "/",
+) -> PreparedLabels:
+    """The documents of *spec* as a label image of an existing image: one level per
+    *levels* (the image's pyramid, so the labels overlay every level), ``image-label``
+    with its colours, properties and ``source.image: "../../"``, the version and Zarr
+    format of *options*. Built from the models (``to_attributes``) and zarr's own
+    metadata serialiser, never hand-written JSON. ``separator``: Zarr v2 chunk keys."""
+    import zarr
+    from zarr.storage import MemoryStore
+
+    opts = options
+    zf = zarr_format_for(opts.version)
+    if not spec.name or "/" in spec.name or spec.name.startswith("."):
+        raise OzxError(f"invalid label name {spec.name!r}")
+    if len(levels) < 1 or any(len(lvl.shape) != len(spec.axes) for lvl in levels):
+        raise OzxError(f"{spec.name}: every level needs one size per axis")
+    method = opts.downsample if opts.downsample in ("nearest", "mode") else "nearest"
+    datasets = tuple(
+        Dataset(str(i), tuple(lvl.scale), tuple(lvl.translation)) for i, lvl in enumerate(levels)
+    )
+    ms = Multiscale(opts.version, tuple(spec.axes), datasets, name=spec.name, type=method)
+    il = ImageLabel(tuple(spec.colors), tuple(dict(p) for p in spec.properties), "../../")
+    attrs = NodeMetadata(multiscales=(ms,), image_label=il).to_attributes(opts.version)
+    docs: dict[str, Any] = {}
+    grp = zarr.create_group(store=MemoryStore(docs), zarr_format=zf, attributes=attrs)
+    dtype = np.dtype(spec.data.dtype)
+    metas = []
+    for i, lvl in enumerate(levels):
+        kw = _array_kwargs(lvl.chunks, lvl.shards, dtype, spec.axes, opts, separator)
+        metas.append(grp.create_array(str(i), shape=lvl.shape, dtype=dtype, **kw).metadata)
+    return PreparedLabels(
+        {k: v.to_bytes() for k, v in docs.items()}, spec, list(levels), method, opts, metas
+    )
+
+
 def _create_hierarchy(
     store: Any, image: ImageSpec | None, labels: Sequence[LabelsSpec], opts: WriteOptions
 ) -> list[_Job]:
@@ -476,18 +601,7 @@ def _create_hierarchy(
         dtype = np.dtype(data.dtype)
         for i, shp in enumerate(shapes):
             chunks, shards = chunk_and_shard(shp, axes, opts)
-            kw: dict[str, Any] = {"chunks": chunks, "fill_value": 0}
-            if zf == 3:
-                kw.update(
-                    shards=shards,
-                    compressors=_codecs(opts, dtype.itemsize),
-                    dimension_names=[a.name for a in axes],
-                )
-            else:
-                kw.update(
-                    compressors=_v2_compressor(opts),
-                    chunk_key_encoding={"name": "v2", "separator": "/"},
-                )
+            kw = _array_kwargs(chunks, shards, dtype, axes, opts)
             job.arrays.append(grp.create_array(str(i), shape=shp, dtype=dtype, **kw))
         jobs.append(job)
 
@@ -575,9 +689,16 @@ def _write_data(
             return
         if lvl == 0:
             block = _source_region(job.data, region, ds_axes, arr.dtype, compute, check)
+        elif job.factors is not None and any(f > 2 for f in job.factors[lvl]):
+            block = _strided_region(job.arrays[lvl - 1], region, job.factors[lvl], arr.dtype)
         else:
+            axes = (
+                ds_axes
+                if job.factors is None
+                else tuple(i for i, f in enumerate(job.factors[lvl]) if f == 2)
+            )
             block = _downsampled_region(
-                job.arrays[lvl - 1], region, ds_axes, job.method, arr.dtype, check
+                job.arrays[lvl - 1], region, axes, job.method, arr.dtype, check
             )
         check()
         if block.dtype != arr.dtype:
@@ -657,6 +778,25 @@ def _downsampled_region(
             dst[i] = slice(k, k + 1)
         out[tuple(dst)] = downsample2(np.asarray(src[tuple(sel)]), ds_axes, method)
     return out
+
+
+def _strided_region(
+    src: Any, region: tuple[slice, ...], factors: Sequence[int], dtype: np.dtype
+) -> np.ndarray:
+    """One region of a level whose factors from *src* are not all 1 or 2 (another tool's
+    pyramid): pixel ``i`` is pixel ``i * f`` above it (nearest; clipped at the edge, so a
+    level rounded either way is filled)."""
+    lo = [min(s.start * f, n - 1) for s, f, n in zip(region, factors, src.shape, strict=True)]
+    hi = [
+        min((s.stop - 1) * f, n - 1) + 1 if s.stop > s.start else lo_
+        for s, f, n, lo_ in zip(region, factors, src.shape, lo, strict=True)
+    ]
+    block = np.asarray(src[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))])
+    idx = [
+        np.minimum(np.arange(s.start, s.stop) * f, n - 1) - a
+        for s, f, n, a in zip(region, factors, src.shape, lo, strict=True)
+    ]
+    return np.asarray(block[np.ix_(*idx)], dtype=dtype)
 
 
 def _compute(x: Any) -> Any:

@@ -1,0 +1,432 @@
+"""Save a *new* labels layer into the OME-Zarr image it was drawn over, under ``labels/``.
+
+napari's "New labels" over an opened image (or any integer layer with the image's
+level-0 shape) becomes ``<image>/labels/<name>``: a label image with the image's pyramid
+(same level shapes and coordinate transformations, so it overlays every level), storage
+chunks and shards like the image's, ``image-label`` with the layer's colours and
+``source.image: "../../"``, the file's OME version and Zarr format; its name is appended
+to the ``labels`` group's list (the group is created when absent).
+
+What is written, and what is not:
+
+* **directory** — nothing existing is rewritten except the ``labels`` group document:
+  the new arrays are written under a hidden temporary name inside ``labels/`` and
+  renamed into place; the group document is then replaced atomically (a temporary file
+  beside it, ``os.replace``). A failure removes what was written.
+* **.ozx** — a new archive beside the old one: every existing member is copied byte for
+  byte (``OzxWriter.add_copy_from``, as a label save-back does), the ``labels`` group
+  document replaced, the new label members added, all metadata first in RFC-9's
+  breadth-first order (the writer sorts it); the archive comment is kept and the new
+  file renamed onto the old one. Layers reading the old archive are re-pointed at the
+  new one (their members are the same bytes), so a later save-back of another label
+  image of that file is not refused as "changed since opened".
+
+Afterwards the layer reads the saved label image copy-on-write (an
+:class:`~napari_ozx.layers.editable.EditableLabels`) and carries its
+:class:`~napari_ozx.layers.provenance.LayerSource`, so later edits are saved with
+:func:`~napari_ozx.layers.saveback.save_labels_back`.
+
+Refused with one :class:`~napari_ozx.layers.saveback.SaveBackError` (reason first, the
+file named, nothing written): a name that already exists (save-back is the way to change
+it), a shape that is not the image's level 0 without its channel axis, a non-integer
+layer, a read-only target, a remote source.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ..errors import OzxError
+from .provenance import LayerSource
+from .saveback import SaveBackError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["add_labels_to_image", "image_source_of"]
+
+_NAME_OK = re.compile(r"^[\w][\w.\-]*$")
+
+
+def image_source_of(image: Any) -> LayerSource | None:
+    """The image *image* names: a napari layer opened by napari-ozx, a
+    :class:`LayerSource`, or a path (its root image)."""
+    if isinstance(image, LayerSource):
+        return image
+    if isinstance(image, str | os.PathLike):
+        return LayerSource(source=os.fspath(image), node="", kind="image")
+    return LayerSource.of(image)
+
+
+def add_labels_to_image(
+    labels_layer: Any,
+    image: Any,
+    name: str | None = None,
+    *,
+    layers: Iterable[Any] = (),
+) -> Path:
+    """Write *labels_layer* into the file of *image* as ``labels/<name>`` (module doc).
+
+    *image* is the image layer (opened from the file), its :class:`LayerSource`, or the
+    file's path. *name* defaults to the layer's name (made safe for a path). *layers*
+    (e.g. ``viewer.layers``): open layers of the same ``.ozx`` to re-point at the new
+    archive. Returns the file written; the layer then reads it and saves back into it.
+    """
+    src = image_source_of(image)
+    lname = getattr(labels_layer, "name", None) or "labels"
+    if src is None:
+        raise SaveBackError(
+            f"the image to save labels {lname!r} into was not opened from an OME-Zarr file "
+            "(open it with napari-ozx, or save both with File > Save)"
+        )
+    from ..ozx.remote import is_url
+
+    if is_url(src.source):
+        raise SaveBackError(
+            f"the image is remote (read-only here); save labels {lname!r} into a local "
+            f"copy instead: {src.source} (nothing was written)"
+        )
+    target = Path(src.source)
+    if src.kind not in ("image", "well"):
+        raise SaveBackError(
+            f"labels can be saved into an image, not into a {src.kind} layer: {target} "
+            "(nothing was written)"
+        )
+    try:
+        return _add(labels_layer, src, target, name, list(layers))
+    except SaveBackError:
+        raise
+    except OzxError as e:
+        raise SaveBackError(f"{e} (saving labels {lname!r} into {target})") from e
+    except OSError as e:
+        raise SaveBackError(
+            f"{e.strerror or e} (saving labels {lname!r} into {target}; the file is unchanged)"
+        ) from e
+
+
+def _fail(target: Path, reason: str) -> SaveBackError:
+    return SaveBackError(f"{reason}: {target} (nothing was written)")
+
+
+def _level0(layer: Any) -> Any:
+    data = layer.data
+    if getattr(layer, "multiscale", False) or (
+        isinstance(data, list | tuple) and data and hasattr(data[0], "shape")
+    ):
+        return data[0]
+    return data
+
+
+def _drop(seq: Iterable[Any], axis: int | None) -> tuple[Any, ...]:
+    return tuple(v for i, v in enumerate(seq) if i != axis)
+
+
+def _add(layer: Any, src: LayerSource, target: Path, name: str | None, layers: list[Any]) -> Path:
+    from ..ngff.open import open_ome_zarr
+
+    lname = getattr(layer, "name", None) or "labels"
+    data = _level0(layer)
+    if not np.issubdtype(np.dtype(data.dtype), np.integer):
+        raise _fail(target, f"labels {lname!r} are not integers ({np.dtype(data.dtype)})")
+    if not target.exists():
+        raise _fail(target, "the image's file no longer exists")
+    oz = open_ome_zarr(str(target))
+    try:
+        return _add_opened(oz, layer, data, src, target, name, layers)
+    finally:
+        oz.close()
+
+
+def _add_opened(
+    oz: Any,
+    layer: Any,
+    data: Any,
+    src: LayerSource,
+    target: Path,
+    name: str | None,
+    layers: list[Any],
+) -> Path:
+    from ..ngff.models import NodeMetadata, ome_section
+    from ..ngff.options import WriteOptions
+    from ..ngff.write import LabelLevel, prepare_labels
+    from .writing import labels_spec_from_layer
+
+    lname = getattr(layer, "name", None) or "labels"
+    image = oz.image(src.node)
+    ms = image.multiscale
+    c = ms.channel_axis
+    lvl0 = tuple(image.arrays[0].shape)
+    expected = _drop(lvl0, c)
+    axes = _drop(ms.axes, c)
+    if tuple(data.shape) != expected:
+        names = ", ".join(a.name for a in axes)
+        raise _fail(
+            target,
+            f"labels {lname!r} have shape {tuple(data.shape)}, the image "
+            f"{src.node or '/'!r} has {expected} ({names}) at level 0",
+        )
+
+    # the spec (colours, properties, a path-safe name) the writer would make of the layer
+    if hasattr(layer, "as_layer_data_tuple"):
+        _, meta, _ = layer.as_layer_data_tuple()
+    else:
+        meta = {"name": lname, "metadata": getattr(layer, "metadata", {})}
+    meta = {**meta, "multiscale": False, "axis_labels": [a.name for a in axes], "units": None}
+    spec = labels_spec_from_layer((data, meta, "labels"), set())
+    spec.axes = list(axes)
+    if name is not None:
+        if not _NAME_OK.match(name):
+            raise _fail(
+                target,
+                f"{name!r} is not a label name (letters, digits, '_', '-', '.'; "
+                "not starting with '.')",
+            )
+        spec.name = name
+    name = spec.name
+    spec.data = data
+
+    zf = oz.zarr_format or 2
+    version: Literal["0.5", "0.4"] = "0.5" if zf == 3 else "0.4"
+    lpath = f"{src.node}/labels" if src.node else "labels"
+    group = oz._group_or_none(lpath)
+    listed = list(group.meta.labels) if group is not None else []
+    if name in listed or _exists(oz, target, f"{lpath}/{name}"):
+        raise _fail(
+            target,
+            f"labels {name!r} already exist in the image {src.node or '/'!r}; to change "
+            "them, open them and use 'Save labels back into the file', or choose another name",
+        )
+    _check_writable(target, target / lpath if target.is_dir() else target)
+
+    levels = []
+    separator: Literal["/", "."] = "/"
+    for i, (arr_node, ds) in enumerate(zip(image.arrays, ms.datasets, strict=True)):
+        arr = arr_node.array
+        shards = arr.shards
+        levels.append(
+            LabelLevel(
+                shape=_drop(arr.shape, c),
+                chunks=_drop(arr.chunks, c),
+                shards=_drop(shards, c) if shards is not None else None,
+                scale=_drop(ds.scale, c),
+                translation=_drop(ds.translation, c),
+            )
+        )
+        if i == 0 and zf == 2 and getattr(arr.metadata, "dimension_separator", "/") == ".":
+            separator = "."
+    opts = WriteOptions(version=version)
+    prepared = prepare_labels(spec, levels, opts, separator)
+
+    # the labels group: its attributes as they are, the new name appended to its list
+    if group is not None:
+        attrs = dict(group.attributes)
+        ome, _ = ome_section(attrs, zf)
+        raw = ome.get("labels")
+        old = [x for x in raw if isinstance(x, str)] if isinstance(raw, list) else listed
+        gen = NodeMetadata(labels=(*old, name)).to_attributes(version)
+        if zf == 3 and isinstance(attrs.get("ome"), dict):
+            attrs["ome"] = {**attrs["ome"], **gen["ome"]}
+        else:
+            attrs.update(gen)
+    else:
+        attrs = NodeMetadata(labels=(name,)).to_attributes(version)
+    group_docs = _group_documents(attrs, zf, existing=group is not None)
+
+    if target.is_dir():
+        _commit_directory(target, lpath, name, prepared, group_docs)
+    else:
+        st = target.stat()
+        before = ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
+        _commit_ozx(target, oz.store, lpath, name, prepared, group_docs)
+        _repoint_layers([lyr for lyr in layers if lyr is not layer], target, before)
+    node = f"{lpath}/{name}"
+    _adopt(layer, target, node)
+    logger.info("saved labels %r into %s as %s", lname, target, node)
+    return target
+
+
+def _exists(oz: Any, target: Path, path: str) -> bool:
+    if target.is_dir():
+        return (target / path).exists()
+    index = getattr(oz.store, "index", None)
+    if index is None:
+        return False
+    lead = path + "/"
+    return any(n == path or n.startswith(lead) for n in index.by_name)
+
+
+def _check_writable(target: Path, where: Path) -> None:
+    if target.is_dir():
+        d = where if where.exists() else target
+        if not os.access(d, os.W_OK):
+            raise _fail(target, "the image's folder is read-only (no write permission)")
+    elif not os.access(target.parent, os.W_OK) or not os.access(target, os.W_OK):
+        raise _fail(target, "the file or its folder is read-only")
+
+
+def _group_documents(attrs: dict[str, Any], zarr_format: int, existing: bool) -> dict[str, bytes]:
+    """The labels group's document(s) by zarr's own serialiser (v2: ``.zattrs``, plus
+    ``.zgroup`` for a new group; v3: ``zarr.json``)."""
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.group import GroupMetadata
+
+    docs = GroupMetadata(attributes=attrs, zarr_format=zarr_format).to_buffer_dict(  # type: ignore[arg-type]
+        default_buffer_prototype()
+    )
+    out = {k: v.to_bytes() for k, v in docs.items()}
+    if existing and zarr_format == 2:
+        out.pop(".zgroup", None)  # there already: nothing but the attributes changes
+    return out
+
+
+# ----------------------------------------------------------------------- commit
+
+
+def _write_file(dest: Path, data: bytes) -> None:
+    """*dest* replaced atomically: a temporary file beside it, flushed, renamed."""
+    tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:8]}.partial"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _commit_directory(
+    root: Path, lpath: str, name: str, prepared: Any, group_docs: dict[str, bytes]
+) -> None:
+    from zarr.storage import LocalStore
+
+    ldir = root / lpath
+    made_group = not ldir.exists()
+    ldir.mkdir(exist_ok=True)
+    tmp = ldir / f".{name}.{uuid.uuid4().hex[:8]}.partial"
+    final = ldir / name
+    renamed = False
+    try:
+        tmp.mkdir()
+        for key, doc in prepared.documents.items():
+            p = tmp / key
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(doc)
+        prepared.write_data(LocalStore(tmp), "")
+        os.rename(tmp, final)  # refuses to replace a non-empty directory made meanwhile
+        renamed = True
+        # .zgroup before .zattrs (v2): the attributes make it a labels group last
+        for key in sorted(group_docs, key=lambda k: k != ".zgroup"):
+            _write_file(ldir / key, group_docs[key])
+    except BaseException:
+        shutil.rmtree(final if renamed else tmp, ignore_errors=True)
+        if made_group:
+            shutil.rmtree(ldir, ignore_errors=True)
+        raise
+
+
+def _commit_ozx(
+    target: Path,
+    base_store: Any,
+    lpath: str,
+    name: str,
+    prepared: Any,
+    group_docs: dict[str, bytes],
+) -> None:
+    """A new archive: the old metadata (but the labels group document), the new label
+    image's and the updated group's documents, every old data member copied byte for
+    byte, then the new label chunks; renamed onto *target*."""
+    from ..ozx.rfc9 import is_metadata_name
+    from ..ozx.write_store import OzxWriteStore
+    from ..ozx.writer import OzxWriter
+
+    index = base_store.index
+    entries = sorted(
+        (e for e in index.by_name.values() if not e.is_dir), key=lambda e: e.header_offset
+    )
+    replaced = {f"{lpath}/{k}" for k in group_docs}
+    writer = OzxWriter(target, comment=base_store.comment or None)
+
+    def copy(member: str) -> None:
+        if writer.add_copy_from(base_store, member):
+            return
+        raw = base_store.get_sync(member)  # decoded bytes; the writer re-checksums them
+        if raw is None:
+            raise OzxError(f"member {member!r} could not be read")
+        writer.add(member, raw.as_numpy_array().data)
+
+    try:
+        for e in entries:
+            if is_metadata_name(e.name) and e.name not in replaced:
+                copy(e.name)
+        prefix = f"{lpath}/{name}"
+        for key, doc in prepared.documents.items():
+            writer.add(f"{prefix}/{key}", doc)
+        for key, doc in group_docs.items():
+            writer.add(f"{lpath}/{key}", doc, overwrite=True)
+        for e in entries:
+            if not is_metadata_name(e.name):
+                copy(e.name)
+        prepared.write_data(OzxWriteStore(writer), prefix)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+
+
+# ---------------------------------------------------------------- afterwards
+
+
+def _adopt(layer: Any, target: Path, node: str) -> None:
+    """The layer now reads the saved label image (copy-on-write) and says where from."""
+    from ..ngff.open import open_ome_zarr
+    from .editable import EDITABLE_KEY, opened_editable
+    from .reading import layer_source
+
+    oz = open_ome_zarr(str(target))  # kept open by the layer's lazy level 0
+    label = oz.image(node)
+    data = opened_editable(label.levels[0])
+    meta = dict(getattr(layer, "metadata", None) or {})
+    meta.update(layer_source(label, "labels").to_metadata())
+    meta[EDITABLE_KEY] = True
+    layer.metadata = meta
+    layer.data = data
+
+
+def _repoint_layers(layers: Iterable[Any], target: Path, before: tuple[Any, ...]) -> None:
+    """Open layers of the replaced ``.ozx`` read the new one (the members they read are
+    the same bytes): editable labels that had opened it as it was (*before*) through
+    :func:`.editable.repoint_archive`, the lazy levels of *layers* (images, read-only
+    labels) directly, so the old file's inode is released."""
+    from ..ngff.live import set_array
+    from .editable import EditableLabels, _chunk_reader, array_on_store, repoint_archive
+
+    key = os.path.realpath(target)
+    store = repoint_archive(target, before)
+    for lyr in layers:
+        src = LayerSource.of(lyr)
+        if src is None or os.path.realpath(src.source) != key:
+            continue
+        data = lyr.data
+        for a in list(data) if isinstance(data, list | tuple) else [data]:
+            if isinstance(a, EditableLabels):
+                continue
+            reader = _chunk_reader(a)
+            old = reader.array.store_path.store if reader is not None else None
+            if old is None or os.path.realpath(str(getattr(old, "path", ""))) != key:
+                continue
+            if store is None:
+                from ..ngff.open import open_store
+
+                store = open_store(target)
+            if old is not store:
+                set_array(reader, array_on_store(reader.array, store))
