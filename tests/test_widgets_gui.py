@@ -457,3 +457,89 @@ def test_inspector_validates_directories_with_a_badge(no_leaks, qtbot, tmp_path)
     assert "error" in w.tabs.tabText(w._metadata_tab)
     w.close()
     w.deleteLater()
+
+
+def test_export_while_stepping_z_every_100ms(no_leaks, make_napari_viewer, qtbot, tmp_path):
+    """Issue 18's bar: three exports from the export panel of a lazily read multi-z image
+    while a QTimer moves the z slider every 100 ms. Each export completes and validates,
+    and nothing is raised on the GUI thread (napari's slicing shares the process-global
+    dask cache callbacks with the export's tasks; a KeyError from dask/cache.py or an
+    'Export failed: (ozx-..., ...)' status was the symptom)."""
+    from napari.utils.notifications import notification_manager
+    from qtpy.QtCore import QTimer
+
+    from napari_ozx.__main__ import main as cli
+    from napari_ozx.layers.writing import layer_axes
+    from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ozx.validate import validate
+
+    nz, n = 10, 512
+    rng = np.random.default_rng(5)
+    img = rng.integers(0, 3000, (2, nz, n, n), dtype=np.uint16)
+    lab = (np.arange(n)[None, :, None] // 64 + np.arange(n)[None, None, :] // 64) % 7
+    lab = np.broadcast_to(lab, (nz, n, n)).astype(np.uint32)
+    src = tmp_path / "multiz.ozx"
+    axes = layer_axes(["z", "y", "x"], None, 3, True)
+    write_ome_zarr(
+        src,
+        ImageSpec(img, axes),
+        [LabelsSpec("cells", lab, layer_axes(["z", "y", "x"], None, 3, False))],
+        WriteOptions(chunk_yx=128, shard_yx=256, shard_z=1, pyramid_levels=3, codec="none"),
+    )
+    viewer = make_napari_viewer(show=True)
+    viewer.open(str(src), plugin="napari-ozx")
+    assert len(viewer.layers) == 3
+    z_axis = 0
+    assert viewer.dims.nsteps[z_axis] == nz
+    w = _export_widget(viewer)
+    w.chunk_spin.setValue(128)
+    w.shard_spin.setValue(256)
+    w.shard_z_spin.setValue(1)
+    errors_before = len(notification_manager.records)
+
+    steps = []
+
+    def step() -> None:
+        z = (viewer.dims.current_step[z_axis] + 1) % nz
+        viewer.dims.set_current_step(z_axis, z)
+        steps.append(z)
+
+    timer = QTimer()
+    timer.setInterval(100)
+    timer.timeout.connect(step)
+    results = []
+    with qtbot.capture_exceptions() as exceptions:
+        timer.start()
+        try:
+            for i in range(3):
+                target = tmp_path / f"export{i}.ozx"
+                w.target_edit.setText(str(target))
+                before = len(steps)
+                with qtbot.waitSignal(w.export_finished, timeout=180_000) as sig:
+                    w.export_button.click()
+                results.append((sig.args, w.status.text(), len(steps) - before))
+                qtbot.wait(250)  # the slider keeps moving between exports too
+        finally:
+            timer.stop()
+    assert not exceptions, [str(e[1]) for e in exceptions]
+    for args, status, _ in results:
+        assert args == ["done"], status
+    # the slider did move while the exports ran (counts, not times)
+    assert sum(n for _, _, n in results) >= 3, results
+    assert len(set(steps)) > 1
+    errors = [
+        str(n.message)
+        for n in notification_manager.records[errors_before:]
+        if str(getattr(n.severity, "value", n.severity)).lower() == "error"
+    ]
+    assert not errors, errors
+    for i in range(3):
+        target = tmp_path / f"export{i}.ozx"
+        assert validate(target).ok
+        assert cli(["validate", str(target)]) == 0
+        from napari_ozx.ngff.open import open_ome_zarr
+
+        with open_ome_zarr(target) as oz:
+            (image,) = oz.images()
+            np.testing.assert_array_equal(np.asarray(image.levels[0][:, 5]), img[:, 5])
+            np.testing.assert_array_equal(np.asarray(image.labels[0].levels[0][5]), lab[5])
