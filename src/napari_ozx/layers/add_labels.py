@@ -304,6 +304,22 @@ def _write_file(dest: Path, data: bytes) -> None:
         raise
 
 
+def _fsync_tree(root: Path) -> None:
+    """Every file and folder below *root* flushed to disk."""
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fd = os.open(dirpath, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 def _commit_directory(
     root: Path, lpath: str, name: str, prepared: Any, group_docs: dict[str, bytes]
 ) -> None:
@@ -322,6 +338,7 @@ def _commit_directory(
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(doc)
         prepared.write_data(LocalStore(tmp), "")
+        _fsync_tree(tmp)  # on disk before the group document lists it
         os.rename(tmp, final)  # refuses to replace a non-empty directory made meanwhile
         renamed = True
         # .zgroup before .zattrs (v2): the attributes make it a labels group last
