@@ -185,7 +185,7 @@ def test_new_labels_go_into_an_ozx(tmp_path, labels_before):
     truth = _painted((8, 96, 128), np.uint32)
     lab = vm.add_labels(truth.copy(), name="nuclei")
     inode = path.stat().st_ino
-    add_labels_to_image(lab, image, layers=vm.layers)
+    add_labels_to_image(lab, image)
     assert path.stat().st_ino != inode
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
@@ -224,6 +224,17 @@ def test_new_labels_go_into_an_ozx(tmp_path, labels_before):
         _, cells = _read_label_levels(path, "cells")
         assert cells[0][1, 1, 1] == 5
     np.testing.assert_array_equal(np.asarray(image.data[0]), image_px)
+    # every open layer reads the current archive: no descriptor keeps a replaced one alive
+    import gc
+
+    gc.collect()
+    links = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            links.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the listing's own descriptor, closed meanwhile
+            continue
+    assert not [x for x in links if x.startswith(str(path)) and x.endswith("(deleted)")], links
 
 
 def test_ngff_zarr_ozx(tmp_path):
@@ -237,7 +248,7 @@ def test_ngff_zarr_ozx(tmp_path):
     shape = tuple(s for i, s in enumerate(fx.shapes[0]) if fx.axes[i] != "c")
     truth = _painted(shape, np.uint16)
     lab = vm.add_labels(truth.copy(), name="cells2")
-    add_labels_to_image(lab, image, layers=vm.layers)
+    add_labels_to_image(lab, image)
     new, _, _ = _members(fx.path)
     assert all(new[k] == v for k, v in old.items() if k != "labels/zarr.json")
     assert validate(fx.path, deep=True).ok

@@ -70,15 +70,12 @@ def add_labels_to_image(
     labels_layer: Any,
     image: Any,
     name: str | None = None,
-    *,
-    layers: Iterable[Any] = (),
 ) -> Path:
     """Write *labels_layer* into the file of *image* as ``labels/<name>`` (module doc).
 
     *image* is the image layer (opened from the file), its :class:`LayerSource`, or the
-    file's path. *name* defaults to the layer's name (made safe for a path). *layers*
-    (e.g. ``viewer.layers``): open layers of the same ``.ozx`` to re-point at the new
-    archive. Returns the file written; the layer then reads it and saves back into it.
+    file's path. *name* defaults to the layer's name (made safe for a path). Returns
+    the file written; the layer then reads it and saves back into it.
     """
     src = image_source_of(image)
     lname = getattr(labels_layer, "name", None) or "labels"
@@ -101,7 +98,7 @@ def add_labels_to_image(
             "(nothing was written)"
         )
     try:
-        return _add(labels_layer, src, target, name, list(layers))
+        return _add(labels_layer, src, target, name)
     except SaveBackError:
         raise
     except OzxError as e:
@@ -129,7 +126,7 @@ def _drop(seq: Iterable[Any], axis: int | None) -> tuple[Any, ...]:
     return tuple(v for i, v in enumerate(seq) if i != axis)
 
 
-def _add(layer: Any, src: LayerSource, target: Path, name: str | None, layers: list[Any]) -> Path:
+def _add(layer: Any, src: LayerSource, target: Path, name: str | None) -> Path:
     from ..ngff.open import open_ome_zarr
 
     lname = getattr(layer, "name", None) or "labels"
@@ -140,7 +137,7 @@ def _add(layer: Any, src: LayerSource, target: Path, name: str | None, layers: l
         raise _fail(target, "the image's file no longer exists")
     oz = open_ome_zarr(str(target))
     try:
-        return _add_opened(oz, layer, data, src, target, name, layers)
+        return _add_opened(oz, layer, data, src, target, name)
     finally:
         oz.close()
 
@@ -152,7 +149,6 @@ def _add_opened(
     src: LayerSource,
     target: Path,
     name: str | None,
-    layers: list[Any],
 ) -> Path:
     from ..ngff.models import NodeMetadata, ome_section
     from ..ngff.options import WriteOptions
@@ -243,10 +239,13 @@ def _add_opened(
     if target.is_dir():
         _commit_directory(target, lpath, name, prepared, group_docs)
     else:
+        from .editable import repoint_archive
+
         st = target.stat()
         before = ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
         _commit_ozx(target, oz.store, lpath, name, prepared, group_docs)
-        _repoint_layers([lyr for lyr in layers if lyr is not layer], target, before)
+        oz.close()  # before the others move: nothing of ours holds the old file
+        repoint_archive(target, before)
     node = f"{lpath}/{name}"
     _adopt(layer, target, node)
     logger.info("saved labels %r into %s as %s", lname, target, node)
@@ -417,33 +416,3 @@ def _adopt(layer: Any, target: Path, node: str) -> None:
     meta[EDITABLE_KEY] = True
     layer.metadata = meta
     layer.data = data
-
-
-def _repoint_layers(layers: Iterable[Any], target: Path, before: tuple[Any, ...]) -> None:
-    """Open layers of the replaced ``.ozx`` read the new one (the members they read are
-    the same bytes): editable labels that had opened it as it was (*before*) through
-    :func:`.editable.repoint_archive`, the lazy levels of *layers* (images, read-only
-    labels) directly, so the old file's inode is released."""
-    from ..ngff.live import set_array
-    from .editable import EditableLabels, _chunk_reader, array_on_store, repoint_archive
-
-    key = os.path.realpath(target)
-    store = repoint_archive(target, before)
-    for lyr in layers:
-        src = LayerSource.of(lyr)
-        if src is None or os.path.realpath(src.source) != key:
-            continue
-        data = lyr.data
-        for a in list(data) if isinstance(data, list | tuple) else [data]:
-            if isinstance(a, EditableLabels):
-                continue
-            reader = _chunk_reader(a)
-            old = reader.array.store_path.store if reader is not None else None
-            if old is None or os.path.realpath(str(getattr(old, "path", ""))) != key:
-                continue
-            if store is None:
-                from ..ngff.open import open_store
-
-                store = open_store(target)
-            if old is not store:
-                set_array(reader, array_on_store(reader.array, store))

@@ -66,6 +66,6 @@ def add_labels(viewer: napari.viewer.Viewer) -> None:
             f"together with the labels layer ({len(images)} candidate images)"
         )
     (image,) = images.values()
-    done = [str(add_labels_to_image(lyr, image, layers=list(viewer.layers))) for lyr in new]
+    done = [str(add_labels_to_image(lyr, image)) for lyr in new]
     names = ", ".join(repr(lyr.name) for lyr in new)
     show_info(f"napari-ozx: labels {names} saved into {', '.join(sorted(set(done)))}")

@@ -433,36 +433,40 @@ def repoint_archive(
     target: str | os.PathLike[str],
     before: tuple[Any, ...] | None,
     arrays: Iterable[EditableLabels] = (),
-    store: Any = None,
     changed: str | None = None,
 ) -> Any:
-    """napari-ozx replaced the ``.ozx`` *target* by a new archive in which the members
-    these arrays read are unchanged (copied byte for byte): every live editable array
-    that had opened the file as it was (fingerprint *before*), and *arrays*, now read the
-    new file and count as having opened it. Without this a save-back of one label image
-    would make every other label image of the archive refuse to save ("the file changed
-    since ... opened"). *changed*: the path of a level-0 array the new archive changed;
-    other arrays opened on it keep the old file (and refuse to save over the change).
-    Returns the store they read now (None if none did)."""
-    from ..ngff.live import set_array
+    """napari-ozx replaced the ``.ozx`` *target* (fingerprint *before*) by a new archive
+    whose members are the old ones byte for byte, except below the level-0 array
+    *changed* (a save-back's labels; ``None`` when nothing changed). Every open lazy
+    level reading the old file now reads the new one (:func:`..ngff.live.follow_archive`:
+    the old file's space is not held), and every live editable array that had opened it
+    as *before*, and *arrays*, counts as having opened the new one. Without this a
+    save-back of one label image made every other label image of the archive refuse to
+    save ("the file changed since ... opened"). Arrays opened separately on *changed*
+    keep the old file (and still refuse to save over the change). Returns the new store.
+    """
+    from ..ngff.live import follow_archive, set_array
+    from ..ngff.open import open_store
 
-    key = os.path.realpath(target)
+    store = open_store(target)
+    skip = {changed} if changed is not None else set()
+    if before is not None and len(before) == 4 and before[0] == "ozx":
+        follow_archive(target, before[3], store, skip)
     with _live_lock:
         todo = [e for e in _live if before is not None and e.opened == before]
     forced = list(arrays)
     todo.extend(a for a in forced if all(a is not t for t in todo))
+    key = os.path.realpath(target)
     for e in todo:
         reader = _chunk_reader(e.base)
         old = reader.array.store_path.store if reader is not None else None
-        if old is None or os.path.realpath(str(getattr(old, "path", ""))) != key:
+        if old is None:
             continue
-        if changed is not None and reader.array.path == changed and all(e is not a for a in forced):
-            continue
-        if store is None:
-            from ..ngff.open import open_store
-
-            store = open_store(target)
         if old is not store:
+            if os.path.realpath(str(getattr(old, "path", ""))) != key:
+                continue
+            if reader.array.path in skip and all(e is not a for a in forced):
+                continue
             set_array(reader, array_on_store(reader.array, store))
         e.opened = fingerprint(e)
     return store

@@ -376,5 +376,5 @@ def _repoint_ozx(data: EditableLabels, target: Path, before: tuple[Any, ...] | N
     label images opened from that archive follow (:func:`.editable.repoint_archive`)."""
     reader = _chunk_reader(data.base)
     changed = reader.array.path if reader is not None else None
-    repoint_archive(target, before, [data], changed=changed)
+    repoint_archive(target, before, [data], changed)
     data.clear_dirty()

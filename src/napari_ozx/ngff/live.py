@@ -24,8 +24,11 @@ been reordered, so "level *i* of the new tree" is not provably the same pixels; 
 always is. Where the file system has no hard links, the old tree itself is kept (renamed
 away instead of deleted) and the readers are re-pointed to it right after the swap.
 
-``.ozx`` sources need none of this: :class:`~napari_ozx.ozx.store.OzxStore` reads through
-one open descriptor, which keeps the replaced file's inode alive.
+``.ozx`` sources need none of this for correctness: :class:`~napari_ozx.ozx.store.OzxStore`
+reads through one open descriptor, which keeps the replaced file's inode alive. But when
+napari-ozx itself rebuilds an archive copying its members byte for byte (a label
+save-back, new labels added), :func:`follow_archive` moves the readers of the old file to
+the new one, so the old file's disk space is not held while the layers stay open.
 """
 
 from __future__ import annotations
@@ -36,18 +39,28 @@ import shutil
 import threading
 import uuid
 import weakref
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["live_readers", "register", "repoint", "retain_for_readers", "set_array"]
+__all__ = [
+    "follow_archive",
+    "live_readers",
+    "register",
+    "repoint",
+    "retain_for_readers",
+    "set_array",
+]
 
 _lock = threading.Lock()
 # realpath of a store root -> readers (objects with a zarr ``array`` attribute) reading it
 _readers: dict[str, weakref.WeakSet[Any]] = {}
 # retained tree -> number of live readers still pointing at it
 _retained: dict[str, int] = {}
+# realpath of an .ozx -> readers reading it (through any OzxStore opened on that path)
+_archives: dict[str, weakref.WeakSet[Any]] = {}
 
 
 def _key(path: str | os.PathLike[str]) -> str:
@@ -57,10 +70,15 @@ def _key(path: str | os.PathLike[str]) -> str:
 def register(reader: Any, store: Any) -> None:
     """Remember that *reader* (``reader.array`` is a zarr array) reads *store*.
 
-    Only local directory stores are tracked; anything else is ignored.
+    Local directory stores and local ``.ozx`` archives are tracked; anything else is
+    ignored.
     """
     root = _local_root(store)
     if root is None:
+        archive = _archive_path(store)
+        if archive is not None:
+            with _lock:
+                _archives.setdefault(_key(archive), weakref.WeakSet()).add(reader)
         return
     with _lock:
         _readers.setdefault(_key(root), weakref.WeakSet()).add(reader)
@@ -74,6 +92,53 @@ def _local_root(store: Any) -> str | None:
     if isinstance(store, LocalStore):
         return os.fspath(store.root)
     return None
+
+
+def _archive_path(store: Any) -> str | None:
+    from ..ozx.store import OzxStore
+
+    if isinstance(store, OzxStore) and store.path is not None:
+        return os.fspath(store.path)
+    return None
+
+
+def _inode(store: Any) -> int | None:
+    """The inode an archive store reads (its open descriptor's), or None."""
+    fd = getattr(getattr(store, "reader", None), "fd", None)
+    if not isinstance(fd, int) or fd < 0:
+        return None
+    try:
+        return os.fstat(fd).st_ino
+    except OSError:
+        return None
+
+
+def follow_archive(
+    path: str | os.PathLike[str],
+    old_inode: int,
+    new_store: Any,
+    changed: Collection[str] = (),
+) -> int:
+    """The ``.ozx`` *path* was replaced by a rebuild whose members are the old file's bytes
+    (except the arrays in *changed*): every live reader of the old file (inode
+    *old_inode*) now reads *new_store*, and its fast path's cached shard indexes (offsets
+    in the old file) are dropped. Readers of a *changed* array keep the old file. Returns
+    how many readers moved."""
+    import zarr
+    from zarr.core.array import AsyncArray
+    from zarr.storage import StorePath
+
+    with _lock:
+        readers = list(_archives.get(_key(path), ()))
+    moved = 0
+    for r in readers:
+        old = r.array.store_path.store
+        if old is new_store or r.array.path in changed or _inode(old) != old_inode:
+            continue
+        aa = AsyncArray(metadata=r.array.metadata, store_path=StorePath(new_store, r.array.path))
+        set_array(r, zarr.Array(aa))
+        moved += 1
+    return moved
 
 
 def live_readers(tree: str | os.PathLike[str]) -> list[tuple[Any, str]]:
