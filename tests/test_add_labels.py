@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import json
 import os
+import subprocess
+import sys
 import time
 import warnings
 import zipfile
@@ -107,6 +109,17 @@ def test_new_labels_go_into_a_third_party_directory(maker, tmp_path):
     with open_ome_zarr(str(fx.path)) as oz:
         assert oz.group("labels").meta.labels == (tp.LABEL_NAME, "my_nuclei")
     assert _validate_cli(fx.path) == 0
+    # and in a fresh process, through the npe2 reader napari uses
+    code = (
+        "import sys, numpy as np\n"
+        "from napari_ozx._reader import read_layer_data\n"
+        "layers = {kw['name']: d for d, kw, k in read_layer_data(sys.argv[1]) if k == 'labels'}\n"
+        "np.save(sys.argv[2], np.asarray(layers['my_nuclei']))\n"
+    )
+    out = tmp_path / "fresh.npy"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    subprocess.run([sys.executable, "-c", code, str(fx.path), str(out)], check=True, env=env)
+    np.testing.assert_array_equal(np.load(out), truth)
 
     # the layer now reads the file and later edits save back into it
     assert isinstance(lab.data, EditableLabels)
