@@ -313,6 +313,11 @@ def test_refusals_name_the_file_and_write_nothing(tmp_path, monkeypatch):
     remote = LayerSource("https://example.org/img.ome.zarr", "", "image")
     with pytest.raises(SaveBackError, match="remote"):
         add_labels_to_image(vm.add_labels(np.zeros(shape, np.uint8)), remote)
+    refused(
+        "is a label image",
+        vm.add_labels(np.zeros(shape, np.uint8)),
+        LayerSource(str(fx.path), f"labels/{tp.LABEL_NAME}", "well"),  # a plate field's labels
+    )
     with pytest.raises(SaveBackError, match="not opened from an OME-Zarr"):
         add_labels_to_image(lab, object())
     real_access = os.access

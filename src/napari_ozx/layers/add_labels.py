@@ -157,6 +157,8 @@ def _add_opened(
 
     lname = getattr(layer, "name", None) or "labels"
     image = oz.image(src.node)
+    if image.meta.image_label is not None:
+        raise _fail(target, f"{src.node!r} is a label image; new labels go into an image")
     ms = image.multiscale
     c = ms.channel_axis
     lvl0 = tuple(image.arrays[0].shape)
