@@ -413,3 +413,40 @@ def test_menu_command_saves_the_selected_new_labels(tmp_path):
         vm.layers.selection = {_image_layer(vm)}
         commands.add_labels(vm)
     np.testing.assert_array_equal(_read_label_levels(path, "Labels")[1][0], _painted((8, 96, 128)))
+
+
+def test_new_labels_go_into_a_plate_field(tmp_path):
+    """A well's field opened from a plate (kind 'well'): the labels go under that field."""
+    from napari.components import ViewerModel
+
+    from napari_ozx.layers.reading import well_layer_data
+    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.plate import HcsPlate
+
+    from .plategen import PlateSpec, write_plate
+
+    spec = PlateSpec(2, 2, fields=2, size=(60, 40), levels=2, labels=False)
+    path = write_plate(tmp_path / "plate.zarr", spec, "0.5")
+    before = _mtimes(path)
+    with open_ome_zarr(path) as oz:
+        plate = HcsPlate(oz)
+        layers, errors = well_layer_data(plate, plate.well("B/2"), fields=[1])
+    assert errors == []
+    vm = ViewerModel()
+    for data, kw, kind in layers:
+        getattr(vm, f"add_{kind}")(data, **kw)
+    image = _image_layer(vm)
+    assert LayerSource.of(image).kind == "well"
+    truth = _painted((60, 40), np.uint16)
+    lab = vm.add_labels(truth.copy(), name="spots")
+    add_labels_to_image(lab, image)
+    field = LayerSource.of(image).node
+    assert LayerSource.of(lab).node == f"{field}/labels/spots"
+    after = _mtimes(path)
+    assert all(after[k] == v for k, v in before.items())
+    assert all(k.startswith(f"{field}/labels/") for k in after if k not in before)
+    with open_ome_zarr(path) as oz:
+        (label,) = oz.image(field).labels
+        np.testing.assert_array_equal(np.asarray(label.levels[0]), truth)
+        np.testing.assert_array_equal(np.asarray(label.levels[1]), truth[::2, ::2])
+    assert _validate_cli(path) == 0
