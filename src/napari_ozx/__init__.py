@@ -29,6 +29,10 @@ _EXPORTS: dict[str, str] = {
     "WriteOptions": "napari_ozx.ngff.options",
     "WriteCancelled": "napari_ozx.ngff.write",
     "convert": "napari_ozx.ngff.convert",
+    # labels into the file they belong to
+    "add_labels_to_image": "napari_ozx.layers.add_labels",
+    "save_labels_back": "napari_ozx.layers.saveback",
+    "SaveBackError": "napari_ozx.layers.saveback",
     # validating
     "validate": "napari_ozx.ozx.validate",
     "ValidationReport": "napari_ozx.ozx.validate",
@@ -64,6 +68,7 @@ __all__ = [
     "OzxWriteStore",
     "OzxWriter",
     "ReadOnlyStoreError",
+    "SaveBackError",
     "UnsupportedExtensionError",
     "UnsupportedZipFeature",
     "ValidationReport",
@@ -71,9 +76,11 @@ __all__ = [
     "WriteOptions",
     "ZipFormatError",
     "__version__",
+    "add_labels_to_image",
     "convert",
     "open_hcs",
     "open_ome_zarr",
+    "save_labels_back",
     "validate",
     "write_ome_zarr",
 ]
@@ -90,6 +97,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         UnsupportedZipFeature,
         ZipFormatError,
     )
+    from napari_ozx.layers.add_labels import add_labels_to_image
+    from napari_ozx.layers.saveback import SaveBackError, save_labels_back
     from napari_ozx.ngff.convert import convert
     from napari_ozx.ngff.open import Image, OmeZarr, open_ome_zarr
     from napari_ozx.ngff.options import WriteOptions
