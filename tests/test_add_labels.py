@@ -450,3 +450,16 @@ def test_new_labels_go_into_a_plate_field(tmp_path):
         np.testing.assert_array_equal(np.asarray(label.levels[0]), truth)
         np.testing.assert_array_equal(np.asarray(label.levels[1]), truth[::2, ::2])
     assert _validate_cli(path) == 0
+
+
+def test_the_command_is_in_the_annotate_menu_next_to_save_back():
+    from npe2 import PluginManifest
+
+    import napari_ozx
+
+    manifest = PluginManifest.from_file(Path(napari_ozx.__file__).parent / "napari.yaml")
+    menu = [c.command for c in manifest.contributions.menus["napari/layers/annotate"]]
+    i = menu.index("napari-ozx.save_labels_back")
+    assert menu[i + 1] == "napari-ozx.add_labels"
+    (cmd,) = [c for c in manifest.contributions.commands if c.id == "napari-ozx.add_labels"]
+    assert cmd.python_name == "napari_ozx.layers.commands:add_labels"
