@@ -386,6 +386,36 @@ def test_concurrent_directory_saves_keep_one_complete_copy(tmp_path: Path) -> No
     assert _partials(target) == []
 
 
+def test_a_concurrent_sweep_between_swap_and_cleanup_is_harmless(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the exchange our partial's name holds the previous tree, unlocked; another
+    save starting right then sweeps it as stale. Our cleanup must not then fail on the
+    missing tree (it did, 1 in ~20 runs of the concurrent-saves test under load, with
+    'No such file or directory')."""
+    import zarr
+
+    from napari_ozx.ozx import atomic
+
+    target = tmp_path / "img.zarr"
+    opts = WriteOptions(pyramid_levels=1)
+    write_ome_zarr(target, ImageSpec(_image(), AXES), options=opts)
+    real = atomic.exchange
+    swept: list[Path] = []
+
+    def exchange_then_sweep(a: Path, b: Path) -> bool:
+        done = real(a, b)
+        if done:
+            swept.extend(atomic.remove_stale_partials(b))  # what a starting save does
+        return done
+
+    monkeypatch.setattr(atomic, "exchange", exchange_then_sweep)
+    write_ome_zarr(target, ImageSpec(_image() + 1, AXES), options=opts)
+    assert swept, "the sweep found the previous tree under the partial's name"
+    np.testing.assert_array_equal(zarr.open_array(target / "0", mode="r")[:], _image() + 1)
+    assert _partials(target) == []
+
+
 # ------------------------------------------------------------- 10: errors name the target
 
 

@@ -436,14 +436,22 @@ def _swap_directory(tmp_dir: Path, target: Path) -> None:
             cloned = False
 
     def dispose(old: Path) -> None:
+        # after the exchange *old* (our partial's name) holds the previous tree, unlocked:
+        # a concurrent save's stale-partial sweep may delete it first, which is fine
         if not cloned and old.is_dir():
             # under a name no stale-partial cleanup matches, while readers use it
             kept = old.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.retained")
-            os.rename(old, kept)
+            try:
+                os.rename(old, kept)
+            except FileNotFoundError:
+                return
             if adopt_old_tree(kept, target):
                 return
             old = kept
-        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink()
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
 
     atomic.swap_directory(tmp_dir, target, dispose=dispose)
 
