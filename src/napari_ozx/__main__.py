@@ -94,19 +94,24 @@ def _progress_bar(desc: str) -> Any:
     return tqdm(total=0, desc=desc, unit="shard", file=sys.stderr)
 
 
-def _cluster_client(address: str, timeout: float) -> Any:
-    """A dask.distributed client on an existing scheduler: the source's shard-sized
-    regions are computed there; encoding and the (single-file) write stay here."""
-    try:
+def _cluster(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(client, local cluster or None) for ``--scheduler`` / ``--workers-local``, or
+    (None, None): the workers then read, downsample and encode every shard (and write
+    them, for a directory target), see :mod:`napari_ozx.ngff.cluster`."""
+    from .ngff import cluster
+
+    if args.scheduler:
+        return cluster.connect(args.scheduler, args.scheduler_timeout), None
+    if args.workers_local:
         from distributed import Client
-    except ImportError:
-        raise OzxError(
-            "--scheduler needs dask.distributed (pip install 'napari-ozx[cluster]')"
-        ) from None
-    try:
-        return Client(address, set_as_default=False, timeout=timeout)
-    except (OSError, TimeoutError) as e:
-        raise OzxError(f"cannot reach the dask scheduler at {address}: {e}") from None
+
+        local = cluster.local_cluster(args.workers_local)
+        try:
+            return Client(local, set_as_default=False), local
+        except BaseException:
+            local.close()
+            raise
+    return None, None
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -114,8 +119,11 @@ def _convert(args: argparse.Namespace) -> int:
     from .ngff.options import options_from_cli
 
     opts = options_from_cli(args)
-    client = _cluster_client(args.scheduler, args.scheduler_timeout) if args.scheduler else None
-    compute = (lambda x: client.compute(x).result()) if client is not None else None
+    if args.scheduler and args.workers_local:
+        raise OzxError("--scheduler and --workers-local exclude each other: choose one")
+    if args.workers_local is not None and args.workers_local < 1:
+        raise OzxError(f"--workers-local must be at least 1, not {args.workers_local}")
+    client, local = _cluster(args)
     bar = _progress_bar(f"{Path(args.src).name} -> {Path(args.dst).name}")
 
     def progress(done: int, total: int) -> None:
@@ -125,12 +133,14 @@ def _convert(args: argparse.Namespace) -> int:
             bar.refresh()
 
     try:
-        out = convert(args.src, args.dst, opts, progress=progress, compute=compute)
+        out = convert(args.src, args.dst, opts, progress=progress, client=client)
     finally:
         if bar is not None:
             bar.close()
         if client is not None:
             client.close()
+        if local is not None:
+            local.close()
     _out(f"wrote {out}")
     return 0
 
@@ -167,7 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--scheduler",
         default=None,
         metavar="ADDRESS",
-        help="compute the source on an existing dask.distributed scheduler (tcp://host:8786)",
+        help="convert on an existing dask.distributed cluster (tcp://host:8786): its workers "
+        "read, downsample and encode every shard; they need napari-ozx and the source at "
+        "the same path or URL, and a directory target on a file system they share",
     )
     p.add_argument(
         "--scheduler-timeout",
@@ -175,6 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=30.0,
         metavar="SECONDS",
         help="how long to try to reach the scheduler",
+    )
+    p.add_argument(
+        "--workers-local",
+        type=int,
+        default=None,
+        metavar="N",
+        help="convert on a dask cluster of N worker processes started on this machine",
     )
     p = sub.add_parser(
         "set-default-reader",

@@ -57,10 +57,14 @@ def convert(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     compute: Callable[[Any], Any] | None = None,
+    client: Any = None,
 ) -> Path:
     """Rewrite the image (with its labels) at *source* to *target* with *options*.
 
-    *compute*: how a lazy region of the source is evaluated (see ``write_ome_zarr``)."""
+    *client*: a ``distributed.Client``; its workers then read the source, build the
+    pyramid and encode every shard (writing them themselves for a directory target on a
+    shared file system), see :mod:`.cluster`. Without one, *compute* says how a lazy
+    region of the source is evaluated (see ``write_ome_zarr``)."""
     if Path(source).resolve() == Path(target).resolve() and Path(source).is_dir():
         raise OzxError("converting a directory onto itself is not supported: choose another target")
     with open_ome_zarr(source) as oz:
@@ -71,17 +75,26 @@ def convert(
             )
         (image,) = images
         if image.meta.image_label is not None:
-            return write_ome_zarr(
+            image_arg, labels = None, [labels_spec(image)]
+        else:
+            image_arg, labels = image_spec(image), []
+        if client is not None:
+            from .cluster import write_ome_zarr_on_cluster
+
+            return write_ome_zarr_on_cluster(
                 target,
-                labels=[labels_spec(image)],
-                options=options,
-                progress=progress,
-                cancel=cancel,
-                compute=compute,
+                image_arg,
+                labels,
+                options,
+                progress,
+                cancel,
+                client=client,
+                source_name=str(source),
             )
         return write_ome_zarr(
             target,
-            image_spec(image),
+            image_arg,
+            labels,
             options=options,
             progress=progress,
             cancel=cancel,

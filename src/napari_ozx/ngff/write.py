@@ -66,6 +66,7 @@ __all__ = [
     "prepare_labels",
     "pyramid_shapes",
     "write_ome_zarr",
+    "write_with",
 ]
 
 Progress = Callable[[int, int], None]  # (shards done, shards total)
@@ -361,10 +362,38 @@ def write_ome_zarr(
     *compute* evaluates one shard-sized region of a lazy source (default: dask's
     synchronous scheduler in the writer's own threads); pass e.g. a dask.distributed
     client's ``lambda x: client.compute(x).result()`` to evaluate the source on a
-    cluster while encoding and writing stay here.
+    cluster while encoding and writing stay here (:mod:`.cluster` moves the encoding
+    and, for directories, the writing to the workers too).
 
     Returns the target path. Raises :class:`WriteCancelled` when *cancel* is set; the
     previous content of *target* is then untouched.
+    """
+    opts = options or WriteOptions()
+
+    def write_data(jobs: list[_Job], store: Any, tmp_dir: Path | None) -> None:
+        _write_data(jobs, opts, progress, cancel, compute or _compute)
+
+    return write_with(target, image, labels, opts, write_data)
+
+
+#: writes every region of the created arrays: ``(jobs, store, partial directory or None)``
+DataWriter = Callable[[list["_Job"], Any, Path | None], None]
+
+
+def write_with(
+    target: str | os.PathLike[str],
+    image: ImageSpec | None,
+    labels: Sequence[LabelsSpec],
+    options: WriteOptions | None,
+    write_data: DataWriter,
+) -> Path:
+    """:func:`write_ome_zarr` with the data written by *write_data*: the checks, the
+    metadata (created before any data), the temporary target and the atomic swap or
+    clean-up are the same for every way of writing the pixels.
+
+    *write_data* gets the jobs (one per multiscale, its zarr arrays already created),
+    the store (an ``OzxWriteStore`` for ``.ozx``) and the partial directory the arrays
+    live in (``None`` for ``.ozx``); it returns once every region is stored.
     """
     opts = options or WriteOptions()
     target = Path(target)
@@ -401,7 +430,7 @@ def write_ome_zarr(
         store = LocalStore(tmp_dir)
     try:
         jobs = _create_hierarchy(store, image, labels if image is None else (), opts)
-        _write_data(jobs, opts, progress, cancel, compute or _compute)
+        write_data(jobs, store, tmp_dir)
     except BaseException as e:
         if tmp_dir is None:
             store.abort()

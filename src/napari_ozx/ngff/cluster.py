@@ -1,0 +1,569 @@
+"""Write OME-Zarr on a dask.distributed cluster: the workers read, downsample and encode.
+
+:func:`write_ome_zarr_on_cluster` is :func:`.write.write_ome_zarr` with the pixels moved
+off the client. The client creates the metadata, the temporary target and the atomic
+swap exactly as a local write (:func:`.write.write_with`); every shard-sized region
+(unsharded arrays: the local writer's :func:`.write._write_step` regions) is one task:
+
+* level 0: the worker evaluates the source region itself (the source's dask graph for
+  that region travels, never its pixels: an opened OME-Zarr pickles as its path or URL,
+  see ``ngff.open._ChunkReader`` and ``ozx.store.OzxStore.__getstate__``), casts it,
+  encodes it (zarr's own codec pipeline and sharding, over an in-memory store built from
+  the target array's metadata) and, for the next level, halves it;
+* level *n*: the task depends on the halved outputs of the level *n-1* tasks that cover
+  it, so the pyramid is a task graph and no level is read back. The halving is
+  :func:`.write.downsample2`, plane by plane, with the same method and dtype cast as the
+  local writer, so every stored chunk is byte-identical to a local conversion's
+  (``tests/test_cluster.py`` compares the payloads). Level *n-1* regions start on even
+  pixels whenever their step is even, so halving each region alone equals halving the
+  level; an odd step (an odd chunk size) sends the region itself and the level-*n* task
+  halves the window it needs, as the local writer does.
+
+Where the encoded shards go:
+
+* ``.ozx``: back to the client, which appends them to the archive through the same
+  :class:`~napari_ozx.ozx.write_store.OzxWriteStore` (metadata first, end records and
+  the rename on commit, as today). At most ``2 x`` the cluster's threads regions are in
+  flight, so the client holds a few encoded shards, never the image.
+* directory: the workers write their shards into the partial directory beside the
+  target, so **it must be on a file system every worker sees at the same path**; the
+  client only wrote the metadata (before any data) and swaps the directory in at the end.
+  Object stores (``s3://``) are not targets here (nor of the local writer).
+
+Cancel and errors: the client cancels the outstanding futures, waits until no task of
+this write is still running on a worker (a directory target's partial copy is removed
+only then, so nothing writes into it afterwards) and raises :class:`WriteCancelled` or a
+:class:`ClusterWriteError` naming the reason, the array region, the source and the
+target. A worker lost mid-run is retried (``retries=2``). ``import distributed`` happens
+only in here, when a cluster is used (extra ``napari-ozx[cluster]``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import math
+import operator
+import os
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from ..errors import OzxError
+from .write import (
+    ImageSpec,
+    LabelsSpec,
+    Progress,
+    WriteCancelled,
+    WriteOptions,
+    _regions,
+    _write_step,
+    _yx_axes,
+    downsample2,
+    write_with,
+)
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+    from .write import _Job
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "ClusterWriteError",
+    "SchedulerUnreachableError",
+    "connect",
+    "local_cluster",
+    "write_ome_zarr_on_cluster",
+]
+
+#: a task that fails (or whose worker dies) is run again this many times
+RETRIES = 2
+#: regions in flight per worker thread: enough to keep every thread busy while the client
+#: stores finished shards, few enough that the client holds only a few encoded shards
+WINDOW_PER_THREAD = 2
+#: how often the client looks at *cancel* while it waits for results (seconds)
+_POLL = 0.2
+#: how long the client waits for cancelled tasks still running on workers to end
+_DRAIN_TIMEOUT = 300.0
+
+
+class ClusterWriteError(OzxError, RuntimeError):
+    """A task of a cluster write failed on a worker (or the cluster went away)."""
+
+
+class SchedulerUnreachableError(OzxError, ConnectionError):
+    """No dask scheduler answered at the address within the timeout."""
+
+
+def _need_distributed() -> None:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise OzxError(
+            "writing on a dask cluster needs dask.distributed (pip install 'napari-ozx[cluster]')"
+        ) from None
+
+
+def connect(address: str, timeout: float = 30.0) -> Client:
+    """A ``distributed.Client`` on the scheduler at *address* (``tcp://host:8786``).
+
+    Raises :class:`SchedulerUnreachableError` shortly after *timeout* seconds when nothing
+    answers there (distributed's own connect retries stop at the timeout)."""
+    _need_distributed()
+    from distributed import Client
+
+    try:
+        return Client(address, set_as_default=False, timeout=timeout)
+    except (OSError, TimeoutError) as e:
+        raise SchedulerUnreachableError(
+            f"cannot reach the dask scheduler at {address} within {timeout:g} s: {e}"
+        ) from None
+
+
+def local_cluster(n_workers: int, threads_per_worker: int = 1) -> Any:
+    """A ``LocalCluster`` of *n_workers* processes on this machine (close it after use)."""
+    _need_distributed()
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=n_workers,
+        threads_per_worker=threads_per_worker,
+        processes=True,
+        dashboard_address=None,
+    )
+
+
+# ------------------------------------------------------------------ worker side
+
+
+@dataclass(frozen=True)
+class _Lazy:
+    """A source region's dask graph, wrapped so distributed ships it to the task as an
+    object (evaluated there) instead of computing it as a collection of its own."""
+
+    array: Any
+
+
+@dataclass(frozen=True)
+class _Task:
+    """What a worker needs for one region of one target array (small: no pixels)."""
+
+    metadata: dict[str, Any]  # the target array's zarr metadata (``to_dict()``)
+    path: str  # the array's path in the hierarchy, e.g. "0", "labels/cells/1"
+    dtype: str  # numpy's name of the target data type
+    region: tuple[slice, ...]
+    level: int
+    ds_axes: tuple[int, ...]
+    method: str
+    #: level > 0: (region in level n-1 coordinates, halved?) of each dependency, in order
+    pieces: tuple[tuple[tuple[slice, ...], bool], ...]
+    #: what the next level gets: "down" (this region halved), "raw" (the region) or ""
+    emit: str
+    root: str | None  # a directory target's partial directory; None: return the bytes
+    where: str  # "<source> -> <target>", for messages
+
+
+def _halve_planes(
+    block: np.ndarray, ds_axes: tuple[int, ...], method: str, dtype: np.dtype
+) -> np.ndarray:
+    """:func:`downsample2` of *block*, one plane (y/x slab) at a time: the same calls on
+    the same slabs as the local writer's ``_downsampled_region``."""
+    outer = [i for i in range(block.ndim) if i not in ds_axes]
+    shape = [math.ceil(s / 2) if i in ds_axes else s for i, s in enumerate(block.shape)]
+    out = np.empty(shape, dtype=dtype)
+    for idx in itertools.product(*(range(block.shape[i]) for i in outer)):
+        sel: list[Any] = [slice(None)] * block.ndim
+        for i, k in zip(outer, idx, strict=True):
+            sel[i] = slice(k, k + 1)
+        out[tuple(sel)] = downsample2(block[tuple(sel)], ds_axes, method)
+    return out
+
+
+def _halved(region: tuple[slice, ...], ds_axes: tuple[int, ...]) -> tuple[slice, ...]:
+    return tuple(
+        slice(s.start // 2, -(-s.stop // 2)) if i in ds_axes else s for i, s in enumerate(region)
+    )
+
+
+def _up(
+    region: tuple[slice, ...], ds_axes: tuple[int, ...], below: Sequence[int]
+) -> tuple[slice, ...]:
+    """The level n-1 window that level-n *region* is computed from (*below*: its shape)."""
+    return tuple(
+        slice(s.start * 2, min(s.stop * 2, below[i])) if i in ds_axes else s
+        for i, s in enumerate(region)
+    )
+
+
+def _paste(
+    out: np.ndarray, at: tuple[slice, ...], piece: np.ndarray, where: tuple[slice, ...]
+) -> None:
+    """Copy the part of *piece* (covering *where*) that falls inside *at* into *out*."""
+    dst, src = [], []
+    for a, w in zip(at, where, strict=True):
+        lo, hi = max(a.start, w.start), min(a.stop, w.stop)
+        if lo >= hi:
+            return
+        dst.append(slice(lo - a.start, hi - a.start))
+        src.append(slice(lo - w.start, hi - w.start))
+    out[tuple(dst)] = piece[tuple(src)]
+
+
+def _level_block(task: _Task, source: Any, pieces: Sequence[np.ndarray]) -> np.ndarray:
+    dtype = np.dtype(task.dtype)
+    shape = [s.stop - s.start for s in task.region]
+    if task.level == 0:
+        if isinstance(source, _Lazy):
+            block = np.asarray(source.array.compute(scheduler="synchronous", callbacks=()))
+        else:
+            block = np.asarray(source)
+    elif task.pieces and all(halved for _, halved in task.pieces):
+        block = np.empty(shape, dtype=dtype)
+        for (reg, _), piece in zip(task.pieces, pieces, strict=True):
+            _paste(block, task.region, piece, _halved(reg, task.ds_axes))
+    else:  # odd region steps below: halve the window this region needs, as locally
+        stops = [max(reg[i].stop for reg, _ in task.pieces) for i in range(len(shape))]
+        window = _up(task.region, task.ds_axes, stops)
+        raw = np.empty([s.stop - s.start for s in window], dtype=dtype)
+        for (reg, _), piece in zip(task.pieces, pieces, strict=True):
+            _paste(raw, window, piece, reg)
+        block = _halve_planes(raw, task.ds_axes, task.method, dtype)
+    if block.dtype != dtype:
+        block = block.astype(dtype)
+    if list(block.shape) != shape:
+        raise ValueError(f"the source gave a {block.shape} block for a {tuple(shape)} region")
+    return block
+
+
+def _encode(task: _Task, block: np.ndarray) -> dict[str, bytes]:
+    """The stored keys and bytes of *block* at the task's region: zarr's own encoding
+    (codecs, sharding, checksums, empty chunks skipped) into an in-memory store."""
+    import zarr
+    from zarr.core.array import AsyncArray
+    from zarr.storage import MemoryStore, StorePath
+
+    stored: dict[str, Any] = {}
+    aa: AsyncArray[Any] = AsyncArray(
+        metadata=cast(Any, task.metadata),  # zarr parses the dict (v2 or v3)
+        store_path=StorePath(MemoryStore(stored), task.path),
+    )
+    zarr.Array(aa)[task.region] = block
+    return {k: v.to_bytes() for k, v in stored.items()}
+
+
+def _store_files(root: str, encoded: dict[str, bytes]) -> None:
+    """Write the encoded keys into a directory target's partial directory."""
+    base = Path(root)
+    if not base.is_dir():
+        raise FileNotFoundError(
+            f"the target's partial directory {root} is not visible on this worker: a "
+            "directory target must be on a file system every worker sees at the same path"
+        )
+    for key, data in encoded.items():
+        path = base.joinpath(*key.split("/"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:  # a retried task rewrites the whole key
+            f.write(data)
+
+
+def _run_region(task: _Task, source: Any, *pieces: np.ndarray) -> tuple[Any, Any]:
+    """One task: this region's pixels, encoded (returned or written) and, for the next
+    level, halved. Any failure becomes one :class:`ClusterWriteError`."""
+    try:
+        block = _level_block(task, source, pieces)
+        encoded = _encode(task, block)
+        if task.root is not None:
+            _store_files(task.root, encoded)
+            result: Any = len(encoded)
+        else:
+            result = encoded
+        down: Any = None
+        if task.emit == "down":
+            down = _halve_planes(block, task.ds_axes, task.method, block.dtype)
+        elif task.emit == "raw":
+            down = block
+        return result, down
+    except ClusterWriteError:
+        raise
+    except Exception as e:
+        reason = str(e) or type(e).__name__
+        if not isinstance(e, OzxError):
+            reason = f"{type(e).__name__}: {reason}"
+        region = ", ".join(f"{s.start}:{s.stop}" for s in task.region)
+        raise ClusterWriteError(
+            f"{reason} (on a dask worker: array {task.path!r} region [{region}], {task.where})"
+        ) from None
+
+
+async def _quiet(prefix: str, timeout: float, dask_worker: Any = None) -> int:
+    """On a worker: wait until none of its running tasks belongs to this write (a
+    cancelled task keeps its thread until its function returns)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        running = [
+            ts
+            for ts in getattr(dask_worker.state, "all_running_tasks", ())
+            if str(ts.key).startswith(prefix)
+        ]
+        if not running or loop.time() > deadline:
+            return len(running)
+        await asyncio.sleep(0.05)
+
+
+# ------------------------------------------------------------------ client side
+
+
+@dataclass
+class _Level:
+    arr: Any  # the target zarr array (metadata only on the client)
+    regions: list[tuple[slice, ...]]
+    step: tuple[int, ...]
+    deps: list[list[int]]  # per region: indices of the level-below regions it needs
+    emit: str
+
+
+def _grid_index(region: tuple[slice, ...], step: Sequence[int], shape: Sequence[int]) -> list[int]:
+    """Indices (in :func:`_regions` order) of the regions of a grid that *region* touches."""
+    counts = [max(math.ceil(s / st), 1) for s, st in zip(shape, step, strict=True)]
+    ranges = [
+        range(r.start // st, (max(r.stop, r.start + 1) - 1) // st + 1)
+        for r, st in zip(region, step, strict=True)
+    ]
+    return [int(np.ravel_multi_index(c, counts)) for c in itertools.product(*ranges)]
+
+
+def _plan(job: _Job) -> list[_Level]:
+    ds_axes = _yx_axes(job.axes)
+    levels: list[_Level] = []
+    for lvl, arr in enumerate(job.arrays):
+        step = tuple(arr.shards or _write_step(arr.shape, arr.chunks, arr.dtype.itemsize))
+        regions = _regions(arr.shape, step)
+        deps: list[list[int]] = []
+        if lvl:
+            below = levels[-1]
+            deps = [
+                _grid_index(_up(r, ds_axes, below.arr.shape), below.step, below.arr.shape)
+                for r in regions
+            ]
+        levels.append(_Level(arr, regions, step, deps, ""))
+    for lvl in range(len(levels) - 1):
+        lv = levels[lvl]
+        even = all(lv.step[i] % 2 == 0 or lv.step[i] >= lv.arr.shape[i] for i in ds_axes)
+        lv.emit = "down" if even else "raw"
+    return levels
+
+
+def _post_order(levels: list[_Level]) -> Iterator[tuple[int, int]]:
+    """(level, region) so that every region comes after the regions it depends on, and
+    each top-level region's whole subtree comes before the next one: the halved outputs
+    waiting for their siblings stay a few regions per level."""
+    seen: set[tuple[int, int]] = set()
+
+    def visit(lvl: int, i: int) -> Iterator[tuple[int, int]]:
+        if (lvl, i) in seen:
+            return
+        if lvl:
+            for d in levels[lvl].deps[i]:
+                yield from visit(lvl - 1, d)
+        seen.add((lvl, i))
+        yield lvl, i
+
+    top = len(levels) - 1
+    for i in range(len(levels[top].regions)):
+        yield from visit(top, i)
+
+
+def _source_arg(data: Any, region: tuple[slice, ...]) -> Any:
+    """The level-0 input of one task: a lazy source's region as a dask expression (a few
+    KiB whatever the source's size: slicing and optimising happen on the worker); an
+    in-memory source's pixels (they have nowhere else to come from)."""
+    if hasattr(data, "dask"):
+        return _Lazy(data[region])
+    return np.asarray(data[region])
+
+
+def write_ome_zarr_on_cluster(
+    target: str | os.PathLike[str],
+    image: ImageSpec | None = None,
+    labels: Sequence[LabelsSpec] = (),
+    options: WriteOptions | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    *,
+    client: Client,
+    source_name: str | None = None,
+) -> Path:
+    """:func:`.write.write_ome_zarr` with reading, downsampling and encoding on the
+    workers of *client* (a ``distributed.Client``); see the module docstring.
+
+    *source_name* names the source in error messages. The output is the same as the
+    local writer's, key for key and byte for byte."""
+    _need_distributed()
+    opts = options or WriteOptions()
+    where = f"{source_name or 'the source'} -> {target}"
+
+    def write_data(jobs: list[_Job], store: Any, tmp_dir: Path | None) -> None:
+        _Run(client, jobs, store, tmp_dir, progress, cancel, where).run()
+
+    return write_with(target, image, labels, opts, write_data)
+
+
+class _Run:
+    """One cluster write: submits the regions' tasks through a window, stores what comes
+    back (``.ozx``), reports progress, cancels and cleans up."""
+
+    def __init__(
+        self,
+        client: Client,
+        jobs: list[_Job],
+        store: Any,
+        tmp_dir: Path | None,
+        progress: Progress | None,
+        cancel: threading.Event | None,
+        where: str,
+    ) -> None:
+        self.client = client
+        self.jobs = jobs
+        self.store = store
+        self.root = None if tmp_dir is None else str(Path(tmp_dir).resolve())
+        self.progress = progress
+        self.cancel = cancel
+        self.where = where
+        self.prefix = f"ozx-{uuid.uuid4().hex[:12]}-"
+        self.plans = [_plan(job) for job in jobs]
+        self.total = sum(len(lv.regions) for plan in self.plans for lv in plan)
+        self.done = 0
+        # enc future -> its region's own future (kept until the bytes are stored)
+        self.pending: dict[Future, Future] = {}
+        self.down: dict[tuple[int, int, int], Future] = {}  # (job, level, region)
+        self.waiting: dict[tuple[int, int, int], int] = {}  # dependents not yet submitted
+
+    def run(self) -> None:
+        import distributed
+
+        nthreads = sum(self.client.nthreads().values()) or 1
+        window = max(2, WINDOW_PER_THREAD * nthreads)
+        order = ((j, lvl, i) for j, plan in enumerate(self.plans) for lvl, i in _post_order(plan))
+        try:
+            for j, plan in enumerate(self.plans):
+                for lvl, lv in enumerate(plan[1:], 1):
+                    for deps in lv.deps:
+                        for d in deps:
+                            key = (j, lvl - 1, d)
+                            self.waiting[key] = self.waiting.get(key, 0) + 1
+            exhausted = False
+            while True:
+                self._check_cancel()
+                while not exhausted and len(self.pending) < window:
+                    nxt = next(order, None)
+                    if nxt is None:
+                        exhausted = True
+                    else:
+                        self._submit(*nxt)
+                if not self.pending:
+                    break
+                try:
+                    finished = distributed.wait(
+                        list(self.pending), timeout=_POLL, return_when="FIRST_COMPLETED"
+                    ).done
+                except TimeoutError:
+                    continue
+                for fut in finished:
+                    self._finish(fut)
+        except BaseException:
+            self._stop()
+            raise
+
+    def _check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise WriteCancelled("save cancelled")
+
+    def _submit(self, j: int, lvl: int, i: int) -> None:
+        job, plan = self.jobs[j], self.plans[j]
+        lv = plan[lvl]
+        region = lv.regions[i]
+        ds_axes = _yx_axes(job.axes)
+        deps = lv.deps[i] if lvl else []
+        task = _Task(
+            metadata=lv.arr.metadata.to_dict(),
+            path=lv.arr.path,
+            dtype=np.dtype(lv.arr.dtype).str,
+            region=region,
+            level=lvl,
+            ds_axes=ds_axes,
+            method=job.method,
+            pieces=tuple((plan[lvl - 1].regions[d], plan[lvl - 1].emit == "down") for d in deps),
+            emit=lv.emit,
+            root=self.root,
+            where=self.where,
+        )
+        source = _source_arg(job.data, region) if lvl == 0 else None
+        pieces = [self.down[(j, lvl - 1, d)] for d in deps]
+        name = f"{self.prefix}{j}-{lvl}-{i}"
+        submit = self.client.submit
+        main = submit(_run_region, task, source, *pieces, key=name, retries=RETRIES, pure=False)
+        for d in deps:  # the dependents hold the scheduler's reference from now on
+            key = (j, lvl - 1, d)
+            self.waiting[key] -= 1
+            if not self.waiting[key]:
+                del self.down[key]
+        if not lv.emit:  # nothing else in the result: the client takes it whole
+            self.pending[main] = main
+            return
+        # the bytes (or count) for the client and the halved block for the next level
+        # are separate keys, so neither travels where the other is needed
+        enc = submit(operator.getitem, main, 0, key=name + "-out", retries=RETRIES, pure=False)
+        self.pending[enc] = main
+        self.down[(j, lvl, i)] = submit(
+            operator.getitem, main, 1, key=name + "-down", retries=RETRIES, pure=False
+        )
+
+    def _finish(self, fut: Future) -> None:
+        try:
+            result = fut.result()
+            if isinstance(result, tuple):  # a top-level region's (encoded, None)
+                result = result[0]
+        except ClusterWriteError:
+            raise
+        except OzxError as e:
+            raise ClusterWriteError(f"{e} ({self.where})") from e
+        except Exception as e:
+            reason = str(e) or type(e).__name__
+            if type(e).__name__ == "KilledWorker":
+                reason = f"dask workers died running it {RETRIES + 1} times ({reason})"
+            else:
+                reason = f"{type(e).__name__}: {reason}"
+            raise ClusterWriteError(f"{reason} (cluster write {self.where})") from e
+        del self.pending[fut]
+        if self.root is None:
+            writer = self.store.writer
+            for key, data in result.items():
+                writer.add(key, data)
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+    def _stop(self) -> None:
+        """Cancel everything still outstanding; with a directory target, wait until no task
+        of this write runs on a worker any more (it could still write a shard)."""
+        futures = [*self.pending, *self.pending.values(), *self.down.values()]
+        self.pending.clear()
+        self.down.clear()
+        try:
+            if futures:
+                self.client.cancel(futures)
+            if self.root is not None:
+                left = self.client.run(_quiet, self.prefix, _DRAIN_TIMEOUT)
+                if any(left.values()):
+                    logger.warning("cluster write: tasks still running on %s", left)
+        except Exception as e:  # the cluster is gone: nothing of ours runs there either
+            logger.debug("cluster write: cancelling on the cluster failed: %s", e)

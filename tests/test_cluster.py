@@ -1,0 +1,269 @@
+"""Issue 17: converting on a dask.distributed cluster (``ngff/cluster.py``).
+
+One 2-worker ``LocalCluster`` of separate processes serves the module, so every graph
+really is pickled to other processes and the workers read the source themselves. Each
+cluster conversion is compared with the local conversion of the same source, key for key
+and byte for byte (pixels at every level and metadata), and validated.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from napari_ozx.__main__ import main, validate_path
+from napari_ozx.ngff.convert import convert
+from napari_ozx.ngff.open import open_ome_zarr, open_store
+from napari_ozx.ngff.write import WriteCancelled, WriteOptions
+
+from .omegen import write_image
+
+distributed = pytest.importorskip(
+    "distributed", reason="dask.distributed is not installed (extra napari-ozx[cluster])"
+)
+
+from napari_ozx.ngff.cluster import (  # noqa: E402
+    ClusterWriteError,
+    SchedulerUnreachableError,
+    connect,
+    write_ome_zarr_on_cluster,
+)
+
+# small shards: many regions per level, levels whose shards are smaller than the array
+OPTS = WriteOptions(chunk_yx=32, shard_yx=64, shard_z=2)
+
+
+@pytest.fixture(scope="module")
+def client():
+    import os
+
+    psutil = pytest.importorskip("psutil")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        pids = set(c.run(os.getpid).values())
+        assert len(pids) == 2 and os.getpid() not in pids  # really separate processes
+        yield c
+    # the worker processes end with the cluster
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(psutil.pid_exists(p) for p in pids):
+        time.sleep(0.2)
+    left = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).is_running()]
+    assert not left, f"worker processes left running: {left}"
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> tuple[Path, np.ndarray, np.ndarray]:
+    """A 0.5 directory: 2 channels x 3 planes x 128 x 160 uint16, sharded, 2 levels,
+    with a uint8 labels image (chunks of whole planes: few source tasks per region)."""
+    tmp = tmp_path_factory.mktemp("cluster-src")
+    rng = np.random.default_rng(17)
+    data = rng.integers(0, 4000, (2, 3, 128, 160), dtype=np.uint16)
+    cells = (data[0] // 1000).astype(np.uint8)
+    write_image(tmp / "in.zarr", data, labels={"cells": cells}, chunks=(1, 1, 64, 80))
+    return tmp / "in.zarr", data, cells
+
+
+def stored(path: Path) -> dict[str, bytes]:
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    store = open_store(path)
+
+    async def read() -> dict[str, bytes]:
+        out = {}
+        async for key in store.list():
+            buf = await store.get(key, default_buffer_prototype())
+            out[key] = buf.to_bytes()
+        return out
+
+    return sync(read())
+
+
+def assert_same_as_local(src: Path, tmp: Path, name: str, opts: WriteOptions, client) -> Path:
+    local, remote = tmp / f"local-{name}", tmp / f"cluster-{name}"
+    convert(src, local, opts)
+    calls: list[tuple[int, int]] = []
+    out = convert(src, remote, opts, progress=lambda d, n: calls.append((d, n)), client=client)
+    assert out == remote
+    a, b = stored(local), stored(remote)
+    assert sorted(a) == sorted(b)
+    assert [k for k in a if a[k] != b[k]] == []  # metadata and every shard, byte for byte
+    assert len(a) > 10  # really many shards
+    # progress: every region once, counted up to the total
+    assert (
+        calls
+        and calls[-1][0] == calls[-1][1]
+        and [d for d, _ in calls] == list(range(1, calls[-1][1] + 1))
+    )
+    code, report = validate_path(str(remote), deep=True)
+    assert code == 0, report
+    return remote
+
+
+@pytest.mark.parametrize("name", ["out.ozx", "out.ome.zarr"])
+def test_cluster_convert_equals_local_and_source(client, source, tmp_path, name):
+    src, data, cells = source
+    out = assert_same_as_local(src, tmp_path, name, OPTS, client)
+    with open_ome_zarr(out) as oz:
+        (img,) = oz.images()
+        assert len(img.levels) >= 3
+        np.testing.assert_array_equal(np.asarray(img.levels[0]), data)
+        np.testing.assert_array_equal(np.asarray(img.labels[0].levels[0]), cells)
+        # level 1 is the mean of 2x2 blocks of level 0 (the pyramid was built, not copied)
+        block = data[..., :2, :2].astype(np.float64).mean(axis=(-1, -2))
+        np.testing.assert_array_equal(np.asarray(img.levels[1][..., 0, 0]), np.rint(block))
+    assert main(["validate", str(out)]) == 0
+
+
+def test_cluster_convert_directory_0_4_unsharded(client, source, tmp_path):
+    """Zarr v2 chunks: the local writer's multi-chunk regions, written by the workers."""
+    src, *_ = source
+    assert_same_as_local(
+        src, tmp_path, "v2.ome.zarr", WriteOptions(version="0.4", chunk_yx=32), client
+    )
+
+
+@pytest.mark.parametrize("edge", [(45, 45), (32, 64)])
+def test_cluster_convert_float_mean_odd_and_even_regions(client, tmp_path, edge):
+    """Float means must equal the local writer's to the bit, whether each region is
+    halved on its own worker (even edges) or, with odd shard edges (45 px) where a
+    region halved alone would straddle 2x2 blocks, the region itself is sent and the next
+    level halves the window it needs."""
+    data = np.random.default_rng(3).random((3, 133, 181), dtype=np.float32)
+    write_image(tmp_path / "f.zarr", data, axes="zyx", levels=1)
+    opts = WriteOptions(chunk_yx=edge[0], shard_yx=edge[1], shard_z=2)
+    out = assert_same_as_local(tmp_path / "f.zarr", tmp_path, "f.ozx", opts, client)
+    with open_ome_zarr(out) as oz:
+        levels = oz.images()[0].levels
+        assert len(levels) >= 3
+        np.testing.assert_array_equal(np.asarray(levels[0]), data)
+
+
+def test_cluster_convert_labels_only_mode(client, source, tmp_path):
+    src, *_ = source
+    assert_same_as_local(
+        src / "labels" / "cells",
+        tmp_path,
+        "l.ozx",
+        WriteOptions(downsample="mode", **_small()),
+        client,
+    )
+
+
+def _small() -> dict:
+    return {"chunk_yx": 32, "shard_yx": 64, "shard_z": 2}
+
+
+def test_in_memory_source_on_cluster(client, tmp_path):
+    from napari_ozx.ngff.models import Axis
+    from napari_ozx.ngff.write import ImageSpec, write_ome_zarr
+
+    data = np.arange(4 * 100 * 90, dtype=np.int32).reshape(4, 100, 90)
+    axes = [Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
+    spec = ImageSpec(data, axes)
+    write_ome_zarr(tmp_path / "a.ozx", spec, options=OPTS)
+    write_ome_zarr_on_cluster(tmp_path / "b.ozx", spec, options=OPTS, client=client)
+    a, b = stored(tmp_path / "a.ozx"), stored(tmp_path / "b.ozx")
+    assert a == b
+
+
+@pytest.mark.parametrize("name", ["out.ozx", "out.ome.zarr"])
+def test_cancel_leaves_target_untouched(client, source, tmp_path, name):
+    src, *_ = source
+    target = tmp_path / name
+    convert(src, target, OPTS)  # an existing target that must survive
+    before = stored(target)
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    cancel = threading.Event()
+    seen: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        seen.append(done)
+        if done == 2:
+            cancel.set()
+
+    with pytest.raises(WriteCancelled):
+        convert(src, target, OPTS, progress=progress, cancel=cancel, client=client)
+    assert seen and max(seen) < 10  # stopped early, not after the whole image
+    assert stored(target) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing  # no partial left behind
+    if target.suffix != ".ozx":
+        # a directory's partial copy goes only once no task of this write runs any more
+        running = client.run(
+            lambda dask_worker: [str(t.key) for t in dask_worker.state.all_running_tasks]
+        )
+        assert not [k for keys in running.values() for k in keys if k.startswith("ozx-")]
+
+
+@pytest.mark.parametrize("name", ["out.ozx", "out.ome.zarr"])
+def test_worker_error_is_one_clear_message(client, source, tmp_path, name):
+    """A corrupt source shard fails on a worker (retried, then reported): one OzxError
+    naming the reason, the array region, the source and the target; nothing written."""
+    import shutil
+
+    src = tmp_path / "broken.zarr"
+    shutil.copytree(source[0], src)
+    shard = next(p for p in sorted((src / "0" / "c").rglob("*")) if p.is_file())
+    shard.write_bytes(shard.read_bytes()[: len(shard.read_bytes()) // 2])
+    target = tmp_path / name
+    with pytest.raises(ClusterWriteError) as err:
+        convert(src, target, OPTS, client=client)
+    msg = str(err.value)
+    assert "could not be decoded" in msg.split("(on a dask worker")[0]  # reason first
+    assert str(src) in msg and str(target) in msg
+    assert not target.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.zarr"]
+
+
+def test_unreachable_scheduler_is_a_clear_error_after_the_timeout(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(SchedulerUnreachableError, match="cannot reach the dask scheduler"):
+        connect(f"tcp://127.0.0.1:{port}", timeout=1.5)
+    # it gives up (after the timeout it was given), never hangs: a generous guard only
+    assert time.monotonic() - t0 < 60
+
+
+def test_cli_scheduler_uses_the_workers(client, source, tmp_path):
+    """`convert --scheduler`: the workers encode (their task counts grow), the output is
+    the local conversion's."""
+    src, *_ = source
+    executed = lambda: sum(  # noqa: E731
+        client.run(lambda dask_worker: dask_worker.state.executed_count).values()
+    )
+    before = executed()
+    out = tmp_path / "cli.ozx"
+    addr = client.scheduler.address
+    assert (
+        main(
+            [
+                "convert",
+                str(src),
+                str(out),
+                "--scheduler",
+                addr,
+                "--chunk",
+                "32",
+                "--shard",
+                "64",
+                "--shard-z",
+                "2",
+            ]
+        )
+        == 0
+    )
+    assert executed() - before >= 20
+    convert(src, tmp_path / "local.ozx", OPTS)
+    assert stored(out) == stored(tmp_path / "local.ozx")
