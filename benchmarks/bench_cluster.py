@@ -111,7 +111,7 @@ def main() -> int:
                 n_workers=args.workers,
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                dashboard_address=":0",
             ) as cluster,
             distributed.Client(cluster) as client,
         ):

@@ -44,7 +44,7 @@ def client():
     psutil = pytest.importorskip("psutil")
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as c,
     ):
@@ -267,3 +267,32 @@ def test_cli_scheduler_uses_the_workers(client, source, tmp_path):
     assert executed() - before >= 20
     convert(src, tmp_path / "local.ozx", OPTS)
     assert stored(out) == stored(tmp_path / "local.ozx")
+
+
+def test_cli_workers_local_starts_and_closes_its_own_cluster(source, tmp_path, capsys):
+    psutil = pytest.importorskip("psutil")
+    src, data, _ = source
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    out = tmp_path / "wl.ome.zarr"
+    assert main(["convert", str(src), str(out), "--workers-local", "1", "--levels", "2"]) == 0
+    with open_ome_zarr(out) as oz:
+        np.testing.assert_array_equal(np.asarray(oz.images()[0].levels[0]), data)
+
+    def started() -> list[str]:
+        out = []
+        for p in psutil.Process().children(recursive=True):
+            try:
+                cmd = " ".join(p.cmdline())
+            except psutil.Error:  # ended meanwhile
+                continue
+            # multiprocessing's resource tracker lives as long as this interpreter
+            if p.pid not in before and "resource_tracker" not in cmd:
+                out.append(cmd)
+        return out
+
+    deadline = time.monotonic() + 30
+    while started() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not started()  # its worker process ended with the command
+    assert main(["convert", str(src), str(tmp_path / "x.ozx"), "--workers-local", "0"]) == 2
+    assert "--workers-local must be at least 1" in capsys.readouterr().err
