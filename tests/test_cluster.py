@@ -34,7 +34,7 @@ from napari_ozx.ngff.cluster import (  # noqa: E402
 )
 
 # small shards: many regions per level, levels whose shards are smaller than the array
-OPTS = WriteOptions(chunk_yx=32, shard_yx=64, shard_z=2)
+OPTS = WriteOptions(chunk_yx=32, shard_yx=64, shard_z=3)
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,7 @@ def client():
         pids = set(c.run(os.getpid).values())
         assert len(pids) == 2 and os.getpid() not in pids  # really separate processes
         yield c
+        pids |= set(c.run(os.getpid).values())  # and those restarted after a worker loss
     # the worker processes end with the cluster
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(psutil.pid_exists(p) for p in pids):
@@ -159,7 +160,7 @@ def test_cluster_convert_labels_only_mode(client, source, tmp_path):
 
 
 def _small() -> dict:
-    return {"chunk_yx": 32, "shard_yx": 64, "shard_z": 2}
+    return {"chunk_yx": 32, "shard_yx": 64, "shard_z": 3}
 
 
 def test_in_memory_source_on_cluster(client, tmp_path):
@@ -201,6 +202,36 @@ def test_cancel_leaves_target_untouched(client, source, tmp_path, name):
             lambda dask_worker: [str(t.key) for t in dask_worker.state.all_running_tasks]
         )
         assert not [k for keys in running.values() for k in keys if k.startswith("ozx-")]
+
+
+def test_worker_lost_mid_run_is_retried(client, tmp_path):
+    """A worker process dies while it reads a region: its nanny restarts it, the task is
+    run again, and the output is the local writer's."""
+    import dask.array as da
+
+    from napari_ozx.ngff.models import Axis
+    from napari_ozx.ngff.write import ImageSpec, write_ome_zarr
+
+    marker = str(tmp_path / "died-once")
+
+    def die_once(block: np.ndarray) -> np.ndarray:
+        import os
+
+        if block.flat[0] == 0 and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)  # the worker process is gone, mid-task
+        return block
+
+    data = np.arange(4 * 96 * 80, dtype=np.uint16).reshape(4, 96, 80)
+    lazy = da.from_array(data, chunks=(1, 96, 80)).map_blocks(die_once, dtype=data.dtype)
+    axes = [Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
+    write_ome_zarr(tmp_path / "local.ozx", ImageSpec(data, axes), options=OPTS)
+    write_ome_zarr_on_cluster(
+        tmp_path / "c.ozx", ImageSpec(lazy, axes), options=OPTS, client=client
+    )
+    assert Path(marker).exists()  # a worker really died
+    assert stored(tmp_path / "c.ozx") == stored(tmp_path / "local.ozx")
+    client.wait_for_workers(2, timeout=60)
 
 
 @pytest.mark.parametrize("name", ["out.ozx", "out.ome.zarr"])
@@ -259,7 +290,7 @@ def test_cli_scheduler_uses_the_workers(client, source, tmp_path):
                 "--shard",
                 "64",
                 "--shard-z",
-                "2",
+                "3",
             ]
         )
         == 0
