@@ -163,6 +163,31 @@ def _small() -> dict:
     return {"chunk_yx": 32, "shard_yx": 64, "shard_z": 3}
 
 
+@pytest.mark.parametrize("where", ["file", "http"])
+def test_ozx_source_local_or_over_http_is_reopened_by_the_workers(client, source, tmp_path, where):
+    """An ``.ozx`` source (OzxStore, or HTTP range reads) pickles as its path or URL: the
+    workers reopen it and read their regions themselves."""
+    from .omegen import zip_dir
+
+    src, *_ = source
+    www = tmp_path / "www"
+    www.mkdir()
+    packed = zip_dir(src, www / "in.ozx")
+    local = tmp_path / "local.ome.zarr"
+    convert(src, local, OPTS)
+    out = tmp_path / "c.ome.zarr"
+    if where == "file":
+        convert(packed, out, OPTS, client=client)
+    else:
+        pytest.importorskip("aiohttp")
+        from .httpserver import Server
+
+        with Server(www) as srv:
+            convert(f"{srv.url}/in.ozx", out, OPTS, client=client)
+            assert any(r[0] == "GET" for r in srv.requests)
+    assert stored(out) == stored(local)
+
+
 def test_in_memory_source_on_cluster(client, tmp_path):
     from napari_ozx.ngff.models import Axis
     from napari_ozx.ngff.write import ImageSpec, write_ome_zarr
