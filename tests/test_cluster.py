@@ -46,7 +46,8 @@ def client():
         distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
-        distributed.Client(cluster) as c,
+        # not the default client: the code under test must use the one it is given
+        distributed.Client(cluster, set_as_default=False) as c,
     ):
         pids = set(c.run(os.getpid).values())
         assert len(pids) == 2 and os.getpid() not in pids  # really separate processes

@@ -477,9 +477,10 @@ class _Run:
                 if not self.pending:
                     break
                 try:
-                    finished = distributed.wait(
-                        list(self.pending), timeout=_POLL, return_when="FIRST_COMPLETED"
-                    ).done
+                    with self.client.as_current():  # wait() asks for the current client
+                        finished = distributed.wait(
+                            list(self.pending), timeout=_POLL, return_when="FIRST_COMPLETED"
+                        ).done
                 except TimeoutError:
                     continue
                 for fut in finished:
@@ -560,14 +561,22 @@ class _Run:
             self.progress(self.done, self.total)
 
     def _stop(self) -> None:
-        """Cancel everything still outstanding; with a directory target, wait until no task
-        of this write runs on a worker any more (it could still write a shard)."""
-        futures = [*self.pending, *(m for m, _ in self.pending.values()), *self.down.values()]
+        """Stop everything still outstanding; with a directory target, wait until no task
+        of this write runs on a worker any more (it could still write a shard).
+
+        The futures are released, not ``client.cancel``-ed: cancelling walks a key's
+        dependents and asserts that someone wants each of them (distributed's
+        ``Scheduler.stimulus_cancel``), which the pyramid's in-between tasks, held by
+        their dependents only, are not. Released, every task of this write is wanted by
+        no one, so the scheduler forgets it and its worker cancels it if it runs."""
+        every = [*self.pending, *(m for m, _ in self.pending.values()), *self.down.values()]
+        futures = list({f.key: f for f in every}.values())
         self.pending.clear()
         self.down.clear()
         try:
-            if futures:
-                self.client.cancel(futures)
+            for f in futures:
+                f.release()
+            del every, futures
             if self.root is not None:
                 left = self.client.run(_quiet, self.prefix, _DRAIN_TIMEOUT)
                 if any(left.values()):
