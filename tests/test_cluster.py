@@ -189,6 +189,26 @@ def test_ozx_source_local_or_over_http_is_reopened_by_the_workers(client, source
     assert stored(out) == stored(local)
 
 
+def test_a_lazy_source_region_travels_as_its_recipe_not_its_pixels(tmp_path):
+    """What a level-0 task carries for an opened OME-Zarr: the region's dask expression
+    (reader + path), a few KiB however big the region; the worker reads the pixels."""
+    import pickle
+
+    from napari_ozx.ngff.cluster import _Lazy, _source_arg
+
+    data = np.random.default_rng(5).integers(0, 60000, (1, 4, 512, 512), dtype=np.uint16)
+    write_image(tmp_path / "big.zarr", data, levels=1)
+    with open_ome_zarr(tmp_path / "big.zarr") as oz:
+        level0 = oz.images()[0].levels[0]
+        region = (slice(0, 1), slice(0, 4), slice(0, 512), slice(0, 512))
+        arg = _source_arg(level0, region)
+        assert isinstance(arg, _Lazy)
+        blob = pickle.dumps(arg)
+    assert len(blob) < data.nbytes // 50  # 2 MiB of pixels, not shipped
+    back = pickle.loads(blob)  # as a worker: reopens the source by path and reads
+    np.testing.assert_array_equal(back.array.compute(scheduler="synchronous"), data[region])
+
+
 def test_in_memory_source_on_cluster(client, tmp_path):
     from napari_ozx.ngff.models import Axis
     from napari_ozx.ngff.write import ImageSpec, write_ome_zarr
