@@ -30,12 +30,15 @@ Where the encoded shards go:
   client only wrote the metadata (before any data) and swaps the directory in at the end.
   Object stores (``s3://``) are not targets here (nor of the local writer).
 
-Cancel and errors: the client cancels the outstanding futures, waits until no task of
-this write is still running on a worker (a directory target's partial copy is removed
-only then, so nothing writes into it afterwards) and raises :class:`WriteCancelled` or a
-:class:`ClusterWriteError` naming the reason, the array region, the source and the
-target. A worker lost mid-run is retried (``retries=2``). ``import distributed`` happens
-only in here, when a cluster is used (extra ``napari-ozx[cluster]``).
+Cancel and errors: *cancel* is looked at every 0.2 s while results are awaited; then the
+client releases the outstanding futures (the scheduler forgets them and the workers
+cancel them, see :meth:`_Run._stop`), waits until no task of this write is still running
+on a worker (a directory target's partial copy is removed only then, so nothing writes
+into it afterwards) and raises :class:`WriteCancelled` or a :class:`ClusterWriteError`
+naming the reason, the array region, the source and the target. A failed task is run
+again (``retries=2``); one whose worker died is rescheduled by dask itself (up to
+``distributed.scheduler.allowed-failures`` times). ``import distributed`` happens only in
+here, when a cluster is used (extra ``napari-ozx[cluster]``).
 """
 
 from __future__ import annotations
@@ -546,7 +549,7 @@ class _Run:
         except Exception as e:
             reason = str(e) or type(e).__name__
             if type(e).__name__ == "KilledWorker":
-                reason = f"dask workers died running it {RETRIES + 1} times ({reason})"
+                reason = f"dask workers died running it, again and again ({reason})"
             else:
                 reason = f"{type(e).__name__}: {reason}"
             raise ClusterWriteError(f"{reason} (cluster write {self.where})") from e
