@@ -8,6 +8,7 @@ and byte for byte (pixels at every level and metadata), and validated.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from pathlib import Path
@@ -59,6 +60,9 @@ def client():
         time.sleep(0.2)
     left = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).is_running()]
     assert not left, f"worker processes left running: {left}"
+    # the closed cluster's sockets and pipes go now, not during a later test that
+    # counts this process's file descriptors (test_concurrency)
+    gc.collect()
 
 
 @pytest.fixture(scope="module")
