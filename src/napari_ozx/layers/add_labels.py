@@ -47,7 +47,7 @@ import numpy as np
 
 from ..errors import OzxError
 from .provenance import LayerSource
-from .saveback import SaveBackError
+from .saveback import SaveBackError, refusal, save_errors
 
 logger = logging.getLogger(__name__)
 
@@ -97,20 +97,8 @@ def add_labels_to_image(
             f"labels can be saved into an image, not into a {src.kind} layer: {target} "
             "(nothing was written)"
         )
-    try:
+    with save_errors(f"saving labels {lname!r} into", target):
         return _add(labels_layer, src, target, name)
-    except SaveBackError:
-        raise
-    except OzxError as e:
-        raise SaveBackError(f"{e} (saving labels {lname!r} into {target})") from e
-    except OSError as e:
-        raise SaveBackError(
-            f"{e.strerror or e} (saving labels {lname!r} into {target}; the file is unchanged)"
-        ) from e
-
-
-def _fail(target: Path, reason: str) -> SaveBackError:
-    return SaveBackError(f"{reason}: {target} (nothing was written)")
 
 
 def _level0(layer: Any) -> Any:
@@ -132,9 +120,9 @@ def _add(layer: Any, src: LayerSource, target: Path, name: str | None) -> Path:
     lname = getattr(layer, "name", None) or "labels"
     data = _level0(layer)
     if not np.issubdtype(np.dtype(data.dtype), np.integer):
-        raise _fail(target, f"labels {lname!r} are not integers ({np.dtype(data.dtype)})")
+        raise refusal(target, f"labels {lname!r} are not integers ({np.dtype(data.dtype)})")
     if not target.exists():
-        raise _fail(target, "the image's file no longer exists")
+        raise refusal(target, "the image's file no longer exists")
     oz = open_ome_zarr(str(target))
     try:
         return _add_opened(oz, layer, data, src, target, name)
@@ -158,7 +146,7 @@ def _add_opened(
     lname = getattr(layer, "name", None) or "labels"
     image = oz.image(src.node)
     if image.meta.image_label is not None:
-        raise _fail(target, f"{src.node!r} is a label image; new labels go into an image")
+        raise refusal(target, f"{src.node!r} is a label image; new labels go into an image")
     ms = image.multiscale
     c = ms.channel_axis
     lvl0 = tuple(image.arrays[0].shape)
@@ -166,7 +154,7 @@ def _add_opened(
     axes = _drop(ms.axes, c)
     if tuple(data.shape) != expected:
         names = ", ".join(a.name for a in axes)
-        raise _fail(
+        raise refusal(
             target,
             f"labels {lname!r} have shape {tuple(data.shape)}, the image "
             f"{src.node or '/'!r} has {expected} ({names}) at level 0",
@@ -182,7 +170,7 @@ def _add_opened(
     spec.axes = list(axes)
     if name is not None:
         if not _NAME_OK.match(name):
-            raise _fail(
+            raise refusal(
                 target,
                 f"{name!r} is not a label name (letters, digits, '_', '-', '.'; "
                 "not starting with '.')",
@@ -197,7 +185,7 @@ def _add_opened(
     group = oz._group_or_none(lpath)
     listed = list(group.meta.labels) if group is not None else []
     if name in listed or _exists(oz, target, f"{lpath}/{name}"):
-        raise _fail(
+        raise refusal(
             target,
             f"labels {name!r} already exist in the image {src.node or '/'!r}; to change "
             "them, open them and use 'Save labels back into the file', or choose another name",
@@ -268,9 +256,9 @@ def _check_writable(target: Path, where: Path) -> None:
     if target.is_dir():
         d = where if where.exists() else target
         if not os.access(d, os.W_OK):
-            raise _fail(target, "the image's folder is read-only (no write permission)")
+            raise refusal(target, "the image's folder is read-only (no write permission)")
     elif not os.access(target.parent, os.W_OK) or not os.access(target, os.W_OK):
-        raise _fail(target, "the file or its folder is read-only")
+        raise refusal(target, "the file or its folder is read-only")
 
 
 def _group_documents(attrs: dict[str, Any], zarr_format: int, existing: bool) -> dict[str, bytes]:

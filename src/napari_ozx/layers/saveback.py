@@ -36,10 +36,11 @@ type that does not match the stored level 0, labels with a channel axis.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,32 +167,40 @@ def save_labels_back(layer: Any) -> Path:
             "save them with File > Save instead"
         )
     target = Path(src)
-    try:
+    with save_errors(f"saving labels {name!r} back into", target):
         return _save_back(target, node, data, name)
+
+
+def refusal(target: Path, reason: str) -> SaveBackError:
+    """A save refused before anything is written: the reason, then the file."""
+    return SaveBackError(f"{reason}: {target} (nothing was written)")
+
+
+@contextlib.contextmanager
+def save_errors(action: str, target: Path) -> Iterator[None]:
+    """Every failure of a label save as one :class:`SaveBackError`, reason first:
+    our own errors as they are, a file-system error by its reason (the file is unchanged:
+    saves write beside it and rename)."""
+    try:
+        yield
     except SaveBackError:
         raise
     except OzxError as e:
-        raise SaveBackError(f"{e} (saving labels {name!r} back into {target})") from e
+        raise SaveBackError(f"{e} ({action} {target})") from e
     except OSError as e:
-        raise SaveBackError(
-            f"{e.strerror or e} (saving labels {name!r} back into {target}; the file is unchanged)"
-        ) from e
-
-
-def _fail(target: Path, reason: str) -> SaveBackError:
-    return SaveBackError(f"{reason}: {target} (nothing was written)")
+        raise SaveBackError(f"{e.strerror or e} ({action} {target}; the file is unchanged)") from e
 
 
 def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path:
     from ..ngff.open import open_ome_zarr
 
     if not np.issubdtype(data.dtype, np.integer):
-        raise _fail(target, f"labels {name!r} are not integers ({data.dtype})")
+        raise refusal(target, f"labels {name!r} are not integers ({data.dtype})")
     if not target.exists():
-        raise _fail(target, "the source no longer exists")
+        raise refusal(target, "the source no longer exists")
     opened = getattr(data, "opened", None)
     if opened is not None and fingerprint(data) != opened:
-        raise _fail(target, f"the file changed since labels {name!r} were opened")
+        raise refusal(target, f"the file changed since labels {name!r} were opened")
     dirty = data.dirty_items()
     if not dirty:
         return target
@@ -223,26 +232,26 @@ def _stage_and_commit(
 ) -> Path:
     image = oz.image(node)
     if image.multiscale.channel_axis is not None:
-        raise _fail(target, f"labels {name!r} have a channel axis (not supported here)")
+        raise refusal(target, f"labels {name!r} have a channel axis (not supported here)")
     arrays = [a.array for a in image.arrays]
     docs = [a.path for a in image.arrays]
     lvl0 = arrays[0]
     if tuple(lvl0.shape) != data.shape:
-        raise _fail(
+        raise refusal(
             target, f"labels {name!r} have shape {data.shape}, the file {tuple(lvl0.shape)}"
         )
     if not np.issubdtype(lvl0.dtype, np.integer):
-        raise _fail(target, f"the stored labels {node!r} are not integers ({lvl0.dtype})")
+        raise refusal(target, f"the stored labels {node!r} are not integers ({lvl0.dtype})")
     for _, v in dirty:
         if v.size and not _fits(v, np.dtype(lvl0.dtype)):
-            raise _fail(target, f"label values of {name!r} do not fit {lvl0.dtype}")
+            raise refusal(target, f"label values of {name!r} do not fit {lvl0.dtype}")
     if target.is_dir():
         for p in docs:
             d = target / p
             if not os.access(d if d.exists() else target, os.W_OK):
-                raise _fail(target, "the labels are read-only (no write permission)")
+                raise refusal(target, "the labels are read-only (no write permission)")
     elif not os.access(target.parent, os.W_OK) or not os.access(target, os.W_OK):
-        raise _fail(target, "the file or its folder is read-only")
+        raise refusal(target, "the file or its folder is read-only")
 
     base_store = arrays[0].store_path.store
     staging = _staging_store(base_store)
