@@ -310,11 +310,12 @@ def test_unreachable_scheduler_is_a_clear_error_after_the_timeout(tmp_path):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    t0 = time.monotonic()
-    with pytest.raises(SchedulerUnreachableError, match="cannot reach the dask scheduler"):
+    # it gives up after the timeout it was given (the time it takes is measured in the
+    # closing note's CLI run, not asserted here) and says which address and timeout
+    with pytest.raises(SchedulerUnreachableError) as err:
         connect(f"tcp://127.0.0.1:{port}", timeout=1.5)
-    # it gives up (after the timeout it was given), never hangs: a generous guard only
-    assert time.monotonic() - t0 < 60
+    msg = str(err.value)
+    assert msg.startswith(f"cannot reach the dask scheduler at tcp://127.0.0.1:{port} within 1.5 s")
 
 
 def test_cli_scheduler_uses_the_workers(client, source, tmp_path):
