@@ -186,12 +186,12 @@ def test_multiscale_level_transforms_are_folded_on_write():
     assert m.multiscales[0].datasets[0] == Dataset("0", (3.0, 4.0), (3.0, 8.0))
 
 
-def test_old_versions_are_written_as_04_or_05_only():
+def test_old_versions_are_written_as_04_05_or_06_only():
     m = parse_node_attributes({"multiscales": [{"version": "0.3", "axes": ["y", "x"],
                                                 "datasets": [{"path": "0"}]}]}, 2)  # fmt: skip
-    with pytest.raises(MetadataError, match=r"only 0\.5, 0\.4"):
+    with pytest.raises(MetadataError, match=r"only 0\.6, 0\.5, 0\.4"):
         m.multiscales[0].to_json()
-    with pytest.raises(MetadataError, match=r"only 0\.5, 0\.4"):
+    with pytest.raises(MetadataError, match=r"only 0\.6, 0\.5, 0\.4"):
         m.to_attributes("0.3")
     up = parse_node_attributes(m.to_attributes("0.4"), 2)
     assert up.multiscales[0] == replace(m.multiscales[0], version="0.4")

@@ -1,22 +1,28 @@
-"""Typed OME-Zarr metadata, versions 0.1 to 0.5 normalised to one model.
+"""Typed OME-Zarr metadata, versions 0.1 to 0.6, in one model: 0.6's.
 
 Every function here takes the *attributes* of one node (the ``attributes`` of a Zarr v3
 ``zarr.json`` or the content of a Zarr v2 ``.zattrs``) and returns frozen dataclasses.
-Version differences are resolved here, once:
+The model is 0.6's (named coordinate systems linked by coordinate transformations, scenes);
+older versions are parsed into the same shape, once, here:
 
-* 0.5 keeps everything under ``attributes["ome"]`` with one ``version`` key (RFC-2);
+* 0.5 and 0.6 keep everything under ``attributes["ome"]`` with one ``version`` key (RFC-2);
   0.4 and older put ``multiscales`` / ``omero`` / ``plate`` ... at the top level with a
-  per-section ``version``.
+  per-section ``version``. Release candidates and drafts of 0.6 and SpatialData's
+  "0.5-dev-spatialdata" are read as what they are (:func:`normalise_version`).
 * 0.1 / 0.2 have no ``axes``: they are implied as the last *ndim* of ``t c z y x``.
-  0.3 has ``axes`` as a list of names. 0.4+ has axis objects with ``type`` and ``unit``.
-* ``coordinateTransformations`` exist from 0.4; multiscale-level transforms are folded
-  into each dataset (dataset transform first, then the multiscale one), so callers
-  see one ``scale`` and one ``translation`` per level.
+  0.3 has ``axes`` as a list of names. 0.4+ has axis objects with ``type`` and ``unit``;
+  0.6 puts them in ``coordinateSystems``.
+* Every image has an intrinsic coordinate system (0.1-0.5: its axes, named
+  :data:`INTRINSIC`) and one ``Dataset`` scale / translation per level mapping the level's
+  array to it. 0.4/0.5 multiscale-level transforms are folded into each dataset (dataset
+  transform first, then the multiscale one); 0.6 multiscale-level transformations to other
+  named systems, and a scene's, are kept as :mod:`.transforms` objects.
 
 Every model also serialises itself (``to_json(version)``; :meth:`NodeMetadata.to_attributes`
-for a whole group) for 0.4 or 0.5, so the writer builds models and never JSON by hand, and
-parse -> serialise -> parse gives the same model (tests/test_model_serialise.py, on the
-real-world corpus too). Multiscale-level transforms are written folded into each dataset.
+for a whole group) for 0.4, 0.5 or 0.6, so the writer builds models and never JSON by hand,
+and parse -> serialise -> parse gives the same model (tests/test_model_serialise.py, on the
+real-world corpus too). Writing an image whose transformations 0.4/0.5 cannot express to
+those versions raises :class:`MetadataError` naming the transformation.
 
 Why our own models and not a maintained library (yaozarrs 0.3.4, ome-zarr-models 1.7;
 ``benchmarks/bench_models.py``, 2 shared cores, fresh interpreters, median of 7):
@@ -44,6 +50,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import numpy as np
+
 from ..errors import MetadataError
 
 logger = logging.getLogger(__name__)
@@ -52,6 +60,7 @@ __all__ = [
     "Acquisition",
     "Axis",
     "Channel",
+    "CoordinateSystem",
     "Dataset",
     "ImageLabel",
     "LabelColor",
@@ -60,6 +69,7 @@ __all__ = [
     "Omero",
     "Plate",
     "PlateWell",
+    "Scene",
     "Well",
     "WellImage",
     "Window",
@@ -134,12 +144,48 @@ def _err(node: str, msg: str) -> MetadataError:
 
 
 #: the OME-Zarr versions :meth:`NodeMetadata.to_attributes` (and every ``to_json``) writes
-WRITE_VERSIONS = ("0.5", "0.4")
+WRITE_VERSIONS = ("0.6", "0.5", "0.4")
+#: the name of the intrinsic coordinate system given to 0.1-0.5 images (which have one,
+#: unnamed) and to images written from napari layers
+INTRINSIC = "physical"
 
 
 def zarr_format_for(version: str) -> Literal[2, 3]:
     """The Zarr format an OME-Zarr *version* is stored in: 3 from 0.5 (RFC-2), else 2."""
     return 3 if version >= "0.5" else 2
+
+
+def normalise_version(declared: str, node: str = "") -> str:
+    """The version family a declared ``ome.version`` is read as.
+
+    * "0.6" and its release candidates ("0.6rc0", accepted by the released 0.6
+      ``_version.schema``) are 0.6;
+    * pre-release tags written by earlier tools ("0.6.dev3" by acquire-zarr, "0.6.dev4" by
+      ngff-zarr before 0.50) are read as 0.6 with one warning naming the draft: their
+      metadata has the 0.6 shape (``coordinateSystems``), which the parser checks;
+    * SpatialData's "0.5-dev-spatialdata" is 0.5 with multiscale transforms in the 0.6-draft
+      form (``input`` / ``output`` objects with ``axes``), handled by the parser;
+    * anything else must be one of :data:`KNOWN_VERSIONS`, else it is refused (a newer or
+      made-up version may change what every key means: never guess).
+    """
+    if declared in KNOWN_VERSIONS:
+        return declared
+    if re.fullmatch(r"0\.6(rc\d+)?", declared):
+        return "0.6"
+    if re.fullmatch(r"0\.6[.-]?dev\d*", declared):
+        logger.warning(
+            "%s: OME-Zarr %r is a pre-release draft of 0.6; read as OME-Zarr 0.6",
+            node or "/",
+            declared,
+        )
+        return "0.6"
+    if declared == "0.5-dev-spatialdata":
+        return "0.5"
+    raise _err(
+        node,
+        f"unsupported OME-Zarr version {declared!r} "
+        f"(napari-ozx reads {', '.join(KNOWN_VERSIONS)})",
+    )
 
 
 def default_version(zarr_format: int) -> str:
@@ -165,8 +211,11 @@ def _versioned(version: str, section: dict[str, Any]) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class Axis:
     name: str
-    type: str | None = None  # "space" | "time" | "channel" | custom | None
+    # "space" | "time" | "channel" | 0.6's "array" | "coordinate" | "displacement" | custom
+    type: str | None = None
     unit: str | None = None
+    discrete: bool | None = None  # 0.6
+    long_name: str | None = None  # 0.6 ``longName``
 
     @property
     def is_channel(self) -> bool:
@@ -179,7 +228,46 @@ class Axis:
             d["type"] = self.type
         if self.unit:
             d["unit"] = self.unit
+        if version >= "0.6":
+            if self.discrete is not None:
+                d["discrete"] = self.discrete
+            if self.long_name:
+                d["longName"] = self.long_name
         return d
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinateSystem:
+    """A named coordinate system (0.6 ``coordinateSystems`` entry): its axes, in order."""
+
+    name: str
+    axes: tuple[Axis, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.axes)
+
+    def to_json(self, version: str = "0.6") -> dict[str, Any]:
+        return {"name": self.name, "axes": [a.to_json(version) for a in self.axes]}
+
+
+def _parse_system(raw: Any, node: str) -> CoordinateSystem:
+    if not isinstance(raw, Mapping):
+        raise _err(node, f"a coordinate system must be an object, not {raw!r}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise _err(node, f"coordinate system {raw!r} has no name")
+    return CoordinateSystem(name, _parse_axes(raw.get("axes"), "0.6", None, f"{node} ({name})"))
+
+
+def _parse_systems(raw: Any, node: str) -> tuple[CoordinateSystem, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise _err(node, "'coordinateSystems' must be a non-empty list")
+    systems = tuple(_parse_system(r, node) for r in raw)
+    names = [c.name for c in systems]
+    if len(set(names)) != len(names):
+        raise _err(node, f"duplicate coordinate system names {names}")
+    return systems
 
 
 def _parse_axes(raw: Any, version: str, ndim: int | None, node: str) -> tuple[Axis, ...]:
@@ -198,11 +286,15 @@ def _parse_axes(raw: Any, version: str, ndim: int | None, node: str) -> tuple[Ax
             axes.append(Axis(a, _AXIS_TYPE_BY_NAME.get(a)))
         elif isinstance(a, Mapping) and isinstance(a.get("name"), str):
             unit = a.get("unit")
+            discrete = a.get("discrete")
+            long_name = a.get("longName")
             axes.append(
                 Axis(
                     a["name"],
                     a.get("type") if isinstance(a.get("type"), str) else None,
                     unit if isinstance(unit, str) and unit else None,
+                    discrete if isinstance(discrete, bool) else None,
+                    long_name if isinstance(long_name, str) and long_name else None,
                 )
             )
         else:
@@ -218,20 +310,50 @@ def _parse_axes(raw: Any, version: str, ndim: int | None, node: str) -> tuple[Ax
 
 @dataclass(frozen=True, slots=True)
 class Dataset:
-    """One pyramid level: its array path and its physical scale / translation."""
+    """One pyramid level: its array path and its physical scale / translation (the level's
+    transformation to the intrinsic coordinate system)."""
 
     path: str
     scale: tuple[float, ...]
     translation: tuple[float, ...]
 
-    def to_json(self, version: str = "0.5") -> dict[str, Any]:
-        """Transforms per dataset (any multiscale-level ones were folded in on parsing);
-        the translation only when it is not zero."""
+    def to_json(self, version: str = "0.5", intrinsic: str = INTRINSIC) -> dict[str, Any]:
+        """Transforms per dataset (any 0.4/0.5 multiscale-level ones were folded in on
+        parsing); the translation only when it is not zero. 0.6 writes the one
+        transformation its "multiscales" section allows: a ``scale`` or a ``sequence`` of a
+        scale and a translation, from the array (``input.path``) to the intrinsic system."""
         _check_version(version)
-        ct: list[dict[str, Any]] = [{"type": "scale", "scale": [float(v) for v in self.scale]}]
+        scale: dict[str, Any] = {"type": "scale", "scale": [float(v) for v in self.scale]}
+        ct: list[dict[str, Any]] = [scale]
         if any(self.translation):
             ct.append({"type": "translation", "translation": [float(v) for v in self.translation]})
+        if version >= "0.6":
+            one = ct[0] if len(ct) == 1 else {"type": "sequence", "transformations": ct}
+            ct = [{**one, "input": {"path": self.path}, "output": {"name": intrinsic}}]
         return {"path": self.path, "coordinateTransformations": ct}
+
+
+def _flatten(raw: Any) -> Any:
+    """A dataset's transformations with 0.6 ``sequence`` wrappers unwrapped (a sequence of
+    a scale and a translation is what 0.6 writes where 0.4/0.5 wrote a list of both)."""
+    if not isinstance(raw, list):
+        return raw
+    out: list[Any] = []
+    for t in raw:
+        if isinstance(t, Mapping) and t.get("type") == "sequence":
+            out.extend(_flatten(t.get("transformations")) or [])
+        else:
+            out.append(t)
+    return out
+
+
+def _system_name(ref: Any) -> str | None:
+    """The system name of an ``input`` / ``output``: the spec's object or a bare string."""
+    if isinstance(ref, str):
+        return ref or None
+    if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
+        return ref["name"] or None
+    return None
 
 
 def _parse_transforms(raw: Any, ndim: int, node: str) -> tuple[list[float], list[float]]:
@@ -241,7 +363,7 @@ def _parse_transforms(raw: Any, ndim: int, node: str) -> tuple[list[float], list
         return scale, translation
     if not isinstance(raw, list):
         raise _err(node, "'coordinateTransformations' must be a list")
-    for t in raw:
+    for t in _flatten(raw):
         if not isinstance(t, Mapping):
             raise _err(node, f"invalid coordinate transformation {t!r}")
         kind = t.get("type")
@@ -275,11 +397,25 @@ def _parse_transforms(raw: Any, ndim: int, node: str) -> tuple[list[float], list
 
 @dataclass(frozen=True, slots=True)
 class Multiscale:
+    """One multiscale image, in the 0.6 model for every version.
+
+    ``axes`` are those of the *intrinsic* coordinate system (the one every level's
+    ``Dataset`` transformation maps to); 0.1-0.5 images have only that system (named
+    :data:`INTRINSIC`), their multiscale-level scale / translation folded into the datasets.
+    0.6 images may define more ``coordinate_systems`` (in file order: the first is where a
+    viewer shows the image) and multiscale-level ``transformations`` linking the intrinsic
+    system to them (:class:`~.transforms.Transform` objects, parsed when read).
+    """
+
     version: str
     axes: tuple[Axis, ...]
     datasets: tuple[Dataset, ...]
     name: str | None = None
     type: str | None = None  # downsampling method, e.g. "gaussian"
+    coordinate_systems: tuple[CoordinateSystem, ...] = ()
+    intrinsic: str = INTRINSIC
+    transformations: tuple[Any, ...] = ()  # ngff.transforms.Transform
+    metadata: Mapping[str, Any] | None = field(default=None, compare=False)
 
     @property
     def ndim(self) -> int:
@@ -296,19 +432,141 @@ class Multiscale:
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
 
+    @property
+    def systems(self) -> tuple[CoordinateSystem, ...]:
+        """Every coordinate system of the image (the intrinsic one at least)."""
+        return self.coordinate_systems or (CoordinateSystem(self.intrinsic, self.axes),)
+
+    def system(self, name: str) -> CoordinateSystem | None:
+        return next((c for c in self.systems if c.name == name), None)
+
+    @property
+    def default_system(self) -> str:
+        """Where a viewer shows the image: the first coordinate system listed (a writer that
+        means another place than the intrinsic system lists that one first)."""
+        return self.systems[0].name
+
     def to_json(self, version: str | None = None) -> dict[str, Any]:
-        """One ``multiscales`` entry for *version* (default: the model's own)."""
+        """One ``multiscales`` entry for *version* (default: the model's own).
+
+        0.4 and 0.5 have no named coordinate systems: an image whose other systems are
+        reached by more than a scale and a translation cannot be written there, and saying
+        so (:class:`MetadataError` naming the transformation) beats dropping it."""
         v = version or self.version
         _check_version(v)
-        d: dict[str, Any] = {
-            "axes": [a.to_json(v) for a in self.axes],
-            "datasets": [ds.to_json(v) for ds in self.datasets],
-        }
+        if v >= "0.6":
+            d: dict[str, Any] = {
+                "coordinateSystems": [c.to_json(v) for c in self.systems],
+                "datasets": [ds.to_json(v, self.intrinsic) for ds in self.datasets],
+            }
+            if self.transformations:
+                d["coordinateTransformations"] = [t.to_json() for t in self.transformations]
+        else:
+            ms = self.folded()
+            d = {
+                "axes": [a.to_json(v) for a in ms.axes],
+                "datasets": [ds.to_json(v) for ds in ms.datasets],
+            }
         if self.type is not None:
             d["type"] = self.type
         if self.name:
             d["name"] = self.name
+        if v >= "0.6" and self.metadata:
+            d["metadata"] = dict(self.metadata)
         return _versioned(v, d)
+
+    def folded(self) -> Multiscale:
+        """This image with only its intrinsic system, for 0.4 / 0.5: where the default
+        system is reached from the intrinsic one by a per-axis scale and translation, those
+        are folded into the datasets (0.4's multiscale-level transform says the same);
+        any other transformation raises :class:`MetadataError` naming it."""
+        if not self.transformations and len(self.systems) == 1:
+            return self
+        target = self.default_system
+        blocking = [t for t in self.transformations if not _is_scale_translation(t)]
+        if target == self.intrinsic:
+            if blocking:
+                raise _err(
+                    self.name or "",
+                    f"OME-Zarr 0.4 / 0.5 cannot store the {_describe(blocking[0])} to "
+                    f"coordinate system {_output_name(blocking[0])!r} (write OME-Zarr 0.6)",
+                )
+            return replace(self, coordinate_systems=(), transformations=())
+        t = self.transform_to(target)
+        m = t.matrix()
+        lin = None if m is None else np.asarray(m, dtype=float)
+        if lin is None or not _is_diagonal(lin[:-1, :-1]):
+            raise _err(
+                self.name or "",
+                f"OME-Zarr 0.4 / 0.5 cannot store the {_describe(t)} from {self.intrinsic!r} "
+                f"to {target!r}, where the image is shown (write OME-Zarr 0.6)",
+            )
+        sc = np.diag(lin[:-1, :-1])
+        tr = lin[:-1, -1]
+        datasets = tuple(
+            Dataset(
+                d.path,
+                tuple(float(a * b) for a, b in zip(d.scale, sc, strict=True)),
+                tuple(float(a * b + c) for a, b, c in zip(d.translation, sc, tr, strict=True)),
+            )
+            for d in self.datasets
+        )
+        axes = (self.system(target) or self.systems[0]).axes
+        return replace(
+            self,
+            axes=axes,
+            datasets=datasets,
+            coordinate_systems=(),
+            intrinsic=INTRINSIC,
+            transformations=(),
+        )
+
+    def transform_to(self, system: str, source: str | None = None) -> Any:
+        """The transformation from *source* (default: the intrinsic system) to *system*,
+        through this image's multiscale-level transformations (inverted where their type
+        allows). Raises :class:`~napari_ozx.errors.TransformError` when there is none."""
+        from .graph import TransformGraph
+
+        g = TransformGraph()
+        for c in self.systems:
+            g.add_system(("", c.name), c.ndim, c.axes)
+        for t in self.transformations:
+            i, o = _input_name(t), _output_name(t)
+            if i is None or o is None or self.system(i) is None or self.system(o) is None:
+                continue  # into a labels image: not a system of this image
+            if getattr(t.output, "path", None) or getattr(t.input, "path", None):
+                continue
+            g.add_transform(t, ("", i), ("", o))
+        return g.path(("", source or self.intrinsic), ("", system))
+
+
+def _input_name(t: Any) -> str | None:
+    ref = getattr(t, "input", None)
+    return getattr(ref, "name", None)
+
+
+def _output_name(t: Any) -> str | None:
+    ref = getattr(t, "output", None)
+    return getattr(ref, "name", None)
+
+
+def _describe(t: Any) -> str:
+    name = getattr(t, "name", None)
+    kind = getattr(t, "type", "?")
+    return f"{kind} transformation {name!r}" if name else f"{kind} transformation"
+
+
+def _is_scale_translation(t: Any) -> bool:
+    kind = getattr(t, "type", None)
+    if kind in ("identity", "scale", "translation"):
+        return True
+    if kind == "sequence":
+        return all(_is_scale_translation(x) for x in getattr(t, "transformations", ()))
+    return False
+
+
+def _is_diagonal(m: np.ndarray) -> bool:
+    return bool(m.shape[0] == m.shape[1] and np.allclose(m, np.diag(np.diag(m))))
 
 
 def with_implied_scales(ms: Multiscale, shapes: Sequence[Sequence[int]]) -> Multiscale:
@@ -330,9 +588,60 @@ def _parse_multiscale(
     datasets_raw = raw.get("datasets")
     if not isinstance(datasets_raw, list) or not datasets_raw:
         raise _err(node, "multiscales has no 'datasets'")
-    axes = _parse_axes(raw.get("axes"), version, ndim_hint, node)
+    systems: tuple[CoordinateSystem, ...] = ()
+    intrinsic = INTRINSIC
+    transformations: tuple[Any, ...] = ()
+    ms_raw = raw.get("coordinateTransformations")
+    if "coordinateSystems" in raw or (version >= "0.6" and "axes" not in raw):
+        # 0.6: the axes live in the intrinsic coordinate system, the one every dataset's
+        # transformation outputs; multiscale-level transformations link it to others
+        systems = _parse_systems(raw.get("coordinateSystems"), node)
+        outputs = {
+            _system_name(t.get("output"))
+            for d in datasets_raw
+            if isinstance(d, Mapping) and isinstance(d.get("coordinateTransformations"), list)
+            for t in d["coordinateTransformations"]
+            if isinstance(t, Mapping)
+        } - {None}
+        if len(outputs) > 1:
+            raise _err(
+                node,
+                f"the datasets' transformations output different coordinate systems "
+                f"{sorted(str(o) for o in outputs)}: one intrinsic system expected",
+            )
+        intrinsic = outputs.pop() if outputs else systems[0].name
+        found = next((c for c in systems if c.name == intrinsic), None)
+        if found is None:
+            raise _err(
+                node,
+                f"the datasets' transformations output coordinate system {intrinsic!r}, "
+                f"which 'coordinateSystems' does not define",
+            )
+        axes = found.axes
+        transformations = _parse_transformations(ms_raw, node)
+        g_scale, g_translation = [1.0] * len(axes), [0.0] * len(axes)
+    elif _draft_transformations(ms_raw):
+        # the 0.6 draft form (SpatialData's "0.5-dev-spatialdata"): multiscale-level
+        # transformations whose input / output carry their own axes
+        axes = _parse_axes(raw.get("axes"), version, ndim_hint, node)
+        transformations = _parse_transformations(ms_raw, node)
+        intrinsic = _system_name(ms_raw[0].get("input")) or INTRINSIC
+        found_systems = {intrinsic: CoordinateSystem(intrinsic, axes)}
+        for t in ms_raw:
+            for side in ("input", "output"):
+                ref = t.get(side)
+                name = _system_name(ref)
+                if name and name not in found_systems and isinstance(ref, Mapping):
+                    sys_axes = _parse_axes(ref.get("axes"), "0.6", None, f"{node} ({name})")
+                    found_systems[name] = CoordinateSystem(name, sys_axes)
+        # shown in the first system that is not the intrinsic one
+        others = [c for n, c in found_systems.items() if n != intrinsic]
+        systems = (*others, found_systems[intrinsic])
+        g_scale, g_translation = [1.0] * len(axes), [0.0] * len(axes)
+    else:
+        axes = _parse_axes(raw.get("axes"), version, ndim_hint, node)
+        g_scale, g_translation = _parse_transforms(ms_raw, len(axes), node)
     ndim = len(axes)
-    g_scale, g_translation = _parse_transforms(raw.get("coordinateTransformations"), ndim, node)
     datasets = []
     seen = set()
     for d in datasets_raw:
@@ -350,12 +659,41 @@ def _parse_multiscale(
         datasets.append(Dataset(path, scale, translation))
     name = raw.get("name")
     kind = raw.get("type")
+    meta = raw.get("metadata")
     return Multiscale(
         version=version,
         axes=axes,
         datasets=tuple(datasets),
         name=name if isinstance(name, str) and name else None,
         type=kind if isinstance(kind, str) else None,
+        coordinate_systems=systems,
+        intrinsic=intrinsic,
+        transformations=transformations,
+        metadata=meta if isinstance(meta, Mapping) else None,
+    )
+
+
+def _draft_transformations(raw: Any) -> bool:
+    """Multiscale-level transformations with ``input`` / ``output`` (the 0.6 draft form
+    that SpatialData writes under 0.5-dev-spatialdata) rather than 0.4's plain ones."""
+    return (
+        isinstance(raw, list)
+        and bool(raw)
+        and all(isinstance(t, Mapping) and "input" in t and "output" in t for t in raw)
+    )
+
+
+def _parse_transformations(raw: Any, node: str) -> tuple[Any, ...]:
+    """0.6 transformations (of a multiscale or a scene), parsed by :mod:`.transforms`."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise _err(node, "'coordinateTransformations' must be a list")
+    from .transforms import parse_transform
+
+    return tuple(
+        parse_transform(t, where=f"{node or '/'} coordinateTransformations[{i}]")
+        for i, t in enumerate(raw)
     )
 
 
@@ -682,6 +1020,51 @@ def _parse_well(raw: Any, version: str, node: str) -> Well:
     return Well(version, tuple(imgs))
 
 
+# ------------------------------------------------------------------------- scene
+
+
+@dataclass(frozen=True, slots=True)
+class Scene:
+    """0.6 ``scene`` metadata: images placed in shared coordinate systems.
+
+    ``transformations`` link systems of the scene itself (``input`` / ``output`` without a
+    ``path``) and of its multiscale images (``path`` names the image group, relative to the
+    scene's group)."""
+
+    transformations: tuple[Any, ...]
+    coordinate_systems: tuple[CoordinateSystem, ...] = ()
+
+    @property
+    def image_paths(self) -> tuple[str, ...]:
+        """The image groups the scene's transformations name, in order of appearance."""
+        out: dict[str, None] = {}
+        for t in self.transformations:
+            for ref in (getattr(t, "input", None), getattr(t, "output", None)):
+                path = getattr(ref, "path", None)
+                if isinstance(path, str) and path.strip("/"):
+                    out.setdefault(path.strip("/"), None)
+        return tuple(out)
+
+    def to_json(self, version: str = "0.6") -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        if self.coordinate_systems:
+            d["coordinateSystems"] = [c.to_json(version) for c in self.coordinate_systems]
+        d["coordinateTransformations"] = [t.to_json() for t in self.transformations]
+        return d
+
+
+def _parse_scene(raw: Any, node: str) -> Scene:
+    if not isinstance(raw, Mapping):
+        raise _err(node, "'scene' must be an object")
+    systems = (
+        _parse_systems(raw["coordinateSystems"], node) if "coordinateSystems" in raw else ()
+    )
+    ts = raw.get("coordinateTransformations")
+    if not isinstance(ts, list):
+        raise _err(node, "'scene' has no 'coordinateTransformations' list")
+    return Scene(_parse_transformations(ts, f"{node}/scene"), systems)
+
+
 # ---------------------------------------------------------------------- one node
 
 
@@ -698,7 +1081,11 @@ class NodeMetadata:
     well: Well | None = None
     bioformats2raw_layout: int | None = None
     series: tuple[str, ...] = ()  # bioformats2raw ``OME`` group
+    scene: Scene | None = None  # 0.6
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: the version as the node states it ("0.6rc0", "0.6.dev4", "0.5-dev-spatialdata" ...);
+    #: ``version`` is the one it is read as (:func:`normalise_version`)
+    declared_version: str | None = field(default=None, compare=False)
 
     @property
     def kind(self) -> str:
@@ -708,6 +1095,8 @@ class NodeMetadata:
             return "well"
         if self.multiscales:
             return "labels-image" if self.image_label is not None else "image"
+        if self.scene is not None:
+            return "scene"
         if self.labels:
             return "labels-group"
         if self.bioformats2raw_layout is not None or self.series:
@@ -742,13 +1131,17 @@ class NodeMetadata:
             d["well"] = self.well.to_json(v)
         if self.series:
             d["series"] = list(self.series)
+        if self.scene is not None:
+            if v < "0.6":
+                raise _err("", f"OME-Zarr {v} has no scenes (write OME-Zarr 0.6)")
+            d["scene"] = self.scene.to_json(v)
         return {"ome": {"version": v, **d}} if v >= "0.5" else d
 
 
 #: The OME-Zarr metadata versions this model reads (and the validator checks).
-KNOWN_VERSIONS = ("0.1", "0.2", "0.3", "0.4", "0.5")
+KNOWN_VERSIONS = ("0.1", "0.2", "0.3", "0.4", "0.5", "0.6")
 
-_OME_KEYS = ("multiscales", "omero", "plate", "well", "labels", "image-label")
+_OME_KEYS = ("multiscales", "omero", "plate", "well", "labels", "image-label", "scene")
 
 
 def ome_section(attrs: Mapping[str, Any], zarr_format: int) -> tuple[Mapping[str, Any], str | None]:
@@ -783,14 +1176,8 @@ def parse_node_attributes(
     """
     if not isinstance(attrs, Mapping):
         raise _err(node, "attributes must be a JSON object")
-    ome, version = ome_section(attrs, zarr_format)
-    if version is not None and version not in KNOWN_VERSIONS:
-        # a newer (or made-up) version may change what every key means: never guess
-        raise _err(
-            node,
-            f"unsupported OME-Zarr version {version!r} "
-            f"(napari-ozx reads {', '.join(KNOWN_VERSIONS)})",
-        )
+    ome, declared = ome_section(attrs, zarr_format)
+    version = None if declared is None else normalise_version(declared, node)
     if zarr_format == 3 and version is not None and version < "0.5":
         logger.warning("%s: OME-Zarr %s metadata in Zarr v3 (RFC-2 expects 0.5)", node, version)
     v = version or default_version(zarr_format)
@@ -810,6 +1197,7 @@ def parse_node_attributes(
     )
     plate = _parse_plate(ome["plate"], v, node) if "plate" in ome else None
     well = _parse_well(ome["well"], v, node) if "well" in ome else None
+    scene = _parse_scene(ome["scene"], node) if "scene" in ome and v >= "0.6" else None
     b2r = attrs.get("bioformats2raw.layout", ome.get("bioformats2raw.layout"))
     series_raw = ome.get("series", attrs.get("series"))
     series = (
@@ -825,7 +1213,9 @@ def parse_node_attributes(
         well=well,
         bioformats2raw_layout=b2r if isinstance(b2r, int) else None,
         series=series,
+        scene=scene,
         raw=attrs,
+        declared_version=declared,
     )
 
 
