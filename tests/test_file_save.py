@@ -106,11 +106,13 @@ def test_manifest_writers_name_their_version():
     by_name: dict[str, set[str]] = {}
     for w in pm.contributions.writers:
         by_name.setdefault(w.display_name, set()).add(cmds[w.command].rsplit(":", 1)[1])
-    assert by_name["OME-Zarr 0.5 (.ozx or directory)"] == {
-        "write_layers_05",
+    assert by_name["OME-Zarr (.ozx or directory)"] == {
+        "write_layers_auto",
         "write_single_image",
         "write_single_labels",
     }
+    assert by_name["OME-Zarr 0.5 (.ozx or directory)"] == {"write_layers_05"}
+    assert by_name["OME-Zarr 0.6 (.ozx or directory)"] == {"write_layers_06"}
     assert by_name["OME-Zarr 0.4 directory"] == {
         "write_layers_04",
         "write_single_image_04",

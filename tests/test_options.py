@@ -58,7 +58,7 @@ def test_write_reexports_the_one_class():
         ({"chunk_yx": None}, "chunk_yx", "required"),
         ({"codec": "gzip", "level": 15}, "level", "between 0 and 9 for gzip"),
         ({"codec": "zstd", "level": 23}, "level", "between -7 and 22"),
-        ({"format": "ozx", "version": "0.4"}, "version", "must be 0.5 for format ozx"),
+        ({"format": "ozx", "version": "0.4"}, "version", "must be auto or 0.6 or 0.5 for format"),
     ],
 )
 def test_validate_names_the_option_and_the_range(kwargs, option, text):
@@ -83,8 +83,9 @@ def test_valid_combinations_pass():
 def test_container_rule_has_one_home():
     assert format_for_path("a/B.OZX") == "ozx" and format_for_path("b.zip") == "ozx"
     assert format_for_path("c.ome.zarr") == "directory"
-    assert versions_for_format("ozx") == (OZX_VERSION,) == ("0.5",)
-    assert versions_for_format("directory") == ("0.5", "0.4")
+    # RFC-9: an .ozx is Zarr v3, so OME-Zarr 0.5 or 0.6; "auto" picks 0.5 unless 0.6 is needed
+    assert versions_for_format("ozx") == ("auto", "0.6", OZX_VERSION) == ("auto", "0.6", "0.5")
+    assert versions_for_format("directory") == ("auto", "0.6", "0.5", "0.4")
     opts = WriteOptions(format="directory", version="0.4", chunk_yx=64)
     assert opts.for_target("x.ozx") == WriteOptions(version="0.5", chunk_yx=64)
     assert opts.for_target("x.zarr") == WriteOptions(version="0.4", chunk_yx=64)

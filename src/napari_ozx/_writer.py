@@ -1,4 +1,9 @@
-"""npe2 writers: napari layers -> OME-Zarr 0.5 ``.ozx`` or directory.
+"""npe2 writers: napari layers -> OME-Zarr ``.ozx`` or directory.
+
+The first writer (napari's default for ``.ozx`` / ``.zarr``) writes 0.5, or 0.6 when a
+layer's place needs coordinate systems (rotated, sheared, with an affine), so a save never
+drops a transform; the versioned entries write what their names say (0.4 / 0.5 refuse,
+naming the transform, what they cannot store).
 
 Thin leaf: :mod:`napari_ozx.layers.writing` turns the layer data into image / label
 specs and writes them; this module adds what File > Save needs around that: the options
@@ -56,8 +61,16 @@ def _progress_bar(desc: str) -> Any:
 
 
 # File > Save: one npe2 writer per version, each writing what its display name says
+def write_layers_auto(path: str, layers: list[FullLayerData]) -> list[str]:
+    return write_layers(path, layers, version="auto")
+
+
 def write_layers_05(path: str, layers: list[FullLayerData]) -> list[str]:
     return write_layers(path, layers, version="0.5")
+
+
+def write_layers_06(path: str, layers: list[FullLayerData]) -> list[str]:
+    return write_layers(path, layers, version="0.6")
 
 
 def write_layers_04(path: str, layers: list[FullLayerData]) -> list[str]:
@@ -65,11 +78,11 @@ def write_layers_04(path: str, layers: list[FullLayerData]) -> list[str]:
 
 
 def write_single_image(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
-    return write_layers(path, [(data, meta, "image")], version="0.5")
+    return write_layers(path, [(data, meta, "image")], version="auto")
 
 
 def write_single_labels(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
-    return write_layers(path, [(data, meta, "labels")], version="0.5")
+    return write_layers(path, [(data, meta, "labels")], version="auto")
 
 
 def write_single_image_04(path: str, data: Any, meta: dict[str, Any]) -> list[str]:

@@ -41,6 +41,7 @@ from ..errors import OzxError
 from ..layers.export import (
     CODECS,
     DOWNSAMPLE,
+    OZX_VERSION,
     VERSIONS,
     ExportEstimate,
     constrain,
@@ -290,8 +291,8 @@ class ExportWidget(OzxDockWidget):
                     "" if ok else "An .ozx holds OME-Zarr 0.5 only (RFC-9 builds on Zarr v3)"
                 )
         if self.version_combo.currentData() not in VERSIONS[fmt]:
-            _select(self.version_combo, VERSIONS[fmt][0])
-        sharded = self.version_combo.currentData() == "0.5"
+            _select(self.version_combo, OZX_VERSION)
+        sharded = self.version_combo.currentData() != "0.4"
         self.shard_spin.setEnabled(sharded and not self.busy)
         self.shard_z_spin.setEnabled(sharded and not self.busy)
         self.level_spin.setEnabled(

@@ -35,7 +35,14 @@ import numpy as np
 
 from ..errors import OzxError
 from ..ngff.models import Axis
-from ..ngff.options import CODECS, DOWNSAMPLE, VERSIONS, level_range, versions_for_format
+from ..ngff.options import (
+    CODECS,
+    DOWNSAMPLE,
+    OZX_VERSION,
+    VERSIONS,
+    level_range,
+    versions_for_format,
+)
 from ..ngff.write import (
     ImageSpec,
     LabelsSpec,
@@ -275,7 +282,7 @@ def estimate_export(
     groups = len(ms) + (1 if image and labels else 0)  # each multiscale + the labels/ group
     arrays = sum(len(m.levels) for m in ms)
     per_group, per_array = (
-        (1, 1) if options.version == "0.5" else (2, 2)
+        (1, 1) if options.version != "0.4" else (2, 2)
     )  # zarr.json | .zgroup+.zattrs, .zarray+.zattrs
     return ExportEstimate(fmt, options.version, ms, groups * per_group + arrays * per_array)
 
@@ -289,7 +296,7 @@ def constrain(options: WriteOptions) -> WriteOptions:
     fmt = options.format if options.format != "auto" else "ozx"
     allowed = versions_for_format(fmt)
     if options.version not in allowed:
-        options = dataclasses.replace(options, version=cast(Any, allowed[0]))
+        options = dataclasses.replace(options, version=cast(Any, OZX_VERSION))
     rng = level_range(options.codec)
     if rng is not None and not rng[0] <= options.level <= rng[1]:
         options = dataclasses.replace(options, level=min(max(options.level, rng[0]), rng[1]))

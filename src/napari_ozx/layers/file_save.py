@@ -24,7 +24,7 @@ def with_version(
 
     Raises :class:`OzxError` for OME-Zarr 0.4 into a ``.ozx`` (RFC-9 is Zarr v3 only).
     """
-    if version not in ("0.4", "0.5"):
+    if version not in ("auto", "0.4", "0.5", "0.6"):
         raise OzxError(f"unknown OME-Zarr version {version!r} for {os.fspath(target)}")
     opts = dataclasses.replace(options, version=version, format="auto")  # type: ignore[arg-type]
     if version == "0.4" and opts.resolved_format(target) == "ozx":

@@ -14,7 +14,7 @@ records, from which
 * a panel can build its spin boxes and combo boxes (``spec.min``, ``spec.max``,
   ``spec.step``, ``spec.choices``, ``spec.unit``, ``spec.help``).
 
-The container/version rule (an ``.ozx`` holds OME-Zarr 0.5 only: RFC-9 builds on Zarr
+The container/version rule (an ``.ozx`` holds OME-Zarr 0.5 or 0.6: RFC-9 builds on Zarr
 v3) lives here too, once: :data:`OZX_SUFFIXES`, :func:`format_for_path`,
 :func:`versions_for_format`.
 
@@ -58,12 +58,18 @@ __all__ = [
 
 #: file names that mean a single-file (zipped) OME-Zarr
 OZX_SUFFIXES = (".ozx", ".zip")
-#: the only OME-Zarr version an ``.ozx`` may hold (RFC-9: the archive is Zarr v3)
+#: the OME-Zarr version ``version="auto"`` writes unless the data needs 0.6's coordinate
+#: systems (a layer rotated, sheared or with an affine; an image placed in another system)
 OZX_VERSION = "0.5"
 FORMATS = ("auto", "ozx", "directory")
-WRITE_VERSIONS = ("0.5", "0.4")
-#: OME-Zarr versions each container can hold
-VERSIONS: Mapping[str, tuple[str, ...]] = {"ozx": (OZX_VERSION,), "directory": WRITE_VERSIONS}
+WRITE_VERSIONS = ("0.6", "0.5", "0.4")
+#: OME-Zarr versions each container can hold ("auto" first: the default). An ``.ozx`` is
+#: Zarr v3 (RFC-9), so 0.5 or 0.6; a directory any. A version a container cannot hold
+#: becomes :data:`OZX_VERSION`, which every container holds
+VERSIONS: Mapping[str, tuple[str, ...]] = {
+    "ozx": ("auto", "0.6", "0.5"),
+    "directory": ("auto", *WRITE_VERSIONS),
+}
 CODECS = ("zstd", "blosc-lz4", "blosc-zstd", "gzip", "none")
 DOWNSAMPLE = ("auto", "mean", "nearest", "mode")
 _LEVELS = {"zstd": (-7, 22), "gzip": (0, 9), "blosc-lz4": (0, 9), "blosc-zstd": (0, 9)}
@@ -168,9 +174,15 @@ class WriteOptions:
             "Container",
         ),
     )
-    version: Literal["0.5", "0.4"] = field(
-        default="0.5",
-        metadata=_meta("OME-Zarr version (an .ozx holds 0.5 only)", "--version", "Version"),
+    version: Literal["auto", "0.6", "0.5", "0.4"] = field(
+        default="auto",
+        metadata=_meta(
+            "OME-Zarr version: auto writes 0.5, or 0.6 where a layer's transform needs "
+            "coordinate systems (rotation, shear, affine) or the source is 0.6; "
+            "an .ozx holds 0.5 or 0.6",
+            "--version",
+            "Version",
+        ),
     )
     chunk_yx: int = field(
         default=256,
@@ -242,6 +254,18 @@ class WriteOptions:
         ),
     )
 
+    # -- the version rule
+
+    def resolved_version(self, needed: str | None = None) -> str:
+        """The OME-Zarr version written: the explicit one, or for ``"auto"`` *needed* (the
+        version the data needs or the source has) else :data:`OZX_VERSION`."""
+        if self.version != "auto":
+            return self.version
+        return needed or OZX_VERSION
+
+    def with_resolved_version(self, needed: str | None = None) -> WriteOptions:
+        return dataclasses.replace(self, version=cast(Any, self.resolved_version(needed)))
+
     # -- the container rule
 
     def resolved_format(self, target: str | os.PathLike[str]) -> str:
@@ -255,7 +279,7 @@ class WriteOptions:
         allowed = versions_for_format(opts.resolved_format(target))
         if opts.version in allowed:
             return opts
-        return dataclasses.replace(opts, version=cast(Any, allowed[0]))
+        return dataclasses.replace(opts, version=cast(Any, OZX_VERSION))
 
     # -- validation
 
@@ -328,7 +352,7 @@ class WriteOptions:
             )
             opts = dataclasses.replace(opts, level=cls().level)
         if opts.format != "auto" and opts.version not in versions_for_format(opts.format):
-            opts = dataclasses.replace(opts, version=cast(Any, versions_for_format(opts.format)[0]))
+            opts = dataclasses.replace(opts, version=cast(Any, OZX_VERSION))
         return opts
 
 
