@@ -82,6 +82,51 @@ def _hex(cmap: Any) -> str | None:
     return colormap_hex(cmap)
 
 
+def layer_placement(
+    meta: dict[str, Any], ndim: int
+) -> tuple[list[float], list[float], np.ndarray | None, str]:
+    """A napari layer's place as OME-Zarr: ``(scale, translation, to_world, kind)``.
+
+    napari maps data to world by ``affine @ (translate + rotate @ shear @ scale)``. When
+    that is a per-axis scale and translation (no rotation, shear or affine beyond them),
+    it is the level-0 scale and translation and ``to_world`` is ``None``. Otherwise the
+    intrinsic system is level 0 scaled to the layer's pixel size (``scale``, no
+    translation) and ``to_world`` the homogeneous matrix from it to napari's world, which
+    only OME-Zarr 0.6 stores; *kind* names it for messages ("rotation", "shear or
+    affine")."""
+    scale = [float(s) for s in meta.get("scale", [1.0] * ndim)]
+    translate = [float(t) for t in meta.get("translate", [0.0] * ndim)]
+    rotate, shear, affine = meta.get("rotate"), meta.get("shear"), meta.get("affine")
+    if rotate is None and shear is None and affine is None:
+        return scale, translate, None, ""
+    from napari.utils.transforms import Affine
+
+    d2p = Affine(scale=scale, translate=translate, rotate=rotate, shear=shear, ndim=ndim)
+    full = d2p.affine_matrix
+    if affine is not None:
+        extra = np.asarray(getattr(affine, "affine_matrix", affine), dtype=float)
+        if extra.shape == full.shape:
+            full = extra @ full
+    lin = full[:-1, :-1]
+    if np.allclose(lin, np.diag(np.diag(lin))):
+        return [float(v) for v in np.diag(lin)], [float(v) for v in full[:-1, -1]], None, ""
+    to_world = full @ np.diag([*(1.0 / np.asarray(scale)), 1.0])
+    r = to_world[:-1, :-1]
+    kind = "rotation" if np.allclose(r @ r.T, np.eye(ndim), atol=1e-9) else "shear or affine"
+    return scale, [0.0] * ndim, to_world, kind
+
+
+def _with_channel(m: np.ndarray | None, c: int) -> np.ndarray | None:
+    """*m* with an identity row and column for a channel axis inserted at *c*."""
+    if m is None:
+        return None
+    n = m.shape[0]
+    out = np.eye(n + 1)
+    keep = [i for i in range(n + 1) if i != c]
+    out[np.ix_(keep, keep)] = m
+    return out
+
+
 def _level0(data: Any, meta: dict[str, Any]) -> Any:
     if meta.get("multiscale") or (
         isinstance(data, list | tuple) and len(data) and hasattr(data[0], "shape")
@@ -97,21 +142,25 @@ def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
     datas = [_level0(d, m) for d, m, _ in images]
     first_meta = images[0][1]
     shape, dtype = datas[0].shape, np.dtype(datas[0].dtype)
-    scale = [float(s) for s in first_meta.get("scale", [1.0] * len(shape))]
+    scale, translate, to_world, kind = layer_placement(first_meta, len(shape))
     for d, (_, m, _) in zip(datas, images, strict=True):
+        sc, tr, tw, _k = layer_placement(m, len(shape)) if d.ndim == len(shape) else (0, 0, 0, 0)
         if (
             d.shape != shape
             or np.dtype(d.dtype) != dtype
-            or [float(s) for s in m.get("scale", scale)] != scale
+            or sc != scale
+            or tr != translate
+            or (tw is None) != (to_world is None)
+            or (tw is not None and not np.allclose(tw, to_world))
         ):
             names = [m.get("name") for _, m, _ in images]
             raise OzxError(
-                f"image layers {names} differ in shape, data type or scale and cannot be saved "
-                "as the channels of one OME-Zarr image: save them one at a time"
+                f"image layers {names} differ in shape, data type or place (scale, "
+                "translate, rotate, shear, affine) and cannot be saved as the channels of "
+                "one OME-Zarr image: save them one at a time"
             )
     multi = len(images) > 1
     axes = layer_axes(first_meta.get("axis_labels"), first_meta.get("units"), len(shape), multi)
-    translate = [float(t) for t in first_meta.get("translate", [0.0] * len(shape))]
     if multi:
         import dask.array as da
 
@@ -119,6 +168,7 @@ def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
         data = da.stack([da.asarray(d) if not hasattr(d, "dask") else d for d in datas], axis=c)
         scale.insert(c, 1.0)
         translate.insert(c, 0.0)
+        to_world = _with_channel(to_world, c)
     else:
         data = datas[0]
     channels = []
@@ -138,7 +188,9 @@ def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
             )
         )
     name = _common_name([m.get("name") or "" for _, m, _ in images])
-    return ImageSpec(data, axes, scale, translate, channels, name)
+    return ImageSpec(
+        data, axes, scale, translate, channels, name, to_world=to_world, to_world_kind=kind
+    )
 
 
 def _common_name(names: list[str]) -> str | None:
@@ -185,14 +237,9 @@ def labels_spec_from_layer(layer: FullLayerData, used: set[str]) -> LabelsSpec:
         i += 1
         name = f"{base}_{i}"
     used.add(name)
+    scale, translate, to_world, kind = layer_placement(m, data.ndim)
     return LabelsSpec(
-        name,
-        data,
-        axes,
-        [float(s) for s in m.get("scale", [1.0] * data.ndim)],
-        [float(t) for t in m.get("translate", [0.0] * data.ndim)],
-        colors,
-        props,
+        name, data, axes, scale, translate, colors, props, to_world=to_world, to_world_kind=kind
     )
 
 

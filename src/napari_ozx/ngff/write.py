@@ -1,4 +1,12 @@
-"""Write OME-Zarr 0.5 (``.ozx`` or directory) or 0.4 (directory) with a pyramid.
+"""Write OME-Zarr 0.6 or 0.5 (``.ozx`` or directory) or 0.4 (directory) with a pyramid.
+
+An image or label image whose place is more than a scale and a translation of its pixels
+(a napari layer rotated, sheared or with an affine: ``to_world``) is written as 0.6: its
+intrinsic system (level 0 scaled to physical units) and a multiscale-level transformation
+from it to the system it is shown in, listed first (the simplest equivalent,
+:func:`.transforms.simplest`). Asked for 0.4 / 0.5, such a save is refused naming the
+layer and the transformation, never written without it. ``version="auto"`` writes 0.5
+unless the data needs 0.6.
 
 How it streams:
 
@@ -39,8 +47,10 @@ import numpy as np
 
 from ..errors import OzxError
 from .models import (
+    INTRINSIC,
     Axis,
     Channel,
+    CoordinateSystem,
     Dataset,
     ImageLabel,
     LabelColor,
@@ -50,7 +60,7 @@ from .models import (
     Window,
     zarr_format_for,
 )
-from .options import OZX_VERSION, WriteOptions
+from .options import WriteOptions
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +104,11 @@ class LabelsSpec:
     translation: Sequence[float] | None = None
     colors: Sequence[LabelColor] = ()
     properties: Sequence[dict[str, Any]] = ()
+    #: homogeneous matrix (over ``axes``) from the intrinsic system (level 0 scaled and
+    #: translated) to where the labels are shown; ``None``: the intrinsic system
+    to_world: Any = None
+    #: what ``to_world`` is, for messages ("rotation", "shear or affine")
+    to_world_kind: str = ""
 
 
 @dataclass
@@ -105,6 +120,27 @@ class ImageSpec:
     channels: Sequence[Channel] = ()
     name: str | None = None
     labels: Sequence[LabelsSpec] = field(default_factory=list)
+    to_world: Any = None  # as LabelsSpec.to_world
+    to_world_kind: str = ""
+
+
+#: the name of the coordinate system a napari layer's world becomes
+WORLD = "world"
+
+
+def needed_version(specs: Sequence[ImageSpec | LabelsSpec]) -> str | None:
+    """ "0.6" when a spec is placed by more than a scale and a translation."""
+    return "0.6" if any(s.to_world is not None for s in specs) else None
+
+
+def _check_version_holds(specs: Sequence[ImageSpec | LabelsSpec], version: str) -> None:
+    for s in specs:
+        if s.to_world is not None and version < "0.6":
+            raise OzxError(
+                f"OME-Zarr {version} cannot store the {s.to_world_kind or 'affine'} "
+                f"transformation of {s.name or 'the image'!r} (only scale and translation): "
+                f"save as OME-Zarr 0.6 (or version auto) to keep it"
+            )
 
 
 # ------------------------------------------------------------------- layout
@@ -213,6 +249,7 @@ def _multiscale(
     translation: Sequence[float],
     method: str,
     version: str,
+    to_world: Any = None,
 ) -> Multiscale:
     datasets = []
     halved = _yx_axes(axes)
@@ -228,7 +265,21 @@ def _multiscale(
         else:
             tr = tuple(float(t) for t in translation)
         datasets.append(Dataset(str(i), sc, tr))
-    return Multiscale(version, tuple(axes), tuple(datasets), name=name or None, type=method)
+    ms = Multiscale(version, tuple(axes), tuple(datasets), name=name or None, type=method)
+    if to_world is None:
+        return ms
+    from .transforms import SystemRef, simplest
+
+    t = replace(
+        simplest(np.asarray(to_world, dtype=float)),
+        input=SystemRef(INTRINSIC),
+        output=SystemRef(WORLD),
+        name=f"{INTRINSIC} to {WORLD}",
+    )
+    # the world first: where a reader shows the image (the spec's hint for scenes, and
+    # Multiscale.default_system)
+    systems = (CoordinateSystem(WORLD, tuple(axes)), CoordinateSystem(INTRINSIC, tuple(axes)))
+    return replace(ms, coordinate_systems=systems, intrinsic=INTRINSIC, transformations=(t,))
 
 
 def _omero(channels: Sequence[Channel], dtype: np.dtype, name: str | None) -> Omero | None:
@@ -401,6 +452,11 @@ def write_with(
     fmt = opts.resolved_format(target)
     if image is None and not labels:
         raise OzxError("nothing to write")
+    specs: list[ImageSpec | LabelsSpec] = [*([image] if image else []), *labels]
+    if image is not None:
+        specs.extend(image.labels)
+    opts = opts.with_resolved_version(needed_version(specs))
+    _check_version_holds(specs, opts.version)
     if image is None and len(labels) > 1:
         raise OzxError("several label layers need an image to belong to (or save them one by one)")
     if image is not None and labels:
@@ -416,7 +472,7 @@ def write_with(
         from ..ozx.write_store import OzxWriteStore
 
         store: Any = OzxWriteStore(
-            target, comment=json.dumps({"ome": {"version": OZX_VERSION}}, separators=(",", ":"))
+            target, comment=json.dumps({"ome": {"version": opts.version}}, separators=(",", ":"))
         )
         tmp_dir = None
     else:
@@ -622,13 +678,14 @@ def _create_hierarchy(
         method: str,
         omero: Omero | None = None,
         image_label: ImageLabel | None = None,
+        to_world: Any = None,
     ) -> None:
         if len(axes) != data.ndim:
             raise OzxError(f"{name or path or 'image'}: {data.ndim}-D data but {len(axes)} axes")
         shapes = pyramid_shapes(data.shape, axes, opts)
         scale = list(scale) if scale is not None else [1.0] * data.ndim
         translation = list(translation) if translation is not None else [0.0] * data.ndim
-        ms = _multiscale(name, axes, shapes, scale, translation, method, opts.version)
+        ms = _multiscale(name, axes, shapes, scale, translation, method, opts.version, to_world)
         node = NodeMetadata(multiscales=(ms,), omero=omero, image_label=image_label)
         attrs = node.to_attributes(opts.version)
         grp = zarr.create_group(
@@ -654,7 +711,15 @@ def _create_hierarchy(
         method = opts.downsample if opts.downsample in ("mean", "nearest") else "mean"
         om = _omero(image.channels, np.dtype(image.data.dtype), image.name)
         add_multiscale(
-            "", image.data, image.axes, image.scale, image.translation, image.name, method, om
+            "",
+            image.data,
+            image.axes,
+            image.scale,
+            image.translation,
+            image.name,
+            method,
+            om,
+            to_world=image.to_world,
         )
         if image.labels:
             names = [lab.name for lab in image.labels]
@@ -677,6 +742,7 @@ def _create_hierarchy(
                     lab.name,
                     label_method(lab),
                     image_label=image_label(lab, "../../"),
+                    to_world=lab.to_world,
                 )
     else:
         (lab,) = labels
@@ -689,6 +755,7 @@ def _create_hierarchy(
             lab.name,
             label_method(lab),
             image_label=image_label(lab, None),
+            to_world=lab.to_world,
         )
     return jobs
 
