@@ -162,10 +162,88 @@ def _metadata(src: LayerSource, channels: int | None) -> dict[str, Any] | list[d
     return [dataclasses.replace(src, channel=i).to_metadata() for i in range(channels)]
 
 
-def image_layer_data(image: Any, source: LayerSource | None = None) -> LayerData:
+# ------------------------------------------------------------------- placement
+
+
+def placement(
+    ms: Any,
+    to_world: Any = None,
+    system: str | None = None,
+    report: Report | None = None,
+    what: str = "",
+) -> dict[str, Any]:
+    """napari's ``scale`` / ``translate`` (and ``affine`` where those do not suffice),
+    ``axis_labels`` and ``units`` that put every level-0 pixel where the metadata says.
+
+    Level 0 maps to the intrinsic system by its dataset scale and translation; from there
+    the image is shown in *system* (default: the first coordinate system it lists, see
+    :attr:`Multiscale.default_system`) through its multiscale-level transformations, or
+    through *to_world* (a transformation from the intrinsic system, e.g. to a scene's
+    system). A per-axis scale and translation folds into napari's ``scale`` /
+    ``translate``; any other linear result (rotation, affine, mapAxis, sequences and
+    byDimension of those) becomes napari's ``affine``, applied after them as in the spec.
+    A path that is not linear (displacements, coordinates, projectAxis) or cannot be
+    computed shows the image in its intrinsic system, reported once, naming why.
+    """
+    c = ms.channel_axis
+    ds0 = ms.datasets[0]
+    out: dict[str, Any] = {
+        "scale": _drop(ds0.scale, c),
+        "translate": _drop(ds0.translation, c),
+        "axis_labels": _drop(ms.axis_names, c),
+        "units": _drop(_units(ms.axes), c),
+    }
+    target = system or ms.default_system
+    if to_world is None and target == ms.intrinsic:
+        return out
+    try:
+        t = to_world if to_world is not None else ms.transform_to(target)
+        m = t.matrix()
+        if m is None:
+            raise OzxError(
+                f"the {getattr(t, 'type', '?')} transformation to {target!r} is not linear: "
+                f"shown in its intrinsic coordinate system {ms.intrinsic!r}"
+            )
+        m = np.asarray(m, dtype=float)
+        if m.shape != (ms.ndim + 1, ms.ndim + 1):
+            raise OzxError(
+                f"the transformation to {target!r} changes the number of dimensions "
+                f"({ms.ndim} -> {m.shape[0] - 1}): shown in its intrinsic coordinate "
+                f"system {ms.intrinsic!r}"
+            )
+    except OzxError as e:
+        (report or _log_report)(what or str(ms.name or "image"), e)
+        return out
+    keep = [i for i in range(ms.ndim) if i != c]
+    if c is not None and not (
+        np.allclose(np.delete(m[c, :], c), 0) and np.allclose(np.delete(m[:, c], c), 0)
+    ):
+        logger.warning("%s: the transformation mixes the channel axis; channels kept apart", what)
+    sub = m[np.ix_([*keep, ms.ndim], [*keep, ms.ndim])]
+    lin = sub[:-1, :-1]
+    sys_axes = ms.system(target).axes if to_world is None and ms.system(target) else None
+    if sys_axes is not None and len(sys_axes) == ms.ndim:
+        out["axis_labels"] = _drop(tuple(a.name for a in sys_axes), c)
+        out["units"] = _drop(_units(sys_axes), c)
+    if np.allclose(lin, np.diag(np.diag(lin))):
+        d = np.diag(lin)
+        out["scale"] = tuple(float(a * b) for a, b in zip(out["scale"], d, strict=True))
+        out["translate"] = tuple(
+            float(a * b + t) for a, b, t in zip(out["translate"], d, sub[:-1, -1], strict=True)
+        )
+    else:
+        out["affine"] = sub
+    return out
+
+
+def image_layer_data(
+    image: Any,
+    source: LayerSource | None = None,
+    to_world: Any = None,
+    report: Report | None = None,
+) -> LayerData:
     ms = image.multiscale
     levels = image.levels
-    ds0 = ms.datasets[0]
     c = ms.channel_axis
     omero = image.meta.omero
     stats = image.arrays[0].extensions.statistics
@@ -173,10 +251,7 @@ def image_layer_data(image: Any, source: LayerSource | None = None) -> LayerData
 
     kwargs: dict[str, Any] = {
         "name": image.name,
-        "scale": _drop(ds0.scale, c),
-        "translate": _drop(ds0.translation, c),
-        "axis_labels": _drop(ms.axis_names, c),
-        "units": _drop(_units(ms.axes), c),
+        **placement(ms, to_world, report=report, what=f"{image.root.source} ({image.name})"),
         "multiscale": len(levels) > 1,
         "metadata": _metadata(source or layer_source(image), n_channels if c is not None else None),
     }
@@ -238,19 +313,20 @@ def image_layer_data(image: Any, source: LayerSource | None = None) -> LayerData
 # --------------------------------------------------------------- label layers
 
 
-def labels_layer_data(label: Any, source: LayerSource | None = None) -> list[LayerData]:
+def labels_layer_data(
+    label: Any,
+    source: LayerSource | None = None,
+    to_world: Any = None,
+    report: Report | None = None,
+) -> list[LayerData]:
     """One labels layer per channel of a label image (napari labels have no channels)."""
     ms = label.multiscale
     levels = label.levels
-    ds0 = ms.datasets[0]
     c = ms.channel_axis
     il = label.meta.image_label
     src = source or layer_source(label, "labels")
     base: dict[str, Any] = {
-        "scale": _drop(ds0.scale, c),
-        "translate": _drop(ds0.translation, c),
-        "axis_labels": _drop(ms.axis_names, c),
-        "units": _drop(_units(ms.axes), c),
+        **placement(ms, to_world, report=report, what=f"{label.root.source} ({label.name})"),
         "multiscale": len(levels) > 1,
     }
     if il is not None and il.colors:

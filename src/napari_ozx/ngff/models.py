@@ -183,8 +183,7 @@ def normalise_version(declared: str, node: str = "") -> str:
         return "0.5"
     raise _err(
         node,
-        f"unsupported OME-Zarr version {declared!r} "
-        f"(napari-ozx reads {', '.join(KNOWN_VERSIONS)})",
+        f"unsupported OME-Zarr version {declared!r} (napari-ozx reads {', '.join(KNOWN_VERSIONS)})",
     )
 
 
@@ -596,7 +595,7 @@ def _parse_multiscale(
         # 0.6: the axes live in the intrinsic coordinate system, the one every dataset's
         # transformation outputs; multiscale-level transformations link it to others
         systems = _parse_systems(raw.get("coordinateSystems"), node)
-        outputs = {
+        outputs: set[str | None] = {
             _system_name(t.get("output"))
             for d in datasets_raw
             if isinstance(d, Mapping) and isinstance(d.get("coordinateTransformations"), list)
@@ -609,7 +608,7 @@ def _parse_multiscale(
                 f"the datasets' transformations output different coordinate systems "
                 f"{sorted(str(o) for o in outputs)}: one intrinsic system expected",
             )
-        intrinsic = outputs.pop() if outputs else systems[0].name
+        intrinsic = next((o for o in outputs if o), None) or systems[0].name
         found = next((c for c in systems if c.name == intrinsic), None)
         if found is None:
             raise _err(
@@ -620,7 +619,7 @@ def _parse_multiscale(
         axes = found.axes
         transformations = _parse_transformations(ms_raw, node)
         g_scale, g_translation = [1.0] * len(axes), [0.0] * len(axes)
-    elif _draft_transformations(ms_raw):
+    elif isinstance(ms_raw, list) and _draft_transformations(ms_raw):
         # the 0.6 draft form (SpatialData's "0.5-dev-spatialdata"): multiscale-level
         # transformations whose input / output carry their own axes
         axes = _parse_axes(raw.get("axes"), version, ndim_hint, node)
@@ -1056,9 +1055,7 @@ class Scene:
 def _parse_scene(raw: Any, node: str) -> Scene:
     if not isinstance(raw, Mapping):
         raise _err(node, "'scene' must be an object")
-    systems = (
-        _parse_systems(raw["coordinateSystems"], node) if "coordinateSystems" in raw else ()
-    )
+    systems = _parse_systems(raw["coordinateSystems"], node) if "coordinateSystems" in raw else ()
     ts = raw.get("coordinateTransformations")
     if not isinstance(ts, list):
         raise _err(node, "'scene' has no 'coordinateTransformations' list")
