@@ -56,6 +56,9 @@ class LayerSource:
     field_index: int | None = None  # field of the well; for an overview, the field shown
     acquisition: int | None = None  # for an overview: the acquisition it shows
     overview_level: int | None = None  # for an overview: the level of its tiles
+    #: for a 0.6 scene's layers: the coordinate system they are placed in ("name" of the
+    #: scene's own, "path:name" of an image's)
+    scene_system: str | None = None
 
     @property
     def is_plate(self) -> bool:
@@ -121,6 +124,7 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "field_index": int,
     "acquisition": int,
     "overview_level": int,
+    "scene_system": str,
 }
 
 

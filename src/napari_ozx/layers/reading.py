@@ -31,8 +31,11 @@ __all__ = [
     "image_layer_data",
     "labels_layer_data",
     "overview_layer_data",
+    "placement",
     "plate_layer_data",
     "read_layer_data",
+    "scene_layer_data",
+    "scene_systems",
     "well_layer_data",
 ]
 
@@ -59,10 +62,14 @@ def _log_report(what: str, err: OzxError) -> None:
     logger.warning("napari-ozx: %s: %s", what, err)
 
 
-def read_layer_data(path: str, report: Report | None = None) -> list[LayerData]:
+def read_layer_data(
+    path: str, report: Report | None = None, system: str | None = None
+) -> list[LayerData]:
     """Layer data for every image (and its labels) in *path*; raises OzxError.
 
-    A plate gives its overview, a well its fields (see :func:`plate_layer_data`).
+    A plate gives its overview, a well its fields (see :func:`plate_layer_data`); a 0.6
+    scene its images placed in one coordinate system (*system*, see
+    :func:`scene_layer_data`).
     """
     from ..ngff.open import open_ome_zarr
 
@@ -70,6 +77,10 @@ def read_layer_data(path: str, report: Report | None = None) -> list[LayerData]:
     root = open_ome_zarr(path)
     if root.root.meta.kind in ("plate", "well"):
         layers = plate_layer_data(root, report)
+        warn_broken_rules(root)
+        return layers
+    if root.root.meta.kind == "scene":
+        layers = scene_layer_data(root, report, system)
         warn_broken_rules(root)
         return layers
     out: list[LayerData] = []
@@ -84,6 +95,70 @@ def read_layer_data(path: str, report: Report | None = None) -> list[LayerData]:
             except OzxError as e:  # a broken label must not hide the image
                 report(f"{path} (labels {label.name!r})", e)
     warn_broken_rules(root)
+    return out
+
+
+def scene_systems(root: Any) -> list[tuple[str, str]]:
+    """The coordinate systems a scene's images can be shown in, as ``(path, name)``: the
+    scene's own (path ``""``) first, in file order, then each image's."""
+    scene = root.root.meta.scene
+    out = [("", c.name) for c in scene.coordinate_systems]
+    for image in root.images():
+        out.extend((image.path, c.name) for c in image.multiscale.systems)
+    return list(dict.fromkeys(out))
+
+
+def default_scene_system(root: Any, images: Sequence[Any]) -> tuple[str, str]:
+    """Where a scene is shown by default: the scene's first coordinate system (the
+    spec's recommendation), else the first image's intrinsic system."""
+    scene = root.root.meta.scene
+    if scene.coordinate_systems:
+        return ("", scene.coordinate_systems[0].name)
+    if not images:
+        raise OzxError(f"{root.source}: the scene names no image")
+    return (images[0].path, images[0].multiscale.intrinsic)
+
+
+def parse_system(text: str) -> tuple[str, str]:
+    """A coordinate system named by the user: ``name`` (the scene's own) or
+    ``path:name`` (a system of the image at *path*)."""
+    path, sep, name = text.rpartition(":")
+    return (path.strip("/"), name) if sep else ("", text)
+
+
+def scene_layer_data(
+    root: Any, report: Report | None = None, system: str | tuple[str, str] | None = None
+) -> list[LayerData]:
+    """A 0.6 scene: each image it names (and its labels) placed in one coordinate system.
+
+    *system* is ``(path, name)`` or its text form (:func:`parse_system`); default:
+    :func:`default_scene_system`. The transformation from each image's intrinsic system
+    to it is found through the hierarchy's transformation graph (inverting what the spec
+    allows). An image that cannot reach it is shown in its own intrinsic system, with one
+    report naming the image and the reason: never drawn in a place the metadata does not
+    give it.
+    """
+    report = report or _log_report
+    images = root.images()
+    target = parse_system(system) if isinstance(system, str) else system
+    target = target or default_scene_system(root, images)
+    graph = root.transform_graph
+    out: list[LayerData] = []
+    for image in images:
+        what = f"{root.source} ({image.path})"
+        try:
+            to_world = graph.path((image.path, image.multiscale.intrinsic), target)
+        except OzxError as e:
+            report(what, OzxError(f"not placed in the scene's {target[1]!r}: {e}"))
+            to_world = None
+        src = dataclasses.replace(layer_source(image), scene_system=":".join(target).lstrip(":"))
+        out.append(image_layer_data(image, src, to_world=to_world, report=report))
+        for label in image.labels:
+            try:
+                lsrc = dataclasses.replace(src, node=label.path, kind="labels")
+                out.extend(labels_layer_data(label, lsrc, to_world=to_world, report=report))
+            except OzxError as e:
+                report(f"{what} (labels {label.name!r})", e)
     return out
 
 

@@ -550,9 +550,31 @@ class OmeZarr:
             return [self.image(self._under_root(name, "labels")) for name in meta.labels]
         if kind == "collection":
             return [self.image(self._under_root(p, "series")) for p in self._series_paths()]
+        if kind == "scene":
+            assert meta.scene is not None
+            return [self.image(self._under_root(p, "scene path")) for p in meta.scene.image_paths]
         if kind in ("plate", "well"):
             raise MetadataError(f"{self.source}: HCS {kind}s are opened by the plate reader")
         raise NotOmeZarrError(f"{self.source}: no OME-Zarr metadata (not an image, plate or label)")
+
+    def ome_attributes(self, path: str) -> Mapping[str, Any] | None:
+        """The OME attributes of the group at *path* (the ``ome`` object of a Zarr v3
+        group, a Zarr v2 group's ``.zattrs``), or ``None`` where there is no group."""
+        grp = self._group_or_none(path)
+        if grp is None:
+            return None
+        ome = grp.attributes.get("ome")
+        return ome if grp.zarr_format == 3 and isinstance(ome, Mapping) else grp.attributes
+
+    @cached_property
+    def transform_graph(self) -> Any:
+        """The coordinate systems of the hierarchy (a scene's and its images') linked by
+        their transformations: :class:`~.graph.TransformGraph`. Raises
+        :class:`~napari_ozx.errors.TransformError` for a path that leaves the root, a
+        transformation that does not fit its systems, or a cycle that disagrees."""
+        from .graph import graph_from_hierarchy
+
+        return graph_from_hierarchy(self.ome_attributes)
 
     def _under_root(self, path: str, key: str) -> str:
         try:
