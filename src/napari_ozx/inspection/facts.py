@@ -372,6 +372,16 @@ def group_sections(
     if meta.series:
         rows = tuple(Row(str(i), s) for i, s in enumerate(meta.series[:MAX_ROWS]))
         secs.append(Section("Series", rows))
+    if meta.scene is not None:
+        sc = meta.scene
+        secs.append(
+            Section("Scene images", tuple(Row(str(i), p) for i, p in enumerate(sc.image_paths)))
+        )
+        secs += _coordinate_sections(
+            sc.coordinate_systems,
+            sc.transformations,
+            shown=sc.coordinate_systems[0].name if sc.coordinate_systems else None,
+        )
     return secs
 
 
@@ -389,7 +399,57 @@ def _multiscale_sections(
         if any(d.translation):
             txt += f" · translation {nums_text(d.translation)}"
         rows.append(Row(f"{i} ({d.path})" if d.path != str(i) else str(i), txt))
-    return [Section("Axes", axes), Section("Levels", tuple(rows))]
+    secs = [Section("Axes", axes), Section("Levels", tuple(rows))]
+    if ms.coordinate_systems or ms.transformations:
+        secs += _coordinate_sections(
+            ms.systems, ms.transformations, intrinsic=ms.intrinsic, shown=ms.default_system
+        )
+    return secs
+
+
+def _ref_text(ref: Any) -> str:
+    if ref is None:
+        return "?"
+    name, path = getattr(ref, "name", None), getattr(ref, "path", None)
+    return f"{path}:{name}" if path else str(name)
+
+
+def transformation_text(t: Any) -> str:
+    """One line for a 0.6 transformation: type, input -> output, parameters."""
+    doc = dict(t.to_json())
+    for k in ("type", "input", "output", "name"):
+        doc.pop(k, None)
+    params = json.dumps(doc, separators=(", ", ": "))
+    if len(params) > 160:
+        params = params[:157] + "..."
+    head = f"{_ref_text(t.input)} → {_ref_text(t.output)}"
+    return f"{head} · {params}" if doc else head
+
+
+def _coordinate_sections(
+    systems: Sequence[Any],
+    transformations: Sequence[Any],
+    intrinsic: str | None = None,
+    shown: str | None = None,
+) -> list[Section]:
+    rows = []
+    for c in systems:
+        axes = ", ".join(f"{a.name} ({a.unit})" if a.unit else a.name for a in c.axes)
+        notes = [
+            n for n, on in (("intrinsic", c.name == intrinsic), ("shown", c.name == shown)) if on
+        ]
+        rows.append(Row(c.name, axes + (f" · {', '.join(notes)}" if notes else "")))
+    trows = tuple(
+        Row(
+            f"{getattr(t, 'type', '?')}" + (f" {t.name!r}" if getattr(t, "name", None) else ""),
+            transformation_text(t),
+        )
+        for t in transformations[:MAX_ROWS]
+    )
+    out = [Section("Coordinate systems", tuple(rows))] if rows else []
+    if trows:
+        out.append(Section("Transformations", trows))
+    return out
 
 
 def _channels_section(meta: NodeMetadata) -> Section:
