@@ -68,6 +68,7 @@ _KIND_OF_META = {
     "plate": PLATE,
     "well": WELL,
     "collection": COLLECTION,
+    "scene": COLLECTION,  # a 0.6 scene: its images, like a collection's series
 }
 
 
@@ -293,8 +294,11 @@ class Hierarchy:
                 self._make_node(p, r, node, kind=LABEL_IMAGE if r is not None else None)
                 for p, r in zip(paths, self.read_many(paths), strict=True)
             ]
-        if meta.series:
-            paths = list(meta.series)
+        if meta.series or meta.scene is not None:
+            if meta.scene is not None:
+                paths = [join_path(node.path, p, key="scene path") for p in meta.scene.image_paths]
+            else:
+                paths = list(meta.series)
             return [
                 self._make_node(p, r, node)
                 for p, r in zip(paths, self.read_many(paths), strict=True)
