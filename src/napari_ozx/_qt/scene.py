@@ -1,0 +1,132 @@
+"""The scene dock: pick the coordinate system an OME-Zarr 0.6 scene is shown in.
+
+For the scene of the active layer (or the first scene among the layers) it lists the
+scene's coordinate systems (its own first, then each image's as ``path:name``) and, on a
+choice, re-places that scene's layers (:func:`napari_ozx.layers.scene.place_scene`):
+metadata is read again off the GUI thread, the new transforms are set on it, no pixel is
+re-read. Images that cannot reach the chosen system are reported and shown in their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qtpy.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
+
+from ..errors import OzxError
+from ..layers.provenance import LayerSource
+from ..layers.scene import apply_placements, scene_placements, scene_sources, systems_of
+from .base import OzxDockWidget
+
+__all__ = ["SceneDock"]
+
+
+class SceneDock(OzxDockWidget):
+    def __init__(self, napari_viewer: Any = None, parent: QWidget | None = None) -> None:
+        super().__init__(napari_viewer, parent)
+        self.source: str | None = None
+        self.status = QLabel("No OME-Zarr 0.6 scene is open.")
+        self.status.setWordWrap(True)
+        self.system_combo = QComboBox()
+        self.system_combo.setToolTip(
+            "The coordinate system the scene's images are placed in (napari's world)"
+        )
+        self.system_combo.setEnabled(False)
+        form = QFormLayout()
+        form.addRow("Coordinate system", self.system_combo)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.status)
+        lay.addLayout(form)
+        lay.addStretch(1)
+        self.system_combo.activated.connect(self._chosen)
+        if napari_viewer is not None:
+            layers = napari_viewer.layers
+            self.connect_event(layers.events.inserted, self.refresh)
+            self.connect_event(layers.events.removed, self.refresh)
+            self.connect_event(layers.selection.events.active, self.refresh)
+        self.refresh()
+
+    # ------------------------------------------------------------------ model
+    def _current_source(self) -> str | None:
+        if self._viewer is None:
+            return None
+        active = self._viewer.layers.selection.active
+        src = LayerSource.of(active) if active is not None else None
+        if src is not None and src.scene_system is not None:
+            return src.source
+        found = scene_sources(self._viewer.layers)
+        return found[0] if found else None
+
+    def _shown_system(self, source: str) -> str | None:
+        for layer in self._viewer.layers:
+            src = LayerSource.of(layer)
+            if src is not None and src.source == source and src.scene_system is not None:
+                return src.scene_system
+        return None
+
+    def refresh(self, *_: Any) -> None:
+        source = self._current_source()
+        if source == self.source and source is not None:
+            self._select(self._shown_system(source))
+            return
+        self.source = source
+        self.system_combo.clear()
+        self.system_combo.setEnabled(False)
+        if source is None:
+            self.status.setText("No OME-Zarr 0.6 scene is open.")
+            return
+        self.status.setText(f"Scene: {source} (reading its coordinate systems…)")
+        self.start_worker(systems_of, source, returned=self._got_systems, errored=self._failed)
+
+    def _got_systems(self, systems: list[str]) -> None:
+        if self.source is None:
+            return
+        self.system_combo.clear()
+        self.system_combo.addItems(systems)
+        self.system_combo.setEnabled(bool(systems))
+        self.status.setText(f"Scene: {self.source}")
+        self._select(self._shown_system(self.source))
+
+    def _select(self, system: str | None) -> None:
+        i = self.system_combo.findText(system) if system else -1
+        if i >= 0:
+            self.system_combo.setCurrentIndex(i)
+
+    def _failed(self, e: BaseException) -> None:
+        self.status.setText(f"Scene: {self.source}: {e}")
+        if isinstance(e, OzxError):
+            self.notify_error(str(e), self.source)
+        else:
+            self.notify_error(f"cannot read the scene: {e}", self.source, e)
+
+    # ------------------------------------------------------------------ actions
+    def _chosen(self, *_: Any) -> None:
+        system = self.system_combo.currentText()
+        if not system or self.source is None or self._viewer is None:
+            return
+        self.place(system)
+
+    def place(self, system: str) -> Any:
+        """Re-place the current scene's layers in *system* (in the background)."""
+        source = self.source
+        assert source is not None
+        problems: list[str] = []
+
+        def report(what: str, err: OzxError) -> None:
+            problems.append(f"{what}: {err}")
+
+        def done(placements: Any) -> None:
+            apply_placements(placements)
+            self.status.setText(f"Scene: {source}\nshown in {system!r}")
+            for p in problems:
+                self.notify_warning(p, source)
+
+        return self.start_worker(
+            scene_placements,
+            list(self._viewer.layers),
+            source,
+            system,
+            report,
+            returned=done,
+            errored=self._failed,
+        )
