@@ -180,7 +180,10 @@ def _add_opened(
     spec.data = data
 
     zf = oz.zarr_format or 2
-    version: Literal["0.5", "0.4"] = "0.5" if zf == 3 else "0.4"
+    # the image's own version (a hierarchy's OME-Zarr version MUST be consistent)
+    version: Literal["0.6", "0.5", "0.4"] = (
+        "0.6" if zf == 3 and ms.version >= "0.6" else "0.5" if zf == 3 else "0.4"
+    )
     lpath = f"{src.node}/labels" if src.node else "labels"
     group = oz._group_or_none(lpath)
     listed = list(group.meta.labels) if group is not None else []
