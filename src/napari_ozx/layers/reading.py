@@ -88,14 +88,28 @@ def read_layer_data(
         if image.meta.image_label is not None:
             out.extend(labels_layer_data(image))
             continue
-        out.append(image_layer_data(image))
+        out.append(image_layer_data(image, report=report))
         for label in image.labels:
             try:
-                out.extend(labels_layer_data(label))
+                out.extend(labels_layer_data(label, to_world=_label_to_world(image, label)))
             except OzxError as e:  # a broken label must not hide the image
                 report(f"{path} (labels {label.name!r})", e)
     warn_broken_rules(root)
     return out
+
+
+def _label_to_world(image: Any, label: Any) -> Any:
+    """Where a label image of *image* is shown: its own coordinate systems when it has
+    more than its intrinsic one, else the image's (0.6 "labels": without a transformation
+    between them, the label image's intrinsic system "is usually understood to be the
+    same as" the image's), so labels stay on their image wherever that is shown."""
+    ims, lms = image.multiscale, label.multiscale
+    if len(lms.systems) > 1 or ims.default_system == ims.intrinsic:
+        return None
+    try:
+        return ims.transform_to(ims.default_system)
+    except OzxError:
+        return None  # the image's own placement reports it
 
 
 def scene_systems(root: Any) -> list[tuple[str, str]]:
