@@ -507,3 +507,37 @@ def test_06_written_is_read_by_ngff_zarr(tmp_path):
     write_layer_data(tmp_path / "r.ome.zarr", [layer.as_layer_data_tuple()])
     ms = nz.from_ngff_zarr(str(tmp_path / "r.ome.zarr"))
     np.testing.assert_array_equal(np.asarray(ms.images[0].data), layer.data)
+
+
+# ------------------------------------------------------------------ plates
+
+
+def test_plate_in_06_opens(tmp_path):
+    """'plate' / 'well' in 0.6: the same shapes under {"ome": {"version": "0.6"}}; the
+    fields are 0.6 multiscale images."""
+    root = tmp_path / "plate.zarr"
+    wells = [("A", "1"), ("B", "2")]
+    write_group(
+        root,
+        {
+            "plate": {
+                "rows": [{"name": "A"}, {"name": "B"}],
+                "columns": [{"name": "1"}, {"name": "2"}],
+                "wells": [
+                    {"path": f"{r}/{c}", "rowIndex": "AB".index(r), "columnIndex": int(c) - 1}
+                    for r, c in wells
+                ],
+                "field_count": 1,
+            }
+        },
+    )
+    for r, c in wells:
+        write_group(root / r, {})
+        write_group(root / r / c, {"well": {"images": [{"path": "0"}]}})
+        write_image06(root / r / c / "0", np.full((16, 16), ord(r), np.uint8), scale=[1.0, 1.0])
+    lds = read_layer_data(str(root))
+    kinds = [k for _, _, k in lds]
+    assert kinds[0] == "image" and "points" in kinds
+    overview = lds[0][0]
+    level = overview[-1] if isinstance(overview, list) else overview
+    assert np.asarray(level).max() == ord("B")
