@@ -423,6 +423,12 @@ def test_spatialdata_image_and_labels_elements_open_placed(tmp_path):
         },
         version="0.5-dev-spatialdata",
     )
+    for container in ("", "images", "labels"):
+        (root / container).mkdir(exist_ok=True)
+        attrs = {"spatialdata_attrs": {"version": "0.2"}} if not container else {}
+        (root / container / "zarr.json").write_text(
+            json.dumps({"zarr_format": 3, "node_type": "group", "attributes": attrs})
+        )
     _, layers = _layers(read_layer_data(str(root / "images" / "raw")))
     assert [ly.name for ly in layers] == ["a", "b"]
     np.testing.assert_allclose(_world(layers[0], [(3, 4)]), [(6.0, 12.0)])
@@ -430,6 +436,14 @@ def test_spatialdata_image_and_labels_elements_open_placed(tmp_path):
     _, (labels,) = _layers(read_layer_data(str(root / "labels" / "cells")))
     np.testing.assert_allclose(_world(labels, [(3, 4)]), [(9.0, 6.0)])
     assert int(np.asarray(labels.data).max()) == 7
+    # the store's root: every image and labels element, each placed in "global"
+    from napari_ozx._reader import get_reader
+
+    lds = get_reader(str(root))(str(root))
+    assert [k for _, _, k in lds] == ["image", "labels"]
+    _, (a, b, cells) = _layers(lds)
+    np.testing.assert_allclose(_world(cells, [(3, 4)]), [(9.0, 6.0)])
+    np.testing.assert_allclose(_world(b, [(3, 4)]), [(6.0, 12.0)])
 
 
 # ------------------------------------------------------------- round trips

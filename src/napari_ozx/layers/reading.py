@@ -84,8 +84,14 @@ def read_layer_data(
         warn_broken_rules(root)
         return layers
     out: list[LayerData] = []
+    # a SpatialData store says which elements are label images by their container
+    sd_labels = (
+        {p for p, kind in root.spatialdata_elements() if kind == "labels"}
+        if root.root.meta.kind == "spatialdata"
+        else set()
+    )
     for image in root.images():
-        if image.meta.image_label is not None:
+        if image.meta.image_label is not None or image.path in sd_labels:
             out.extend(labels_layer_data(image))
             continue
         out.append(image_layer_data(image, report=report))

@@ -1079,6 +1079,9 @@ class NodeMetadata:
     bioformats2raw_layout: int | None = None
     series: tuple[str, ...] = ()  # bioformats2raw ``OME`` group
     scene: Scene | None = None  # 0.6
+    #: a SpatialData store's root (``spatialdata_attrs``, no OME keys of its own): its
+    #: ``images/`` and ``labels/`` elements are OME-Zarr images and label images
+    spatialdata: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: the version as the node states it ("0.6rc0", "0.6.dev4", "0.5-dev-spatialdata" ...);
     #: ``version`` is the one it is read as (:func:`normalise_version`)
@@ -1096,6 +1099,8 @@ class NodeMetadata:
             return "scene"
         if self.labels:
             return "labels-group"
+        if self.spatialdata:
+            return "spatialdata"
         if self.bioformats2raw_layout is not None or self.series:
             return "collection"
         return "none"
@@ -1211,6 +1216,7 @@ def parse_node_attributes(
         bioformats2raw_layout=b2r if isinstance(b2r, int) else None,
         series=series,
         scene=scene,
+        spatialdata=isinstance(attrs.get("spatialdata_attrs"), Mapping),
         raw=attrs,
         declared_version=declared,
     )
@@ -1221,4 +1227,8 @@ def has_ome_keys(attrs: Mapping[str, Any]) -> bool:
     ome = attrs.get("ome")
     if isinstance(ome, Mapping):
         attrs = ome
-    return any(k in attrs for k in _OME_KEYS) or "bioformats2raw.layout" in attrs
+    return (
+        any(k in attrs for k in _OME_KEYS)
+        or "bioformats2raw.layout" in attrs
+        or isinstance(attrs.get("spatialdata_attrs"), Mapping)  # a SpatialData store
+    )
