@@ -441,7 +441,7 @@ def test_spatialdata_image_and_labels_elements_open_placed(tmp_path):
 
     lds = get_reader(str(root))(str(root))
     assert [k for _, _, k in lds] == ["image", "labels"]
-    _, (a, b, cells) = _layers(lds)
+    _, (_a, b, cells) = _layers(lds)
     np.testing.assert_allclose(_world(cells, [(3, 4)]), [(9.0, 6.0)])
     np.testing.assert_allclose(_world(b, [(3, 4)]), [(6.0, 12.0)])
 
