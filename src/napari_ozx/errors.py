@@ -32,6 +32,12 @@ class MetadataError(OzxError, ValueError):
     """OME-Zarr / Zarr metadata is missing, invalid or inconsistent."""
 
 
+class TransformError(MetadataError):
+    """An OME-Zarr 0.6 coordinate transformation that does not fit its coordinate systems,
+    cannot be inverted or composed where that is asked, or a coordinate system that is
+    unknown or unreachable (the message names the transformation or system)."""
+
+
 class NotOmeZarrError(MetadataError):
     """The location holds no OME-Zarr metadata (may still be plain Zarr)."""
 
