@@ -143,16 +143,15 @@ def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
     first_meta = images[0][1]
     shape, dtype = datas[0].shape, np.dtype(datas[0].dtype)
     scale, translate, to_world, kind = layer_placement(first_meta, len(shape))
+
+    def same_place(meta: dict[str, Any]) -> bool:
+        sc, tr, tw, _ = layer_placement(meta, len(shape))
+        if tw is None or to_world is None:
+            return tw is None and to_world is None and sc == scale and tr == translate
+        return sc == scale and tr == translate and bool(np.allclose(tw, to_world))
+
     for d, (_, m, _) in zip(datas, images, strict=True):
-        sc, tr, tw, _k = layer_placement(m, len(shape)) if d.ndim == len(shape) else (0, 0, 0, 0)
-        if (
-            d.shape != shape
-            or np.dtype(d.dtype) != dtype
-            or sc != scale
-            or tr != translate
-            or (tw is None) != (to_world is None)
-            or (tw is not None and not np.allclose(tw, to_world))
-        ):
+        if d.shape != shape or np.dtype(d.dtype) != dtype or not same_place(m):
             names = [m.get("name") for _, m, _ in images]
             raise OzxError(
                 f"image layers {names} differ in shape, data type or place (scale, "
