@@ -1,4 +1,5 @@
-"""Command line: ``napari-ozx info | validate | convert`` (no Qt, no napari import).
+"""Command line: ``napari-ozx info | validate | convert | transform`` (no Qt, no napari
+import).
 
 Exit codes of ``validate``: 0 no errors, 1 a MUST is violated (or the OME metadata is
 invalid), 2 a file cannot be read at all. ``info`` prints the inspector's facts
@@ -196,11 +197,50 @@ def build_parser() -> argparse.ArgumentParser:
         help="convert on a dask cluster of N worker processes started on this machine",
     )
     p = sub.add_parser(
+        "transform",
+        help="map points between two coordinate systems of an OME-Zarr 0.6 hierarchy",
+        description="Map points from coordinate system SOURCE to TARGET of the hierarchy at "
+        "PATH (a scene's or an image's systems, through its coordinate transformations, "
+        'inverted where their type allows). Prints {"coordinates": [...]}; on an unknown '
+        'system or a path that cannot be computed prints {"message": ...} and exits 1 '
+        "(2: PATH cannot be read).",
+    )
+    p.add_argument("path", help="OME-Zarr directory, .ozx or URL")
+    p.add_argument(
+        "source",
+        help="coordinate system of the points: NAME (the root's: a scene's own, or the root "
+        "image's) or GROUP_PATH:NAME (of the image at GROUP_PATH)",
+    )
+    p.add_argument("target", help="coordinate system to map them to (same form as SOURCE)")
+    p.add_argument(
+        "coordinates", help='JSON list of points, each a list of D numbers: "[[1, 2], [3, 4]]"'
+    )
+    p = sub.add_parser(
         "set-default-reader",
         help="make napari open OME-Zarr folders (*.zarr, *.ome.zarr) and .ozx with napari-ozx",
     )
     p.add_argument("--undo", action="store_true", help="remove napari-ozx's preferences")
     return ap
+
+
+def _transform(args: argparse.Namespace) -> int:
+    """``napari-ozx transform``: JSON out, for people and for conformance runners alike."""
+    from .errors import TransformError
+    from .ngff.open import transform_points
+
+    try:
+        points = json.loads(args.coordinates)
+        if not isinstance(points, list) or not all(isinstance(p, list) for p in points):
+            raise ValueError("COORDINATES must be a JSON list of lists of numbers")
+        out = transform_points(args.path, args.source, args.target, points)
+    except (TransformError, ValueError) as e:
+        _out(json.dumps({"message": str(e)}))
+        return 1
+    except (OzxError, OSError) as e:
+        _out(json.dumps({"message": f"cannot read {args.path}: {e}"}))
+        return 2
+    _out(json.dumps({"coordinates": out.tolist()}))
+    return 0
 
 
 def _set_default_reader(args: argparse.Namespace) -> int:
@@ -251,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return worst
         if args.cmd == "set-default-reader":
             return _set_default_reader(args)
+        if args.cmd == "transform":
+            return _transform(args)
         return _convert(args)
     except (OzxError, OSError) as e:
         sys.stderr.write(f"napari-ozx: {e}\n")

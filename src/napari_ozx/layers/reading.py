@@ -142,8 +142,9 @@ def default_scene_system(root: Any, images: Sequence[Any]) -> tuple[str, str]:
 def parse_system(text: str) -> tuple[str, str]:
     """A coordinate system named by the user: ``name`` (the scene's own) or
     ``path:name`` (a system of the image at *path*)."""
-    path, sep, name = text.rpartition(":")
-    return (path.strip("/"), name) if sep else ("", text)
+    from ..ngff.graph import parse_key
+
+    return parse_key(text)
 
 
 def scene_layer_data(

@@ -36,7 +36,7 @@ from .transforms import (
     parse_transform,
 )
 
-__all__ = ["SystemKey", "TransformGraph", "graph_from_hierarchy", "key_text"]
+__all__ = ["SystemKey", "TransformGraph", "graph_from_hierarchy", "key_text", "parse_key"]
 
 SystemKey = tuple[str, str]
 
@@ -45,6 +45,13 @@ def key_text(key: SystemKey) -> str:
     """``name`` for a scene's (root) system, ``path:name`` otherwise."""
     path, name = key
     return f"{path}:{name}" if path else name
+
+
+def parse_key(text: str) -> SystemKey:
+    """A coordinate system named by a person: ``name`` (a system of the root group: a
+    scene's own, or the root image's) or ``path:name`` (one of the group at *path*)."""
+    path, sep, name = text.rpartition(":")
+    return (path.strip("/"), name) if sep else ("", text)
 
 
 @dataclass

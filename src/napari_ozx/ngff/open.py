@@ -54,6 +54,7 @@ __all__ = [
     "join_path",
     "open_ome_zarr",
     "open_store",
+    "transform_points",
 ]
 
 ZIP_SUFFIXES = OZX_SUFFIXES  # single-file OME-Zarr names: one definition, in .options
@@ -613,7 +614,10 @@ class OmeZarr:
         transformation that does not fit its systems, or a cycle that disagrees."""
         from .graph import graph_from_hierarchy
 
-        return graph_from_hierarchy(self.ome_attributes)
+        def read_array(path: str) -> np.ndarray:  # parameters and fields stored as arrays
+            return np.asarray(self.arrays([path])[0].array[...])
+
+        return graph_from_hierarchy(self.ome_attributes, read_array=read_array)
 
     def _under_root(self, path: str, key: str) -> str:
         try:
@@ -695,6 +699,20 @@ def _check_levels(source: str, path: str, ms: Multiscale, arrays: list[ArrayNode
                 f"{where}: level {ds.path!r} {shape} is larger than the level before {prev}"
             )
         prev = shape
+
+
+def transform_points(
+    source: str | os.PathLike[str] | Store, src: str, dst: str, points: Any
+) -> np.ndarray:
+    """Map *points* (``(n, D)``) from coordinate system *src* to *dst* of the hierarchy
+    at *source* (a scene's or an image's systems, named as :func:`.graph.parse_key`
+    reads them). Raises :class:`~napari_ozx.errors.TransformError` for an unknown system
+    or a path that cannot be computed."""
+    from .graph import parse_key
+
+    with open_ome_zarr(source) as root:
+        graph = root.transform_graph
+        return np.asarray(graph.path(parse_key(src), parse_key(dst)).apply(points))
 
 
 def open_ome_zarr(source: str | os.PathLike[str] | Store) -> OmeZarr:
