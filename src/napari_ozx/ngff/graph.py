@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,8 @@ from .transforms import (
     compose,
     parse_transform,
 )
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["SystemKey", "TransformGraph", "graph_from_hierarchy", "key_text", "parse_key"]
 
@@ -235,8 +238,14 @@ def graph_from_hierarchy(
                 raise TransformError(f"parameters at {rel!r} cannot be read here")
             return read_array(_join(group, rel, "path"))
 
-        def load_field(rel: str) -> VectorField:
-            return _field(_join(group, rel, "field path"))
+        def load_field(rel: str) -> VectorField | None:
+            path = _join(group, rel, "field path")
+            try:
+                return _field(path)
+            except (TransformError, KeyError, TypeError, ValueError, IndexError, OSError) as e:
+                # the graph stands without it: only applying this transformation fails
+                logger.warning("the field at %r cannot be read: %s", path, e)
+                return None
 
         return load_array, load_field
 

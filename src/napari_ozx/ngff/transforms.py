@@ -674,7 +674,7 @@ def parse_transform(
     *,
     where: str = "",
     load_array: ArrayLoader | None = None,
-    load_field: Callable[[str], VectorField] | None = None,
+    load_field: Callable[[str], VectorField | None] | None = None,
 ) -> Transform:
     """One transformation from its JSON; raises :class:`TransformError` naming it.
 
