@@ -1,9 +1,10 @@
 """Command line: ``napari-ozx info | validate | convert | transform`` (no Qt, no napari
-import).
+import). The exit codes are in :data:`EXIT_CODES` and ``napari-ozx --help``.
 
-Exit codes of ``validate``: 0 no errors, 1 a MUST is violated (or the OME metadata is
-invalid), 2 a file cannot be read at all. ``info`` prints the inspector's facts
-(:mod:`napari_ozx.inspection`); it exits 1 when a node it shows cannot be read.
+``info`` prints the inspector's facts (:mod:`napari_ozx.inspection`); ``validate`` the
+validators' findings; ``convert`` rewrites a hierarchy (keeping the source's layout unless
+an option says otherwise); ``transform`` maps points between coordinate systems. A closed
+pipe (``napari-ozx validate ... | head``) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OzxError
+
+EXIT_CODES = """exit codes:
+  0  done: the file is valid (validate), readable (info), written (convert), mapped (transform)
+  1  validate: a MUST is violated; info: a node or the OME metadata cannot be read, or there
+     is none; transform: unknown coordinate system or no computable path
+  2  a file cannot be read at all, a target exists (convert without --overwrite), or the
+     command line is wrong"""
 
 
 def _out(text: str = "") -> None:
@@ -116,10 +124,18 @@ def _cluster(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from .ngff.convert import convert
-    from .ngff.options import options_from_cli
+    from .ngff.convert import convert, source_options
+    from .ngff.options import WriteOptions, option_specs
 
-    opts = options_from_cli(args)
+    if Path(args.dst).exists() and not args.overwrite:
+        raise OzxError(f"{args.dst} exists: pass --overwrite to replace it (it is left as it is)")
+    given = {
+        s.name: getattr(args, f"opt_{s.name}")
+        for s in option_specs()
+        if hasattr(args, f"opt_{s.name}")
+    }
+    kept = {k: v for k, v in source_options(args.src, args.dst).items() if k not in given}
+    opts = WriteOptions(**{**kept, **given}).validate(args.dst)
     if args.scheduler and args.workers_local:
         raise OzxError("--scheduler and --workers-local exclude each other: choose one")
     if args.workers_local is not None and args.workers_local < 1:
@@ -150,30 +166,51 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
     from .ngff.options import add_cli_arguments
 
+    fmt = argparse.RawDescriptionHelpFormatter
     ap = argparse.ArgumentParser(
-        prog="napari-ozx", description="OME-Zarr directories and .ozx files"
+        prog="napari-ozx",
+        description="OME-Zarr directories and .ozx files",
+        epilog=EXIT_CODES,
+        formatter_class=fmt,
     )
+    ap.add_argument("--version", action="version", version=f"napari-ozx {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser(
         "info",
         help="hierarchy, shapes, dtypes, chunks/shards, codecs, sizes, versions, RFC-9 verdict "
-        "(exit 1 if a node cannot be read)",
+        "(exit 1 if a node cannot be read or there is no OME metadata)",
+        epilog=EXIT_CODES,
+        formatter_class=fmt,
     )
-    p.add_argument("path")
-    p.add_argument("--json", action="store_true")
-    p = sub.add_parser("validate", help="RFC-9 conformance of .ozx files and OME metadata")
-    p.add_argument("paths", nargs="+")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("path", help="OME-Zarr directory, .ozx / .zip file or URL")
+    p.add_argument("--json", action="store_true", help="print the report (or the error) as JSON")
+    p = sub.add_parser(
+        "validate",
+        help="RFC-9 conformance of .ozx files and OME metadata",
+        epilog=EXIT_CODES,
+        formatter_class=fmt,
+    )
+    p.add_argument("paths", nargs="+", help="OME-Zarr directories or .ozx / .zip files")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument("--deep", action="store_true", help="also check the CRC-32 of every entry")
     p = sub.add_parser(
-        "convert", help="directory <-> .ozx, 0.4 -> 0.5, rechunk / reshard / recompress"
+        "convert",
+        help="directory <-> .ozx, 0.4 -> 0.5 / 0.6, rechunk / reshard / recompress",
+        description="Rewrite SRC to DST. The source's chunking, sharding, codec and level, "
+        "number of pyramid levels and OME-Zarr version are kept unless an option below "
+        "says otherwise (a version the target cannot hold becomes 0.5).",
+        epilog=EXIT_CODES,
+        formatter_class=fmt,
     )
-    p.add_argument("src")
-    p.add_argument("dst")
-    # every write option (flags, choices, ranges, defaults, help) from WriteOptions
-    add_cli_arguments(p.add_argument_group("write options"))
+    p.add_argument("src", help="the OME-Zarr image to read (directory, .ozx or URL)")
+    p.add_argument("dst", help="the target: NAME.ozx (one file) or a directory NAME.ome.zarr")
+    p.add_argument("--overwrite", action="store_true", help="replace DST if it exists (atomically)")
+    # every write option (flags, choices, ranges, defaults, help) from WriteOptions;
+    # not given = keep the source's (argparse.SUPPRESS leaves them out of the namespace)
+    add_cli_arguments(p.add_argument_group("write options"), keep_default=False)
     p.add_argument(
         "--scheduler",
         default=None,
@@ -198,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = sub.add_parser(
         "transform",
+        epilog=EXIT_CODES,
+        formatter_class=fmt,
         help="map points between two coordinate systems of an OME-Zarr 0.6 hierarchy",
         description="Map points from coordinate system SOURCE to TARGET of the hierarchy at "
         "PATH (a scene's or an image's systems, through its coordinate transformations, "
@@ -218,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "set-default-reader",
         help="make napari open OME-Zarr folders (*.zarr, *.ome.zarr) and .ozx with napari-ozx",
+        epilog=EXIT_CODES,
+        formatter_class=fmt,
     )
     p.add_argument("--undo", action="store_true", help="remove napari-ozx's preferences")
     return ap
@@ -265,10 +306,29 @@ def _set_default_reader(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        return _main(args)
+    except BrokenPipeError:
+        # `napari-ozx validate ... | head`: the reader has gone; end quietly, and keep
+        # Python from reporting the flush of the closed stdout at exit
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _main(args: argparse.Namespace) -> int:
+    try:
         if args.cmd == "info":
             from .inspection import info_text
 
-            d = info(args.path)
+            try:
+                d = info(args.path)
+            except (OzxError, OSError) as e:
+                if not args.json:
+                    raise
+                _out(json.dumps({"source": args.path, "error": str(e)}, indent=2))
+                return 2
             _out(json.dumps(d, indent=2, default=str) if args.json else info_text(d))
             return 1 if d["problems"] else 0
         if args.cmd == "validate":
@@ -294,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cmd == "transform":
             return _transform(args)
         return _convert(args)
+    except BrokenPipeError:
+        raise
     except (OzxError, OSError) as e:
         sys.stderr.write(f"napari-ozx: {e}\n")
         return 2

@@ -25,7 +25,7 @@ def _image_nodes(insp: Inspection) -> list[TreeNode]:
     root = insp.root
     if root.kind in (IMAGE, LABEL_IMAGE):
         return [root]
-    if root.kind in (LABELS, COLLECTION):
+    if root.kind in (LABELS, COLLECTION):  # a collection, a scene, a SpatialData store
         return [n for n in insp.children(root) if n.kind in (IMAGE, LABEL_IMAGE)]
     return []
 
@@ -84,6 +84,11 @@ def info_report(insp: Inspection) -> dict[str, Any]:
     }
     if insp.root.error:
         problems.append({"path": "/", "error": insp.root.error})
+    elif meta is not None and not meta.is_ome:
+        # the validator calls it invalid too: info must not say "fine" about it
+        problems.append(
+            {"path": "/", "error": "no OME-Zarr metadata: a plain Zarr group, not OME-Zarr"}
+        )
     if meta is not None and meta.plate is not None:
         p = meta.plate
         out["plate"] = {

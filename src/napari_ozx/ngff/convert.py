@@ -1,7 +1,12 @@
 """Turn an opened image back into a write spec: the heart of ``napari-ozx convert``.
 
-Directory <-> ``.ozx``, 0.4 -> 0.5, rechunk / reshard / recompress: the source's level 0
-stays lazy (dask) and the writer streams it shard by shard, rebuilding the pyramid.
+Directory <-> ``.ozx``, 0.4 -> 0.5 / 0.6, rechunk / reshard / recompress: the source's
+level 0 stays lazy (dask) and the writer streams it shard by shard, rebuilding the
+pyramid. :func:`source_options` reads the layout the source has (chunks, shards, codec
+and level, number of levels, OME-Zarr version), which ``convert`` keeps unless told
+otherwise; a 0.6 source shown in another system than its intrinsic one keeps that
+placement (0.5 refuses it, naming the transformation, when it is more than a scale and
+a translation).
 """
 
 from __future__ import annotations
@@ -16,13 +21,104 @@ from ..errors import OzxError
 from .open import Image, open_ome_zarr
 from .write import ImageSpec, LabelsSpec, Progress, WriteOptions, write_ome_zarr
 
-__all__ = ["convert", "image_spec", "labels_spec"]
+__all__ = ["convert", "image_spec", "labels_spec", "source_options"]
+
+
+def _to_world(image: Image) -> tuple[Any, str]:
+    """The matrix from *image*'s intrinsic system to where it is shown, when that is
+    more than nothing (for the writer's ``to_world``), and what it is."""
+    import numpy as np
+
+    ms = image.multiscale
+    if ms.default_system == ms.intrinsic:
+        return None, ""
+    t = ms.transform_to(ms.default_system)
+    m = t.matrix(ms.ndim)
+    if m is None or not t.is_linear or m.shape != (ms.ndim + 1, ms.ndim + 1):
+        raise OzxError(
+            f"{image.root.source}: the {t.label} to {ms.default_system!r} is not linear: "
+            "convert cannot carry it over"
+        )
+    if np.allclose(m, np.eye(ms.ndim + 1)):
+        return None, ""
+    return m, t.label
+
+
+def _codec_of(codecs: Any) -> tuple[str, int] | None:
+    """(WriteOptions codec, level) of zarr's codec objects / a numcodecs compressor."""
+    for c in codecs:
+        name = type(c).__name__.lower()
+        inner = getattr(c, "codecs", None)
+        if inner is not None and name.startswith("sharding"):
+            return _codec_of(inner)
+        if name.startswith("zstd"):
+            return "zstd", int(getattr(c, "level", 3))
+        if name.startswith("gzip"):
+            return "gzip", int(getattr(c, "level", 6))
+        if name.startswith("blosc"):
+            cname = str(getattr(c, "cname", "lz4"))
+            cname = getattr(getattr(c, "cname", None), "value", cname)
+            if cname in ("lz4", "zstd"):
+                return f"blosc-{cname}", int(getattr(c, "clevel", 5))
+    return None
+
+
+def source_options(
+    source: str | os.PathLike[str], target: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
+    """The write options that keep *source*'s layout: inner chunk and shard edges in y/x,
+    planes per shard, codec and level, number of pyramid levels, and its OME-Zarr version
+    when *target* can hold it. Options it has no equivalent for are left out."""
+    from .options import VERSIONS, WriteOptions, format_for_path
+
+    out: dict[str, Any] = {}
+    with open_ome_zarr(source) as oz:
+        images = oz.images()
+        if not images:
+            return out
+        image = images[0]
+        node = image.arrays[0]
+        arr = node.array
+        axes = image.multiscale.axes
+        chunks, shards = node.chunks, node.shards
+        out["chunk_yx"] = int(chunks[-1])
+        if shards is not None:
+            out["shard_yx"] = int(shards[-1])
+            z = [i for i, a in enumerate(axes) if a.name == "z" or a.type == "space"][:-2]
+            if z:
+                out["shard_z"] = int(shards[z[-1]])
+        meta = arr.metadata
+        codecs = getattr(meta, "codecs", None)
+        if codecs is None:
+            comp = getattr(meta, "compressor", None)
+            codecs = [comp] if comp is not None else []
+        found = _codec_of(codecs)
+        if found is not None:
+            out["codec"], out["level"] = found
+        elif codecs is not None and not any(
+            type(c).__name__.lower().startswith(("zstd", "gzip", "blosc")) for c in codecs
+        ):
+            out["codec"] = "none"
+        out["pyramid_levels"] = len(image.multiscale.datasets)
+        version = image.multiscale.version
+        fmt = format_for_path(target) if target is not None else "directory"
+        if version in VERSIONS[fmt]:
+            out["version"] = version
+    # only what WriteOptions accepts (a level outside the codec's range falls back)
+    try:
+        WriteOptions(**out).validate(target)
+    except OzxError:
+        out.pop("level", None)
+    return out
 
 
 def labels_spec(label: Image) -> LabelsSpec:
     ds = label.multiscale.datasets[0]
     il = label.meta.image_label
+    to_world, kind = _to_world(label)
     return LabelsSpec(
+        to_world=to_world,
+        to_world_kind=kind,
         name=label.name,
         data=label.levels[0],
         axes=list(label.multiscale.axes),
@@ -39,7 +135,10 @@ def image_spec(image: Image, with_labels: bool = True) -> ImageSpec:
     channels = list(omero.channels) if omero else []
     c = image.multiscale.channel_axis
     n = image.levels[0].shape[c] if c is not None else 1
+    to_world, kind = _to_world(image)
     return ImageSpec(
+        to_world=to_world,
+        to_world_kind=kind,
         data=image.levels[0],
         axes=list(image.multiscale.axes),
         scale=list(ds.scale),
@@ -59,7 +158,8 @@ def convert(
     compute: Callable[[Any], Any] | None = None,
     client: Any = None,
 ) -> Path:
-    """Rewrite the image (with its labels) at *source* to *target* with *options*.
+    """Rewrite the image (with its labels) at *source* to *target* with *options*
+    (default: :func:`source_options`, the source's own layout and version).
 
     *client*: a ``distributed.Client``; its workers then read the source, build the
     pyramid and encode every shard (writing them themselves for a directory target on a
@@ -67,6 +167,8 @@ def convert(
     region of the source is evaluated (see ``write_ome_zarr``)."""
     if Path(source).resolve() == Path(target).resolve() and Path(source).is_dir():
         raise OzxError("converting a directory onto itself is not supported: choose another target")
+    if options is None:
+        options = WriteOptions(**source_options(source, target))
     with open_ome_zarr(source) as oz:
         images = oz.images()
         if len(images) != 1:

@@ -427,16 +427,26 @@ def _cli_type(spec: OptionSpec) -> Any:
     return parse
 
 
-def add_cli_arguments(parser: argparse.ArgumentParser | Any) -> None:
+def add_cli_arguments(parser: argparse.ArgumentParser | Any, keep_default: bool = True) -> None:
     """Add one ``--flag`` per write option to *parser* (or an argument group), with its
-    choices, range check, default and help, all from the field metadata."""
+    choices, range check, default and help, all from the field metadata.
+
+    ``keep_default=False``: an option not given is left out of the namespace (``convert``
+    then keeps the source's value for it)."""
+    import argparse
+
     for spec in option_specs():
         dest = f"opt_{spec.name}"
         default = "auto" if spec.default is None else spec.default
-        help_text = f"{spec.help} (default: {default})"
+        if keep_default:
+            help_text = f"{spec.help} (default: {default})"
+            value: Any = spec.default
+        else:
+            help_text = f"{spec.help} (default: the source's, else {default})"
+            value = argparse.SUPPRESS
         if spec.choices is not None:
             parser.add_argument(
-                spec.flag, dest=dest, choices=spec.choices, default=spec.default, help=help_text
+                spec.flag, dest=dest, choices=spec.choices, default=value, help=help_text
             )
         else:
             unit = f" [{spec.unit}]" if spec.unit else ""
@@ -444,7 +454,7 @@ def add_cli_arguments(parser: argparse.ArgumentParser | Any) -> None:
                 spec.flag,
                 dest=dest,
                 type=_cli_type(spec),
-                default=spec.default,
+                default=value,
                 metavar="N" if not spec.optional else "N|auto",
                 help=f"{help_text}; {spec.allowed}{unit}",
             )
@@ -453,5 +463,9 @@ def add_cli_arguments(parser: argparse.ArgumentParser | Any) -> None:
 def options_from_cli(args: argparse.Namespace) -> WriteOptions:
     """The :class:`WriteOptions` of a namespace parsed with :func:`add_cli_arguments`
     (validated: raises :class:`InvalidOptionError`, e.g. for ``--format ozx --version 0.4``)."""
-    kwargs = {s.name: getattr(args, f"opt_{s.name}") for s in option_specs()}
+    kwargs = {
+        s.name: getattr(args, f"opt_{s.name}")
+        for s in option_specs()
+        if hasattr(args, f"opt_{s.name}")
+    }
     return WriteOptions(**kwargs).validate()
