@@ -1,17 +1,26 @@
-"""Session-wide test settings."""
+"""Session-wide test settings.
+
+Tests never read or change the user's own settings: napari's (its ``settings.yaml``,
+where napari-ozx's reader preference, the theme and other plugins' choices live) and
+ours (the export panel's remembered options). Both are pointed at a temporary folder for
+the whole session here, at import, before anything imports napari: napari reads
+``NAPARI_CONFIG`` once, when ``napari.settings`` is first imported. Subprocesses that
+tests start inherit the same environment.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
-
-def pytest_configure(config: object) -> None:
-    # File > Save and the export panel remember options in the user's config directory:
-    # tests must neither read nor change the real one.
-    os.environ.setdefault(
-        "NAPARI_OZX_CONFIG_DIR", tempfile.mkdtemp(prefix="napari-ozx-test-config-")
-    )
+_SESSION_CONFIG = tempfile.mkdtemp(prefix="napari-ozx-test-config-")
+atexit.register(shutil.rmtree, _SESSION_CONFIG, ignore_errors=True)
+# napari's settings file (napari.settings._napari_settings._CFG_PATH)
+os.environ["NAPARI_CONFIG"] = os.path.join(_SESSION_CONFIG, "napari", "settings.yaml")
+# File > Save and the export panel remember options in our config directory
+os.environ["NAPARI_OZX_CONFIG_DIR"] = os.path.join(_SESSION_CONFIG, "napari-ozx")
 
 
 import pytest  # noqa: E402
