@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian/Ubuntu libraries that Qt 6 (PyQt6 wheels) and napari's OpenGL canvas need,
-# plus Xvfb for headless use. Installs only what is missing.
+# plus Xvfb for headless use, and python3-venv (the scripts install into a virtual
+# environment). Installs only what is missing.
 set -euo pipefail
 PACKAGES="xvfb xauth libgl1-mesa-dri libglx-mesa0 libegl1 libxkbcommon-x11-0 \
 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0 \
@@ -10,6 +11,8 @@ missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# python3 -m venv needs ensurepip, which Debian ships apart (python3-venv)
+python3 -c "import ensurepip, venv" 2>/dev/null || missing="$missing python3-venv"
 [ -z "$missing" ] && exit 0
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 $SUDO apt-get update -qq
