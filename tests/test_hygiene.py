@@ -1,4 +1,5 @@
-"""Style and types are enforced by the same test command CI runs: ruff and mypy on src/."""
+"""Style and types are enforced by the same test command CI runs: ruff (lint and format)
+on src/ and tests/, mypy on src/."""
 
 from __future__ import annotations
 
@@ -13,14 +14,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _tool(name: str) -> list[str]:
+    if name == "mypy":
+        return [sys.executable, "-m", "mypy"]
+    # the environment's own ruff (the venv's bin is not always on PATH)
+    here = Path(sys.executable).parent / name
+    if here.exists():
+        return [str(here)]
     if shutil.which(name) is None:  # pragma: no cover - installed by the testing extra
         pytest.fail(f"{name} is not installed (pip install -e '.[testing]')")
-    return [name] if name != "mypy" else [sys.executable, "-m", "mypy"]
+    return [name]
 
 
 @pytest.mark.parametrize(
     "args",
-    [("ruff", "check", "src"), ("ruff", "format", "--check", "src")],
+    [("ruff", "check", "src", "tests"), ("ruff", "format", "--check", "src", "tests")],
     ids=["ruff-check", "ruff-format"],
 )
 def test_ruff_is_clean(args: tuple[str, ...]) -> None:

@@ -160,7 +160,7 @@ def test_must_understand_extension_refused_optional_ignored(tmp_path, data):
             "extensions": [{"name": "example.offset", "configuration": {"offset": [0, 0, 1, 1]}}]
         },
     )
-    with open_ome_zarr(p) as oz, pytest.raises(UnsupportedExtensionError, match="example.offset"):
+    with open_ome_zarr(p) as oz, pytest.raises(UnsupportedExtensionError, match=r"example\.offset"):
         oz.images()
     q = tmp_path / "ok.zarr"
     write_image(

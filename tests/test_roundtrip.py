@@ -645,7 +645,7 @@ def parse_zip(raw: bytes) -> dict[str, Any]:
     """A minimal independent ZIP parser: end records, central directory, local headers."""
     eocd = raw.rfind(struct.pack("<I", EOCD_SIG))
     assert eocd >= 0, "no end of central directory record"
-    (_, disk, cd_disk, n_disk, n_total, cd_size32, cd_off32, clen) = struct.unpack_from(
+    (_, _disk, _cd_disk, _n_disk, n_total, cd_size32, cd_off32, clen) = struct.unpack_from(
         "<IHHHHIIH", raw, eocd
     )
     assert eocd + 22 + clen == len(raw), "bytes after the end of central directory record"
@@ -838,9 +838,7 @@ def _snapshot(path: Path) -> dict[str, bytes]:
 
 def _leftovers(folder: Path) -> list[str]:
     return sorted(
-        n
-        for n in os.listdir(folder)
-        if n.startswith(".") and (n.endswith(".partial") or n.endswith(".old"))
+        n for n in os.listdir(folder) if n.startswith(".") and (n.endswith((".partial", ".old")))
     )
 
 

@@ -26,7 +26,7 @@ from .thirdparty import ALL_FIXTURES, Fixture
 # Import the writers/readers up front so the time budget below measures
 # writing, not first-time imports.
 tp._import_ome_zarr()
-import ngff_zarr
+import ngff_zarr  # noqa: E402 - after the import above, on purpose
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -134,7 +134,7 @@ OME_ZARR_READABLE = [n for n in sorted(ALL_FIXTURES) if n not in NGFF_ZARR_FIXTU
 
 
 def test_inside_tmp(built):
-    name, fx, _ = built
+    _name, fx, _ = built
     assert fx.path.exists()
     # nothing but the dataset left behind in tmp_dir (no staging dirs)
     assert [p.name for p in fx.path.parent.iterdir()] == [fx.path.name]

@@ -303,7 +303,10 @@ def base_tree(
             sl = tuple(slice(p * c, (p + 1) * c) for p, c in zip(pos, shard, strict=True))
             cb = None
             if chunk_bytes is not None and not is_label and pos[0] == 0:
-                cb = lambda p, e, _path=path: chunk_bytes(_path, p, e)
+
+                def cb(p, e, _path=path):
+                    return chunk_bytes(_path, p, e)
+
             key = f"{path}/c/" + "/".join(str(p) for p in pos)
             t.chunks[key] = encode_shard(arr[sl], inner, cb)
     return t
@@ -573,19 +576,19 @@ def build_zip(
             l32 = (csize, usize)
             c32 = (csize, usize, offset)
             need = 20
-        lv = dict(
-            sig=b"PK\x03\x04",
-            need=need,
-            flags=m.flags,
-            method=m.method,
-            time=DOS_TIME,
-            date=DOS_DATE,
-            crc=crc,
-            csize=l32[0],
-            usize=l32[1],
-            nlen=len(name),
-            elen=len(lextra),
-        )
+        lv = {
+            "sig": b"PK\x03\x04",
+            "need": need,
+            "flags": m.flags,
+            "method": m.method,
+            "time": DOS_TIME,
+            "date": DOS_DATE,
+            "crc": crc,
+            "csize": l32[0],
+            "usize": l32[1],
+            "nlen": len(name),
+            "elen": len(lextra),
+        }
         if m.descriptor:
             lv.update(flags=m.flags | 0x8, crc=0, csize=0, usize=0)
         lv.update(m.local)
@@ -595,25 +598,25 @@ def build_zip(
         out += payload
         if m.descriptor:
             out += b"PK\x07\x08" + struct.pack("<III", crc, csize, usize)
-        cv = dict(
-            sig=b"PK\x01\x02",
-            made=(3 << 8) | need,
-            need=need,
-            flags=m.flags,
-            method=m.method,
-            time=DOS_TIME,
-            date=DOS_DATE,
-            crc=crc,
-            csize=c32[0],
-            usize=c32[1],
-            nlen=len(name),
-            elen=len(cextra),
-            clen=0,
-            disk=0,
-            iattr=0,
-            eattr=0o100644 << 16,
-            hoff=c32[2],
-        )
+        cv = {
+            "sig": b"PK\x01\x02",
+            "made": (3 << 8) | need,
+            "need": need,
+            "flags": m.flags,
+            "method": m.method,
+            "time": DOS_TIME,
+            "date": DOS_DATE,
+            "crc": crc,
+            "csize": c32[0],
+            "usize": c32[1],
+            "nlen": len(name),
+            "elen": len(cextra),
+            "clen": 0,
+            "disk": 0,
+            "iattr": 0,
+            "eattr": 0o100644 << 16,
+            "hoff": c32[2],
+        }
         if m.descriptor:
             cv["flags"] = m.flags | 0x8
         cv.update(m.central)
@@ -626,35 +629,35 @@ def build_zip(
     n = len(members)
     if zip64_end:
         lay.z64_offset = len(out)
-        zv = dict(
-            sig=b"PK\x06\x06",
-            rec_size=Z64.size - 12,
-            made=(3 << 8) | 45,
-            need=45,
-            disk=0,
-            cd_disk=0,
-            n_disk=n,
-            n_total=n,
-            cd_size=lay.cd_size,
-            cd_offset=lay.cd_offset,
-        )
+        zv = {
+            "sig": b"PK\x06\x06",
+            "rec_size": Z64.size - 12,
+            "made": (3 << 8) | 45,
+            "need": 45,
+            "disk": 0,
+            "cd_disk": 0,
+            "n_disk": n,
+            "n_total": n,
+            "cd_size": lay.cd_size,
+            "cd_offset": lay.cd_offset,
+        }
         zv.update(z64 or {})
         out += _pack(Z64, Z64_FIELDS, zv)
         lay.loc_offset = len(out)
-        lv2 = dict(sig=b"PK\x06\x07", disk=0, offset=lay.z64_offset, total_disks=1)
+        lv2 = {"sig": b"PK\x06\x07", "disk": 0, "offset": lay.z64_offset, "total_disks": 1}
         lv2.update(locator or {})
         out += _pack(LOC, LOC_FIELDS, lv2)
     lay.eocd_offset = len(out)
-    ev = dict(
-        sig=b"PK\x05\x06",
-        disk=0,
-        cd_disk=0,
-        n_disk=n,
-        n_total=n,
-        cd_size=lay.cd_size,
-        cd_offset=lay.cd_offset,
-        clen=len(comment),
-    )
+    ev = {
+        "sig": b"PK\x05\x06",
+        "disk": 0,
+        "cd_disk": 0,
+        "n_disk": n,
+        "n_total": n,
+        "cd_size": lay.cd_size,
+        "cd_offset": lay.cd_offset,
+        "clen": len(comment),
+    }
     ev.update(eocd or {})
     out += _pack(EOCD, EOCD_FIELDS, ev) + comment
     return bytes(out), lay
@@ -1479,7 +1482,7 @@ def _crc_deflated() -> bytes:
     R_CRC,
 )
 def _crc_stored() -> bytes:
-    data, lay, ms = valid_zip()
+    data, lay, _ms = valid_zip()
     # flip one byte of the document ("corpus" -> "corpuS"), CRC unchanged
     pos = data.index(b'"corpus"', lay.data[0]) + 6
     return data[:pos] + b"S" + data[pos + 1 :]
