@@ -1180,6 +1180,18 @@ def parse_node_attributes(
         raise _err(node, "attributes must be a JSON object")
     ome, declared = ome_section(attrs, zarr_format)
     version = None if declared is None else normalise_version(declared, node)
+    if version == "0.6" and declared != version and not re.fullmatch(r"0\.6rc\d+", declared or ""):
+        # a draft tag opens only where its metadata has 0.6's shape (coordinateSystems)
+        ms_list = ome.get("multiscales")
+        if isinstance(ms_list, list) and any(
+            isinstance(m, Mapping) and "coordinateSystems" not in m for m in ms_list
+        ):
+            raise _err(
+                node,
+                f"unsupported OME-Zarr version {declared!r}: a draft of 0.6 whose "
+                f"multiscales have no coordinateSystems (napari-ozx reads "
+                f"{', '.join(KNOWN_VERSIONS)})",
+            )
     if zarr_format == 3 and version is not None and version < "0.5":
         logger.warning("%s: OME-Zarr %s metadata in Zarr v3 (RFC-2 expects 0.5)", node, version)
     v = version or default_version(zarr_format)
