@@ -44,9 +44,14 @@ def info(path: str) -> dict[str, Any]:
 # ----------------------------------------------------------------- validate
 
 
-def validate_path(path: str, deep: bool) -> tuple[int, dict[str, Any]]:
+def validate_path(
+    path: str, deep: bool, metadata_only: bool = False, strict: bool = False
+) -> tuple[int, dict[str, Any]]:
     """(exit code, report dict) for one path: RFC-9 for files, the OME-Zarr metadata rules
-    (:mod:`.ngff.rules`) for all, and whether the reader can open it."""
+    (:mod:`.ngff.rules`) for all, and whether the reader can open it.
+
+    ``metadata_only``: the metadata documents only (nothing they name has to exist, the
+    reader is not tried); ``strict``: a SHOULD broken (a warning) fails too."""
     from .ngff.open import open_ome_zarr
 
     report: dict[str, Any] = {"path": path, "findings": []}
@@ -68,7 +73,7 @@ def validate_path(path: str, deep: bool) -> tuple[int, dict[str, Any]]:
     from .ngff.validate import validate_ome
 
     try:
-        ome_findings = validate_ome(path)
+        ome_findings = validate_ome(path, metadata_only=metadata_only)
     except (OzxError, OSError) as e:
         ome_findings = []
         report["findings"].append(
@@ -76,8 +81,14 @@ def validate_path(path: str, deep: bool) -> tuple[int, dict[str, Any]]:
         )
         code = max(code, 1)
     report["findings"].extend(f.to_dict() for f in ome_findings)
-    if any(f.severity == "error" for f in ome_findings):
+    from .ngff.rules import STRICT_CODES
+
+    if any(f.severity == "error" or (strict and f.code in STRICT_CODES) for f in ome_findings):
         code = max(code, 1)
+    if metadata_only or any(f.code == "not-ome" for f in ome_findings):
+        # (not OME-Zarr: that finding says it all; the reader would only repeat it)
+        report["ok"] = code == 0
+        return code, report
     try:
         with open_ome_zarr(path) as oz:
             if oz.root.meta.kind not in ("plate", "well"):
@@ -196,6 +207,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", help="OME-Zarr directories or .ozx / .zip files")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument("--deep", action="store_true", help="also check the CRC-32 of every entry")
+    p.add_argument(
+        "--metadata-only",
+        action="store_true",
+        help="check the metadata documents only: the arrays, wells, fields and label images "
+        "they name need not exist, and the reader is not tried",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="the SHOULDs the specification's strict schemas require (multiscales name, type "
+        "and metadata, label colours, plate and acquisition names, known axis types) also "
+        "fail (exit 1)",
+    )
     p = sub.add_parser(
         "convert",
         help="directory <-> .ozx, 0.4 -> 0.5 / 0.6, rechunk / reshard / recompress",
@@ -334,7 +358,7 @@ def _main(args: argparse.Namespace) -> int:
         if args.cmd == "validate":
             worst, reports = 0, []
             for path in args.paths:
-                code, rep = validate_path(path, args.deep)
+                code, rep = validate_path(path, args.deep, args.metadata_only, args.strict)
                 worst = max(worst, code)
                 reports.append(rep)
                 if not args.json:

@@ -26,7 +26,16 @@ from typing import Any, Literal
 
 from .models import KNOWN_VERSIONS, SPACE_UNITS, TIME_UNITS
 
-__all__ = ["MAX_PER_CODE", "RULES", "Finding", "ImageFacts", "Reporter", "Rule"]
+__all__ = [
+    "CROSS_REFERENCE_CODES",
+    "MAX_PER_CODE",
+    "RULES",
+    "STRICT_CODES",
+    "Finding",
+    "ImageFacts",
+    "Reporter",
+    "Rule",
+]
 
 Severity = Literal["error", "warning", "info"]
 
@@ -70,6 +79,110 @@ RULES: dict[str, Rule] = {
         "error",
         "The OME-Zarr Metadata version MUST be consistent within a hierarchy.",
         "OME-Zarr 0.5 §metadata",
+    ),
+    "version-draft": Rule(
+        "warning",
+        "The value of the `version` key MUST be a string specifying the version of the "
+        "OME-Zarr specification (a pre-release tag such as 0.6.dev4 is no released version; "
+        "read as 0.6 where the metadata has its shape).",
+        "OME-Zarr 0.6 §metadata",
+    ),
+    "version-deviation": Rule(
+        "warning",
+        "The value of the `version` key MUST be a string specifying the version of the "
+        "OME-Zarr specification (SpatialData's '0.5-dev-spatialdata' is 0.5 with "
+        "multiscale transformations in the 0.6-draft form, input / output with axes).",
+        "OME-Zarr 0.5 §metadata",
+    ),
+    "cs-missing": Rule(
+        "error",
+        "`coordinateSystems`: JSON array of objects, required: Coordinate system metadata "
+        "for the multiscale image.",
+        "OME-Zarr 0.6 §multiscales-md",
+    ),
+    "cs-name": Rule(
+        "error",
+        "Every coordinate system MUST contain the field `name`. The value MUST be a "
+        "non-empty string that is unique among all entries in a `coordinateSystems` array.",
+        "OME-Zarr 0.6 §coordinate-systems-md",
+    ),
+    "cs-axes": Rule(
+        "error",
+        "Every coordinate system MUST contain the field `axes`, whose value is an array of "
+        "valid `axes`.",
+        "OME-Zarr 0.6 §coordinate-systems-md",
+    ),
+    "ds-transform-06": Rule(
+        "error",
+        "The transformation MUST be one of the following: A single scale or identity "
+        "transformation; A sequence transformation containing one scale and one "
+        "translation transformation.",
+        "OME-Zarr 0.6 §multiscales-md",
+    ),
+    "ds-transform-input": Rule(
+        "error",
+        "The `input` object MUST specify a `path` field matching the `path` field of the dataset.",
+        "OME-Zarr 0.6 §multiscales-md",
+    ),
+    "ds-transform-output": Rule(
+        "error",
+        "The `name` field of `output` MUST be the `name` of a coordinate system. It MUST be "
+        "the same value for every resolution level in a single multiscales.",
+        "OME-Zarr 0.6 §multiscales-md",
+    ),
+    "ms-transform-io": Rule(
+        "error",
+        'One of `input` or `output` MUST reference the "intrinsic" coordinate system by '
+        "`name`. The other of `input` or `output` MUST reference either: A named coordinate "
+        "system in the same multiscales group, or a named coordinate system in a child "
+        "labels group (by `name` and `path`); then the transformation MUST be one of "
+        "identity, scale, or translation.",
+        "OME-Zarr 0.6 §multiscales-md",
+    ),
+    "transform-params": Rule(
+        "error",
+        "The parameter values (e.g., `scale` for a scale transformation) MUST be compatible "
+        "with input and output space dimensionality (see details).",
+        "OME-Zarr 0.6 §coord-trafo-md",
+    ),
+    "graph-connected": Rule(
+        "error",
+        "The graph MUST be connected (but need not be complete): any two coordinate systems "
+        "in the metadata MUST be linked by a path of one or more coordinate transformations.",
+        "OME-Zarr 0.6 §coord-trafo-md, Graph connectedness",
+    ),
+    "scene-transforms": Rule(
+        "error",
+        "The `scene` object MUST contain the field `coordinateTransformations`, whose value "
+        "MUST be an array of valid transformations. If used inside `scene` metadata, the "
+        "`input` and `output` fields of `coordinateTransformations` MUST contain a json "
+        "object, which MUST contain the field `name` and MAY contain the field `path`.",
+        "OME-Zarr 0.6 §scene-md",
+    ),
+    "labels-group-version": Rule(
+        "error",
+        "The group `attributes` MUST contain a key `ome`. The value of the `ome` key MUST be "
+        "a JSON object that MUST contain a `version` key (0.6, for the `labels` group too; in "
+        "0.5 only a warning: its schemas have no labels-group schema).",
+        "OME-Zarr 0.6 §metadata",
+    ),
+    "multiscales-metadata": Rule(
+        "warning",
+        "Each `multiscales` object SHOULD contain the field `metadata`, which contains a "
+        "object with additional information about the downscaling method.",
+        "OME-Zarr 0.6 §multiscales-md",
+    ),
+    "label-colors-missing": Rule(
+        "warning",
+        "That `image-label` object SHOULD contain a `colors` key, whose value MUST be a list "
+        "of JSON objects describing the unique label values.",
+        "OME-Zarr 0.6 §labels-md",
+    ),
+    "axis-untyped": Rule(
+        "warning", "Each axis SHOULD contain the field `type`.", "OME-Zarr 0.6 §axes-md"
+    ),
+    "plate-name": Rule(
+        "warning", "The `plate` object SHOULD contain a `name` key.", "OME-Zarr 0.6 §plate-md"
     ),
     "ome-namespace": Rule(
         "error",
@@ -399,6 +512,12 @@ RULES: dict[str, Rule] = {
         "The `rowIndex`, `columnIndex`, and `path` MUST all refer to the same row/column pair.",
         _PLATE,
     ),
+    "acquisition-values": Rule(
+        "error",
+        "The `maximumfieldcount` value MUST be a positive integer; `starttime` and `endtime` "
+        "MUST be non-negative integers (epoch timestamps).",
+        _PLATE,
+    ),
     "acquisition-id": Rule(
         "error",
         "Each acquisition object MUST contain an `id` key providing an unique identifier "
@@ -518,12 +637,16 @@ class Reporter:
     findings: list[Finding] = field(default_factory=list)
     _counts: Counter[str] = field(default_factory=Counter)
 
-    def add(self, code: str, node: str, message: str) -> None:
+    def add(self, code: str, node: str, message: str, severity: Severity | None = None) -> None:
+        """Report rule *code* at *node*; *severity* overrides the rule's where a version
+        makes the same text a SHOULD (e.g. the labels group's version in 0.5)."""
         rule = RULES[code]
         self._counts[code] += 1
         if self._counts[code] <= MAX_PER_CODE:
             self.findings.append(
-                Finding(rule.severity, code, message, node or "/", rule.text, rule.section)
+                Finding(
+                    severity or rule.severity, code, message, node or "/", rule.text, rule.section
+                )
             )
 
     def finish(self) -> list[Finding]:
@@ -551,6 +674,38 @@ class Reporter:
 # ---------------------------------------------------------------------- helpers
 
 
+#: the SHOULDs that the specification's strict schemas (strict_image, strict_label,
+#: strict_plate, strict_axes) turn into requirements: what ``validate --strict`` fails on
+#: besides every MUST. Other SHOULDs (units, ...) stay warnings there too.
+STRICT_CODES = frozenset(
+    [
+        "multiscales-name",
+        "multiscales-type",
+        "multiscales-metadata",
+        "label-colors-missing",
+        "plate-name",
+        "acquisition-name",
+        "axis-type",
+    ]
+)
+
+#: rules that relate one field to another (a transformation's coordinate systems and its
+#: parameters' lengths against their axes, a well's path against its row and column,
+#: image-label beside multiscales): ``validate --metadata-only`` checks each document as
+#: the specification's JSON schemas do, on its own fields, and leaves these to a full
+#: validate of the hierarchy.
+CROSS_REFERENCE_CODES = frozenset(
+    [
+        "transform-length",
+        "ms-transform-io",
+        "ds-transform-output",
+        "graph-connected",
+        "well-path",
+        "label-multiscales",
+    ]
+)
+
+
 def short(value: Any, limit: int = 80) -> str:
     """A JSON value as a short string for a message."""
     text = repr(value)
@@ -570,6 +725,18 @@ def version_key(version: str | None) -> tuple[int, ...]:
     if version not in KNOWN_VERSIONS:
         return (0,)
     return tuple(int(p) for p in version.split("."))
+
+
+def read_as(version: str | None) -> str | None:
+    """The version a declared one is checked as: 0.6 release candidates and drafts as
+    0.6, SpatialData's deviation as 0.5; ``None`` for a version we do not know."""
+    if version is None or version in KNOWN_VERSIONS:
+        return version
+    if re.fullmatch(r"0\.6(rc\d+|[.-]?dev\d*)", version):
+        return "0.6"
+    if version == "0.5-dev-spatialdata":
+        return "0.5"
+    return None
 
 
 _ALNUM = re.compile(r"^[A-Za-z0-9]+$")
@@ -594,23 +761,49 @@ def check_node_version(
 ) -> str | None:
     """Version and namespace rules of one OME node; the version to check it against
     (``None`` when unknown: its other rules are not checked)."""
-    if version is not None and version not in KNOWN_VERSIONS:
-        r.add("version-unknown", node, f"version {version!r}")
+    declared = version
+    version = read_as(declared)
+    if declared is not None and version is None:
+        r.add("version-unknown", node, f"version {declared!r}")
         return None
+    if declared is not None and version == "0.6" and re.search(r"dev", declared):
+        ms = ome.get("multiscales")
+        if isinstance(ms, list) and any(
+            isinstance(m, Mapping) and "coordinateSystems" not in m for m in ms
+        ):  # a draft without 0.6's shape: the reader refuses it too
+            r.add("version-unknown", node, f"version {declared!r} without coordinateSystems")
+            return None
+        r.add("version-draft", node, f"version {declared!r}")
+    if declared == "0.5-dev-spatialdata":
+        r.add("version-deviation", node, f"version {declared!r}")
     if zarr_format == 3:
+        keys = sorted(k for k in attrs if k in _OME_KEYS)
         if not isinstance(attrs.get("ome"), Mapping):
-            r.add(
-                "ome-namespace",
-                node,
-                f"OME keys {sorted(k for k in attrs if k in _OME_KEYS)} at the top of a "
-                "zarr.json's attributes, no 'ome' object",
-            )
+            if keys:  # with no OME key at all, "not OME-Zarr" says it all
+                r.add(
+                    "ome-namespace",
+                    node,
+                    f"OME keys {keys} at the top of a zarr.json's attributes, no 'ome' object",
+                )
         elif version is None:
-            r.add("version-missing", node, "'ome' has no 'version'")
-        v = version or "0.5"
-        if v != "0.5":
+            ome_keys_here = [k for k in attrs["ome"] if k != "version"]
+            if ome_keys_here == ["labels"] and (hierarchy_version or "0.5") < "0.6":
+                # ome-zarr 0.21 writes {"ome": {"labels": [...]}}: no 0.5 schema or MUST
+                # covers the labels container group; 0.6 makes it one
+                r.add(
+                    "labels-group-version",
+                    node,
+                    "'ome' of the labels group has no 'version'",
+                    severity="warning",
+                )
+            elif ome_keys_here == ["labels"]:
+                r.add("labels-group-version", node, "'ome' of the labels group has no 'version'")
+            else:
+                r.add("version-missing", node, "'ome' has no 'version'")
+        v = version or hierarchy_version_as(hierarchy_version) or "0.5"
+        if v not in ("0.5", "0.6"):
             r.add("zarr-format", node, f"OME-Zarr {v} metadata in a Zarr v3 zarr.json")
-        if hierarchy_version and version and version != hierarchy_version:
+        if hierarchy_version and version and version != read_as(hierarchy_version):
             r.add(
                 "version-inconsistent",
                 node,
@@ -618,9 +811,13 @@ def check_node_version(
             )
         return v
     v = version or "0.4"
-    if v == "0.5":
-        r.add("zarr-format", node, "OME-Zarr 0.5 metadata in Zarr v2 (.zattrs)")
+    if v in ("0.5", "0.6"):
+        r.add("zarr-format", node, f"OME-Zarr {v} metadata in Zarr v2 (.zattrs)")
     return v
+
+
+def hierarchy_version_as(version: str | None) -> str | None:
+    return read_as(version) if version else None
 
 
 _OME_KEYS = frozenset(
@@ -685,10 +882,15 @@ def check_axes(r: Reporter, node: str, axes: Any, version: str) -> tuple[str, ..
     ranks = [rank[k] for k in kinds]
     if ranks != sorted(ranks):
         r.add("axes-order", node, f"axes {names} of types {kinds}")
+    known = ("space", "time", "channel")
+    if version_key(version) >= (0, 6):  # strict_axes.schema's enum
+        known = (*known, "array", "displacement", "coordinate", "frequency")
     for a in entries:
         t = a.get("type")
-        if t is None or t not in ("space", "time", "channel"):
+        if (t is not None and t not in known) or (t is None and version_key(version) < (0, 6)):
             r.add("axis-type", node, f"axis {a['name']!r} has type {short(t)}")
+        elif t is None:
+            r.add("axis-untyped", node, f"axis {a['name']!r} has no type")
         if t in ("space", "time"):
             unit = a.get("unit")
             allowed = SPACE_UNITS if t == "space" else TIME_UNITS
@@ -748,6 +950,9 @@ def check_multiscales(
         if not isinstance(m, Mapping):
             r.add("multiscales-list", node, f"{where} is {short(m)}")
             continue
+        if vk >= (0, 6):
+            out.append(_check_multiscale_06(r, node, m, where, version))
+            continue
         names: tuple[str, ...] | None = None
         if vk >= (0, 3):
             if "axes" not in m:
@@ -798,6 +1003,223 @@ def check_multiscales(
         axis_names = names if vk >= (0, 3) else None
         out.append(ImageFacts(tuple(paths), axis_names, version, channel, n))
     return out
+
+
+def _ref(raw: Any) -> tuple[str | None, str | None] | None:
+    """(name, path) of an input / output: the spec's object or a bare name; None if
+    neither."""
+    if isinstance(raw, str):
+        return (raw or None, None)
+    if isinstance(raw, Mapping):
+        n, p = raw.get("name"), raw.get("path")
+        return (n if isinstance(n, str) and n else None, p if isinstance(p, str) and p else None)
+    return None
+
+
+def _parse_06(r: Reporter, node: str, raw: Any, where: str) -> Any:
+    """A 0.6 transformation parsed (parameters checked), or None after a finding."""
+    from ..errors import TransformError
+    from .transforms import parse_transform
+
+    try:
+        return parse_transform(raw, where=where)
+    except TransformError as e:
+        r.add("transform-params", node, str(e))
+        return None
+
+
+def _check_systems(
+    r: Reporter, node: str, raw: Any, where: str, version: str
+) -> dict[str, tuple[str, ...]]:
+    """The ``coordinateSystems`` rules; name -> axis names of the valid ones."""
+    out: dict[str, tuple[str, ...]] = {}
+    if not isinstance(raw, list) or not raw:
+        r.add("cs-missing", node, f"{where}: coordinateSystems {short(raw)}")
+        return out
+    for i, cs in enumerate(raw):
+        w = f"{where}.coordinateSystems[{i}]"
+        name = cs.get("name") if isinstance(cs, Mapping) else None
+        if not isinstance(name, str) or not name:
+            r.add("cs-name", node, f"{w}: name {short(name)}")
+            continue
+        if name in out:
+            r.add("cs-name", node, f"{w}: name {name!r} used twice")
+        assert isinstance(cs, Mapping)
+        if "axes" not in cs:
+            r.add("cs-axes", node, f"{w} ({name!r}) has no 'axes'")
+            continue
+        names = check_axes(r, node, cs["axes"], version)
+        if names is not None:
+            out[name] = names
+    return out
+
+
+def _is_scale_translation_06(t: Mapping[str, Any]) -> bool:
+    kind = t.get("type")
+    if kind in ("scale", "identity"):
+        return True
+    if kind != "sequence":
+        return False
+    kinds = [x.get("type") for x in t.get("transformations") or [] if isinstance(x, Mapping)]
+    return kinds in (["scale", "translation"], ["scale"])
+
+
+def _check_multiscale_06(
+    r: Reporter, node: str, m: Mapping[str, Any], where: str, version: str
+) -> ImageFacts:
+    """One 0.6 multiscale: its coordinate systems, the datasets' transformations to the
+    intrinsic system, the multiscale-level transformations and the parameters of all."""
+    systems = _check_systems(r, node, m.get("coordinateSystems"), where, version)
+    datasets = m.get("datasets")
+    paths: list[str] = []
+    outputs: list[str] = []
+    intrinsic_names: tuple[str, ...] | None = None
+    if not isinstance(datasets, list) or not datasets:
+        r.add("datasets-list", node, f"{where}: datasets {short(datasets)}")
+        datasets = []
+    for j, d in enumerate(datasets):
+        p = d.get("path") if isinstance(d, Mapping) else None
+        if not isinstance(p, str) or not p.strip("/") or p in paths or ".." in p.split("/"):
+            r.add("dataset-path", node, f"{where}.datasets[{j}]: {short(d)}")
+            continue
+        paths.append(p)
+        assert isinstance(d, Mapping)
+        cts = d.get("coordinateTransformations")
+        if not isinstance(cts, list) or len(cts) != 1 or not isinstance(cts[0], Mapping):
+            r.add(
+                "ds-transform-06",
+                node,
+                f"dataset {p!r}: coordinateTransformations {short(cts)} (one transformation)",
+            )
+            continue
+        t = cts[0]
+        if not _is_scale_translation_06(t):
+            r.add("ds-transform-06", node, f"dataset {p!r}: {short(t)}")
+        inp, outp = _ref(t.get("input")), _ref(t.get("output"))
+        # the spec's {"path": ...}; the 0.6rc0 test hierarchies' bare string is that path
+        bare = isinstance(t.get("input"), str)
+        in_path = inp[1] if inp and inp[1] else (inp[0] if bare and inp else None)
+        if in_path != p:
+            r.add("ds-transform-input", node, f"dataset {p!r}: input {short(t.get('input'))}")
+        out_name = outp[0] if outp else None
+        if out_name is None or out_name not in systems:
+            r.add(
+                "ds-transform-output",
+                node,
+                f"dataset {p!r}: output {short(t.get('output'))} is no coordinate system "
+                f"of this multiscales ({sorted(systems)})",
+            )
+        else:
+            outputs.append(out_name)
+            intrinsic_names = systems[out_name]
+        parsed = _parse_06(r, node, t, f"dataset {p!r}")
+        n = len(intrinsic_names) if intrinsic_names is not None else None
+        if parsed is not None and n is not None and parsed.in_dim not in (None, n):
+            r.add(
+                "transform-length",
+                node,
+                f"dataset {p!r}: {parsed.type} of {parsed.in_dim} values for {n} axes",
+            )
+    if len(set(outputs)) > 1:
+        r.add("ds-transform-output", node, f"{where}: levels output {sorted(set(outputs))}")
+    intrinsic = outputs[0] if outputs else None
+    mts = m.get("coordinateTransformations")
+    if mts is not None:
+        if not isinstance(mts, list):
+            r.add("dataset-transforms", node, f"{where}: coordinateTransformations {short(mts)}")
+            mts = []
+        for k, t in enumerate(mts):
+            w = f"{where}.coordinateTransformations[{k}]"
+            parsed = _parse_06(r, node, t, w)
+            if not isinstance(t, Mapping):
+                continue
+            sides = [_ref(t.get("input")), _ref(t.get("output"))]
+            if any(sd is None or sd[0] is None for sd in sides):
+                r.add("ms-transform-io", node, f"{w}: input / output {short(sides)}")
+                continue
+            local = [sd for sd in sides if sd is not None and not sd[1]]
+            into_labels = [sd for sd in sides if sd is not None and sd[1]]
+            if intrinsic is not None and not any(sd[0] == intrinsic for sd in local):
+                r.add("ms-transform-io", node, f"{w}: neither side is {intrinsic!r}")
+            for sd in local:
+                if sd[0] not in systems:
+                    r.add("ms-transform-io", node, f"{w}: {sd[0]!r} is no coordinate system here")
+            for sd in into_labels:
+                assert sd[1] is not None
+                if not sd[1].strip("/").startswith("labels/"):
+                    r.add("ms-transform-io", node, f"{w}: path {sd[1]!r} is not a labels image")
+                elif t.get("type") not in ("identity", "scale", "translation"):
+                    r.add("ms-transform-io", node, f"{w}: {t.get('type')!r} into labels")
+            if parsed is not None and len(local) == 2:
+                a, b = (systems.get(sd[0] or "") for sd in local)
+                for d, names in ((parsed.in_dim, a), (parsed.out_dim, b)):
+                    if d is not None and names is not None and d != len(names):
+                        r.add(
+                            "transform-params",
+                            node,
+                            f"{w}: {parsed.label} has {d} dimensions where the system has "
+                            f"{len(names)}",
+                        )
+    # graph connectedness: every system of the multiscales reaches the intrinsic one
+    if mts is None:
+        mts = []
+    if intrinsic is not None and isinstance(mts, list):
+        linked = {intrinsic}
+        edges = [
+            (a[0], b[0])
+            for t in mts
+            if isinstance(t, Mapping)
+            for a, b in [(_ref(t.get("input")), _ref(t.get("output")))]
+            if a is not None and b is not None and not a[1] and not b[1]
+        ]
+        changed = True
+        while changed:
+            changed = False
+            for a, b in edges:
+                if (a in linked) != (b in linked):
+                    linked |= {a, b}
+                    changed = True
+        for name in systems:
+            if name not in linked:
+                r.add("graph-connected", node, f"{where}: {name!r} is linked to no other system")
+    if not (isinstance(m.get("name"), str) and m.get("name")):
+        r.add("multiscales-name", node, f"{where} has no 'name'")
+    if "type" not in m:
+        r.add("multiscales-type", node, f"{where} has no 'type'")
+    if "metadata" not in m:
+        r.add("multiscales-metadata", node, f"{where} has no 'metadata'")
+    channel = None
+    if intrinsic is not None:
+        cs = next(
+            c
+            for c in m["coordinateSystems"]
+            if isinstance(c, Mapping) and c.get("name") == intrinsic
+        )
+        kinds = [a.get("type") if isinstance(a, Mapping) else None for a in cs.get("axes", [])]
+        if "channel" in kinds:
+            channel = kinds.index("channel")
+    return ImageFacts(tuple(paths), intrinsic_names, version, channel, len(datasets))
+
+
+def check_scene(r: Reporter, node: str, scene: Any) -> None:
+    """The ``scene`` rules that its own document can decide (the graph across images is
+    checked by the walker with the images)."""
+    if not isinstance(scene, Mapping) or not isinstance(
+        scene.get("coordinateTransformations"), list
+    ):
+        r.add("scene-transforms", node, f"scene {short(scene)}")
+        return
+    if "coordinateSystems" in scene:
+        _check_systems(r, node, scene["coordinateSystems"], "scene", "0.6")
+    for k, t in enumerate(scene["coordinateTransformations"]):
+        w = f"scene.coordinateTransformations[{k}]"
+        _parse_06(r, node, t, w)
+        if not isinstance(t, Mapping):
+            continue
+        for side in ("input", "output"):
+            ref = _ref(t.get(side))
+            if ref is None or ref[0] is None:
+                r.add("scene-transforms", node, f"{w}: {side} {short(t.get(side))} has no name")
 
 
 def _dtype_name(doc: Mapping[str, Any]) -> str | None:
@@ -913,7 +1335,9 @@ def check_labels_group(r: Reporter, node: str, ome: Mapping[str, Any]) -> list[s
     return list(dict.fromkeys(labels))
 
 
-def check_image_label(r: Reporter, node: str, ome: Mapping[str, Any], listed: bool) -> None:
+def check_image_label(
+    r: Reporter, node: str, ome: Mapping[str, Any], listed: bool, version: str | None = None
+) -> None:
     if "image-label" not in ome:
         if listed and "multiscales" in ome:
             r.add("label-image-label", node, "label image without 'image-label'")
@@ -927,8 +1351,11 @@ def check_image_label(r: Reporter, node: str, ome: Mapping[str, Any], listed: bo
     if "version" in il and not isinstance(il["version"], str):
         r.add("label-version", node, f"image-label version {short(il['version'])}")
     colors = il.get("colors")
+    v06 = version_key(version) >= (0, 6)
+    if colors is None and v06:
+        r.add("label-colors-missing", node, "image-label has no 'colors'")
     if colors is not None:
-        if not isinstance(colors, list):
+        if not isinstance(colors, list) or (v06 and not colors):
             r.add("label-colors", node, f"colors {short(colors)}")
         else:
             seen: set[int] = set()
@@ -950,7 +1377,7 @@ def check_image_label(r: Reporter, node: str, ome: Mapping[str, Any], listed: bo
                     r.add("label-rgba", node, f"label-value {v}: rgba {short(rgba)}")
     props = il.get("properties")
     if props is not None:
-        if not isinstance(props, list):
+        if not isinstance(props, list) or (v06 and not props):
             r.add("label-properties", node, f"properties {short(props)}")
         else:
             for p in props:
@@ -971,6 +1398,8 @@ def check_plate(r: Reporter, node: str, plate: Any, version: str) -> PlateFacts:
     if not isinstance(plate, Mapping):
         r.add("plate-object", node, f"plate {short(plate)}")
         return PlateFacts((), ())
+    if version_key(version) >= (0, 6) and not isinstance(plate.get("name"), str):
+        r.add("plate-name", node, "plate has no 'name'")
     axes: dict[str, list[str]] = {}
     for key in ("rows", "columns"):
         raw = plate.get(key)
@@ -1040,6 +1469,14 @@ def check_plate(r: Reporter, node: str, plate: Any, version: str) -> PlateFacts:
             continue
         assert isinstance(a, Mapping) and isinstance(aid, int)
         acqs.append(aid)
+        if aid < 0:
+            r.add("acquisition-id", node, f"acquisition id {aid} is negative")
+        mfc = a.get("maximumfieldcount")
+        if "maximumfieldcount" in a and not (_is_int(mfc) and mfc > 0):
+            r.add("acquisition-values", node, f"acquisition {aid}: maximumfieldcount {short(mfc)}")
+        for k in ("starttime", "endtime"):
+            if k in a and not (_is_int(a[k]) and a[k] >= 0):
+                r.add("acquisition-values", node, f"acquisition {aid}: {k} {short(a[k])}")
         missing = [k for k in ("name", "maximumfieldcount") if k not in a]
         if missing:
             r.add("acquisition-name", node, f"acquisition {aid} has no {' / '.join(missing)}")

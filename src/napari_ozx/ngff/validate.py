@@ -51,8 +51,14 @@ class _Documents:
         return list(read_documents(self.store, paths))
 
 
-def validate_ome(source: str | os.PathLike[str] | Store) -> list[Finding]:
+def validate_ome(
+    source: str | os.PathLike[str] | Store, metadata_only: bool = False
+) -> list[Finding]:
     """Every OME-Zarr metadata finding for a directory, ``.ozx`` or store.
+
+    ``metadata_only``: check the documents that are there without requiring the nodes
+    they name to exist (arrays, wells, fields, label images): what a metadata-only
+    hierarchy (the ngff-spec conformance suites) can be checked for.
 
     Raises :class:`OSError` / :class:`OzxError` only when the source cannot be opened
     at all (no such file, not a readable archive).
@@ -61,19 +67,24 @@ def validate_ome(source: str | os.PathLike[str] | Store) -> list[Finding]:
 
     store = open_store(source)
     try:
-        return validate_documents(_Documents(store))
+        return validate_documents(_Documents(store), metadata_only=metadata_only)
     finally:
         if store is not source:
             store.close()
 
 
-def validate_documents(docs: DocumentReader, fields: bool = True) -> list[Finding]:
+def validate_documents(
+    docs: DocumentReader, fields: bool = True, metadata_only: bool = False
+) -> list[Finding]:
     """The findings for the hierarchy *docs* reads. ``fields=False`` checks a plate and
     its wells but not the wells' fields (what a reader can afford on every open: the plate
     reader reads those well documents anyway)."""
-    walker = _Walker(docs, fields)
+    walker = _Walker(docs, fields, metadata_only)
     walker.run()
-    return walker.r.finish()
+    found = walker.r.finish()
+    if metadata_only:
+        found = [f for f in found if f.code not in rules.CROSS_REFERENCE_CODES]
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +113,10 @@ _UNREADABLE = _Unreadable()
 
 
 class _Walker:
-    def __init__(self, docs: DocumentReader, fields: bool) -> None:
+    def __init__(self, docs: DocumentReader, fields: bool, metadata_only: bool = False) -> None:
         self.docs = docs
         self.fields = fields
+        self.metadata_only = metadata_only
         self.r = Reporter()
         self.hierarchy_version: str | None = None
         self.cache: dict[str, Doc | _Unreadable | None] = {}
@@ -241,6 +253,8 @@ class _Walker:
             rules.check_bf2raw(self.r, g.path, b2r)
         if "plate" in ome:
             self.plate(g)
+        elif "scene" in ome and rules.version_key(g.version) >= (0, 6):
+            self.scene(g)
         elif "well" in ome:
             self.well(g, None)
         elif "multiscales" in ome:
@@ -249,6 +263,8 @@ class _Walker:
             self.labels_group(g, None)
         elif b2r is not None:
             self.collection(g)
+        elif "image-label" in ome:
+            rules.check_image_label(self.r, g.path, ome, False, g.version)
         else:
             keys = sorted(g.attrs)[:8]
             self.r.add("not-ome", g.path, f"no OME-Zarr keys in the attributes (keys {keys})")
@@ -257,11 +273,13 @@ class _Walker:
         path, ome = g.path, g.ome
         is_label = listed or "image-label" in ome
         if is_label:
-            rules.check_image_label(self.r, path, ome, listed)
+            rules.check_image_label(self.r, path, ome, listed, g.version)
         all_facts = rules.check_multiscales(self.r, path, ome, g.version, g.zarr_format)
         first: ImageFacts | None = all_facts[0] if all_facts else None
         shape0: Sequence[int] | None = None
         for k, facts in enumerate(all_facts):
+            if self.metadata_only:
+                break
             docs = self.array_docs([_join(path, p) for p in facts.paths])
             rules.check_levels(self.r, path, facts, docs, is_label)
             if k == 0 and docs and docs[0] is not None and isinstance(docs[0].get("shape"), list):
@@ -299,6 +317,8 @@ class _Walker:
             if isinstance(res, _Unreadable):
                 continue
             if res is None:
+                if self.metadata_only and not _escapes(p):
+                    continue
                 why = "lies outside the labels group" if _escapes(p) else "does not exist"
                 self.r.add("label-missing", g.path, f"listed label {p!r} {why}")
                 continue
@@ -341,7 +361,8 @@ class _Walker:
             if isinstance(res, _Unreadable):
                 continue
             if res is None:
-                self.r.add(code, parent, f"{noun} {p!r} does not exist")
+                if not self.metadata_only:
+                    self.r.add(code, parent, f"{noun} {p!r} does not exist")
                 continue
             child = self.group(p, res)
             if child is None:
@@ -362,6 +383,53 @@ class _Walker:
         self.prefetch_images(paths)
         for fg in self._listed(g.path, paths, "field-missing", "field", "multiscales"):
             self.image(fg)
+
+    def scene(self, g: _Group) -> None:
+        """A 0.6 scene: its own rules, the images its transformations name, and the graph
+        they make together (parameters against dimensions, connectedness)."""
+        from ..errors import TransformError
+        from .graph import graph_from_hierarchy
+
+        scene = g.ome["scene"]
+        rules.check_scene(self.r, g.path, scene)
+        if not isinstance(scene, Mapping):
+            return
+        paths = []
+        for t in scene.get("coordinateTransformations") or []:
+            for side in ("input", "output"):
+                ref = t.get(side) if isinstance(t, Mapping) else None
+                p = ref.get("path") if isinstance(ref, Mapping) else None
+                if isinstance(p, str) and p.strip("/"):
+                    paths.append(_join(g.path, p))
+        paths = list(dict.fromkeys(paths))
+        self.prefetch_images(paths)
+        for ig in self._listed(g.path, paths, "scene-transforms", "scene image", "multiscales"):
+            self.image(ig)
+
+        def read_ome(path: str) -> Mapping[str, Any] | None:
+            (res,) = self.read([path])
+            if not isinstance(res, tuple):
+                return None
+            return ome_section(res[2], res[0])[0]
+
+        try:
+            graph = graph_from_hierarchy(read_ome, g.path)
+            graph.check_cycles()
+        except TransformError as e:
+            self.r.add("transform-params", g.path, str(e))
+            return
+        named = [k for k in graph.systems() if k[1]]
+        if named:
+            reach = graph.reachable(named[0])
+            for k in named:
+                if k not in reach:
+                    self.r.add(
+                        "graph-connected",
+                        g.path,
+                        f"coordinate system {k[1]!r}"
+                        + (f" of {k[0]!r}" if k[0] else "")
+                        + f" is not linked to {named[0][1]!r}",
+                    )
 
     def collection(self, g: _Group) -> None:
         ome_path = _join(g.path, "OME")
