@@ -882,7 +882,7 @@ def check_axes(r: Reporter, node: str, axes: Any, version: str) -> tuple[str, ..
     ranks = [rank[k] for k in kinds]
     if ranks != sorted(ranks):
         r.add("axes-order", node, f"axes {names} of types {kinds}")
-    known = ("space", "time", "channel")
+    known: tuple[str, ...] = ("space", "time", "channel")
     if version_key(version) >= (0, 6):  # strict_axes.schema's enum
         known = (*known, "array", "displacement", "coordinate", "frequency")
     for a in entries:
@@ -1165,19 +1165,19 @@ def _check_multiscale_06(
         mts = []
     if intrinsic is not None and isinstance(mts, list):
         linked = {intrinsic}
-        edges = [
-            (a[0], b[0])
-            for t in mts
-            if isinstance(t, Mapping)
-            for a, b in [(_ref(t.get("input")), _ref(t.get("output")))]
-            if a is not None and b is not None and not a[1] and not b[1]
-        ]
+        edges: list[tuple[str | None, str | None]] = []
+        for t in mts:
+            if not isinstance(t, Mapping):
+                continue
+            a, b = _ref(t.get("input")), _ref(t.get("output"))
+            if a is not None and b is not None and not a[1] and not b[1]:
+                edges.append((a[0], b[0]))
         changed = True
         while changed:
             changed = False
-            for a, b in edges:
-                if (a in linked) != (b in linked):
-                    linked |= {a, b}
+            for src, dst in edges:
+                if (src in linked) != (dst in linked) and src and dst:
+                    linked |= {src, dst}
                     changed = True
         for name in systems:
             if name not in linked:
@@ -1472,7 +1472,7 @@ def check_plate(r: Reporter, node: str, plate: Any, version: str) -> PlateFacts:
         if aid < 0:
             r.add("acquisition-id", node, f"acquisition id {aid} is negative")
         mfc = a.get("maximumfieldcount")
-        if "maximumfieldcount" in a and not (_is_int(mfc) and mfc > 0):
+        if "maximumfieldcount" in a and not (isinstance(mfc, int) and _is_int(mfc) and mfc > 0):
             r.add("acquisition-values", node, f"acquisition {aid}: maximumfieldcount {short(mfc)}")
         for k in ("starttime", "endtime"):
             if k in a and not (_is_int(a[k]) and a[k] >= 0):
