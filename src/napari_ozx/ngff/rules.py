@@ -1169,9 +1169,9 @@ def _check_multiscale_06(
         for t in mts:
             if not isinstance(t, Mapping):
                 continue
-            a, b = _ref(t.get("input")), _ref(t.get("output"))
-            if a is not None and b is not None and not a[1] and not b[1]:
-                edges.append((a[0], b[0]))
+            ref_in, ref_out = _ref(t.get("input")), _ref(t.get("output"))
+            if ref_in is not None and ref_out is not None and not ref_in[1] and not ref_out[1]:
+                edges.append((ref_in[0], ref_out[0]))
         changed = True
         while changed:
             changed = False
