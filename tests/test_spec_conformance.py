@@ -12,8 +12,10 @@ folder; without either the test is skipped, saying so.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -34,6 +36,7 @@ def _cases_root() -> Path | None:
     if not Path(MIRROR).is_dir():
         return None
     out = Path(tempfile.mkdtemp(prefix="ngff-spec-"))
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
     try:
         tar = subprocess.run(
             ["git", "--git-dir", MIRROR, "archive", "HEAD", "tests/zarr"],
