@@ -147,3 +147,28 @@ def test_remote_plane_of_a_morton_ordered_shard_reads_about_its_stored_bytes(tmp
     np.testing.assert_array_equal(plane, data[z])
     index_bytes = n_inner * 16 + 4
     assert got <= 1.1 * stored + index_bytes, (got, stored)
+
+
+def test_remote_directory_with_labels_opens_in_napari(served):
+    """Issue 25, regression 1: `napari http://host/img.ome.zarr` with labels failed as a
+    whole ("No such file or directory" from stat-ing the URL). It opens through the npe2
+    reader, labels included; saving them back says why it cannot, and writes nothing."""
+    from napari_ozx.layers.saveback import SaveBackError, save_labels_back
+
+    srv, data = served
+    url = f"{srv.url}/img.ome.zarr"
+    layers = get_reader(url)(url)
+    kinds = [k for _, _, k in layers]
+    assert kinds == ["image", "labels"]
+    labels_data, labels_kw, _ = layers[1]
+    lvl0 = labels_data[0] if labels_kw.get("multiscale") else labels_data
+    np.testing.assert_array_equal(np.asarray(lvl0), (data[0] > 800).astype(np.uint8))
+
+    class Layer:  # what save_labels_back needs of a napari Labels layer
+        def __init__(self) -> None:
+            self.data, self.metadata, self.name = labels_data, labels_kw["metadata"], "cells"
+
+    if labels_kw.get("multiscale"):
+        pytest.skip("a large remote pyramid opens read-only: nothing to save back")
+    with pytest.raises(SaveBackError, match="over the network"):
+        save_labels_back(Layer())

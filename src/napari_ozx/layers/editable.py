@@ -387,6 +387,11 @@ def fingerprint(data: EditableLabels) -> tuple[Any, ...]:
         return tuple(out)
     ozx = getattr(store, "path", None)
     if ozx:
+        from ..ozx.remote import is_url
+
+        if is_url(str(ozx)) or not os.path.exists(ozx):
+            # remote (HTTP / S3): nothing to stat; a save-back refuses it (saveback.py)
+            return ("remote", str(ozx))
         st = os.stat(ozx)
         return ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
     return ()

@@ -166,6 +166,14 @@ def save_labels_back(layer: Any) -> Path:
             f"labels {name!r} were not opened editable from an OME-Zarr file; "
             "save them with File > Save instead"
         )
+    from ..ozx.remote import is_url
+
+    if is_url(src):
+        raise SaveBackError(
+            f"labels {name!r} were opened over the network ({src}): napari-ozx saves labels "
+            "back into local files only; save them with File > Save instead (nothing was "
+            "written)"
+        )
     target = Path(src)
     with save_errors(f"saving labels {name!r} back into", target):
         return _save_back(target, node, data, name)
