@@ -230,6 +230,16 @@ def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path
         oz.close()
 
 
+def _block_any(mask: np.ndarray, f: list[int], out_shape: tuple[int, ...]) -> np.ndarray:
+    """Whether each *f*-sized block of *mask* holds a True (edge blocks may be partial)."""
+    padded = np.pad(mask, [(0, (-m) % k) for m, k in zip(mask.shape, f, strict=True)])
+    shape: list[int] = []
+    for n, k in zip(padded.shape, f, strict=True):
+        shape += [n // k, k]
+    blocks = padded.reshape(shape).any(axis=tuple(range(1, 2 * len(f), 2)))
+    return blocks[tuple(slice(0, n) for n in out_shape)]
+
+
 def _stage_and_commit(
     oz: Any,
     target: Path,
@@ -279,15 +289,30 @@ def _stage_and_commit(
                 for b in boxes
             ]
         )
+        original_prev = arrays[lvl - 1]  # as stored before this save
         for b in boxes:
             if any(s.stop <= s.start for s in b):
                 continue
+            # the whole source blocks of this box, changed or not
             src = tuple(
-                slice(s.start * k, min((s.stop - 1) * k + 1, n))
+                slice(s.start * k, min(s.stop * k, n))
                 for s, k, n in zip(b, f, prev.shape, strict=True)
             )
-            block = np.asarray(prev[src])[tuple(slice(None, None, k) for k in f)]
-            cur[b] = block
+            new_prev = np.asarray(prev[src])
+            changed = new_prev != np.asarray(original_prev[src])
+            if not changed.any():
+                continue
+            # only the pixels whose source block holds a changed pixel are recomputed
+            # (nearest, like the writer's labels); every other keeps its stored value, so
+            # a pyramid another tool made is left as it was outside the edit's footprint
+            affected = _block_any(changed, f, tuple(s.stop - s.start for s in b))
+            sampled = new_prev[tuple(slice(None, None, k) for k in f)]
+            old_cur = np.asarray(cur[b])
+            new_cur = np.where(
+                affected, sampled[tuple(slice(0, n) for n in old_cur.shape)], old_cur
+            )
+            if not np.array_equal(new_cur, old_cur):  # a level that does not change is not written
+                cur[b] = new_cur
     if target.is_dir():
         _commit_directory(target, staging.staged)
     else:
