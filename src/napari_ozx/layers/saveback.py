@@ -236,7 +236,7 @@ def _block_any(mask: np.ndarray, f: list[int], out_shape: tuple[int, ...]) -> np
     shape: list[int] = []
     for n, k in zip(padded.shape, f, strict=True):
         shape += [n // k, k]
-    blocks = padded.reshape(shape).any(axis=tuple(range(1, 2 * len(f), 2)))
+    blocks = np.asarray(padded.reshape(shape).any(axis=tuple(range(1, 2 * len(f), 2))))
     return blocks[tuple(slice(0, n) for n in out_shape)]
 
 
