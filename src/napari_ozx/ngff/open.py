@@ -378,6 +378,8 @@ class Image:
     group: GroupNode
     multiscale: Multiscale
     arrays: list[ArrayNode] = field(repr=False)
+    #: per level, the shape a padded level is cropped to (webknossos), else None
+    crops: list[tuple[int, ...] | None] = field(default_factory=list, repr=False)
 
     @property
     def path(self) -> str:
@@ -401,7 +403,12 @@ class Image:
     @cached_property
     def levels(self) -> list[da.Array]:
         token = self.root.token
-        return [a.dask(token, self.root.source) for a in self.arrays]
+        out = []
+        for i, a in enumerate(self.arrays):
+            lvl = a.dask(token, self.root.source)
+            crop = self.crops[i] if i < len(self.crops) else None
+            out.append(lvl if crop is None else lvl[tuple(slice(0, n) for n in crop)])
+        return out
 
     @property
     def dtype(self) -> np.dtype:
@@ -535,10 +542,10 @@ class OmeZarr:
         if ms.version in ("0.1", "0.2", "0.3"):
             ms = with_implied_scales(ms, [a.shape for a in arrays])
         _check_space_axes(self.source, path, ms)
-        _check_levels(self.source, path, ms, arrays)
+        crops = _check_levels(self.source, path, ms, arrays)
         for a in arrays:  # fail now, not at first draw, on codecs zarr cannot decode
             _ = a.array
-        return Image(self, group, ms, arrays)
+        return Image(self, group, ms, arrays, crops)
 
     def images(self) -> list[Image]:
         """The images a viewer shows for this source: the root image, the series of a
@@ -673,11 +680,34 @@ def _check_space_axes(source: str, path: str, ms: Multiscale) -> None:
     )
 
 
-def _check_levels(source: str, path: str, ms: Multiscale, arrays: list[ArrayNode]) -> None:
-    """Refuse pyramids whose levels disagree with the axes or with each other."""
+def _extents(ms: Multiscale, shape0: Sequence[int]) -> list[tuple[int, ...]]:
+    """Each level's extent of level 0's data, from the scales: ceil(shape0 * s0 / sN)."""
+    s0 = ms.datasets[0].scale
+    return [
+        tuple(
+            max(1, math.ceil(n * a / b - 1e-9)) if b > 0 else n
+            for n, a, b in zip(shape0, s0, ds.scale, strict=True)
+        )
+        for ds in ms.datasets
+    ]
+
+
+def _check_levels(
+    source: str, path: str, ms: Multiscale, arrays: list[ArrayNode]
+) -> list[tuple[int, ...] | None]:
+    """Refuse pyramids whose levels disagree with the axes or with each other; return,
+    per level, the shape to crop it to (or None).
+
+    A level larger than the one before is refused, except where its scale says it is
+    coarser and the data fits level 0's extent at its scale: webknossos pads its coarse
+    levels to a large array with the data in the corner (the levels are still ordered by
+    resolution, as the spec asks). Those levels are cropped to that extent, with one
+    warning."""
     where = f"{source}:{path or '/'}"
     prev: tuple[int, ...] | None = None
-    for ds, arr in zip(ms.datasets, arrays, strict=True):
+    crops: list[tuple[int, ...] | None] = []
+    extents = _extents(ms, arrays[0].shape) if arrays and len(arrays[0].shape) == ms.ndim else []
+    for i, (ds, arr) in enumerate(zip(ms.datasets, arrays, strict=True)):
         shape = arr.shape
         if len(shape) != ms.ndim:
             raise MetadataError(
@@ -694,11 +724,28 @@ def _check_levels(source: str, path: str, ms: Multiscale, arrays: list[ArrayNode
                 f"{where}: dimension_names {list(names)} of level {ds.path!r} "
                 f"do not match the axes {list(ms.axis_names)} (RFC-2)"
             )
+        crop = None
         if prev is not None and any(s > p for s, p in zip(shape, prev, strict=True)):
-            raise MetadataError(
-                f"{where}: level {ds.path!r} {shape} is larger than the level before {prev}"
+            ext = extents[i] if extents else None
+            pairs = list(zip(ms.datasets[i - 1].scale, ds.scale, strict=True))
+            coarser = all(b >= a for a, b in pairs) and any(b > a for a, b in pairs)
+            if ext is None or not coarser or any(e > p for e, p in zip(ext, prev, strict=True)):
+                raise MetadataError(
+                    f"{where}: level {ds.path!r} {shape} is larger than the level before {prev}"
+                )
+            crop = tuple(min(s, e) for s, e in zip(shape, ext, strict=True))
+            logger.warning(
+                "%s: level %r %s is padded beyond the data (as webknossos writes): shown "
+                "cropped to %s, level 0's extent at its scale",
+                where,
+                ds.path,
+                shape,
+                crop,
             )
+            shape = crop
+        crops.append(crop)
         prev = shape
+    return crops
 
 
 def transform_points(

@@ -166,6 +166,13 @@ RULES: dict[str, Rule] = {
         "0.5 only a warning: its schemas have no labels-group schema).",
         "OME-Zarr 0.6 §metadata",
     ),
+    "dataset-padded": Rule(
+        "warning",
+        "The `path`s MUST be ordered from largest (i.e. highest resolution) to smallest: "
+        "a level ordered by its scale but stored larger than the level before (padded "
+        "beyond the data, as webknossos writes) is read cropped to level 0's extent.",
+        f"{_S04} §multiscale-md",
+    ),
     "multiscales-metadata": Rule(
         "warning",
         "Each `multiscales` object SHOULD contain the field `metadata`, which contains a "
@@ -837,6 +844,22 @@ class ImageFacts:
     version: str
     channel_index: int | None = None  #: the channel axis, when the axes state one
     levels: int = 0  #: entries in "datasets" (valid paths or not)
+    #: each level's scale where the metadata states a plain one (else empty)
+    scales: tuple[tuple[float, ...] | None, ...] = ()
+
+
+def _dataset_scale(d: Any) -> tuple[float, ...] | None:
+    """A dataset's scale (0.4-0.6: a scale, or the scale of a sequence), if plain."""
+    cts = d.get("coordinateTransformations") if isinstance(d, Mapping) else None
+    for t in cts if isinstance(cts, list) else []:
+        if not isinstance(t, Mapping):
+            continue
+        inner = t.get("transformations") if t.get("type") == "sequence" else [t]
+        for x in inner if isinstance(inner, list) else []:
+            v = x.get("scale") if isinstance(x, Mapping) and x.get("type") == "scale" else None
+            if isinstance(v, list) and all(_is_num(a) for a in v):
+                return tuple(float(a) for a in v)
+    return None
 
 
 def _axis_kind(a: Mapping[str, Any]) -> str:
@@ -1001,7 +1024,8 @@ def check_multiscales(
                 channel = names.index("c")
         n = len(datasets) if isinstance(datasets, list) else 0
         axis_names = names if vk >= (0, 3) else None
-        out.append(ImageFacts(tuple(paths), axis_names, version, channel, n))
+        scales = tuple(_dataset_scale(d) for d in datasets) if isinstance(datasets, list) else ()
+        out.append(ImageFacts(tuple(paths), axis_names, version, channel, n, scales))
     return out
 
 
@@ -1198,7 +1222,8 @@ def _check_multiscale_06(
         kinds = [a.get("type") if isinstance(a, Mapping) else None for a in cs.get("axes", [])]
         if "channel" in kinds:
             channel = kinds.index("channel")
-    return ImageFacts(tuple(paths), intrinsic_names, version, channel, len(datasets))
+    scales = tuple(_dataset_scale(d) for d in datasets if isinstance(d, Mapping))
+    return ImageFacts(tuple(paths), intrinsic_names, version, channel, len(datasets), scales)
 
 
 def check_scene(r: Reporter, node: str, scene: Any) -> None:
@@ -1262,7 +1287,20 @@ def check_levels(
             axes = f"{len(facts.axis_names)} axes" if facts.axis_names else f"level 0's {want}"
             r.add("dataset-ndim", node, f"level {p!r} has {len(shape)} dimensions for {axes}")
         elif prev is not None and any(s > q for s, q in zip(shape, prev, strict=True)):
-            r.add("dataset-order", node, f"level {p!r} {tuple(shape)} is larger than {prev}")
+            sc = facts.scales
+            k = facts.paths.index(p) if p in facts.paths else -1
+            before_s = sc[k - 1] if 0 < k < len(sc) else None
+            this_s = sc[k] if 0 < k < len(sc) else None
+            coarser = (
+                before_s is not None
+                and this_s is not None
+                and all(b >= a for a, b in zip(before_s, this_s))
+                and any(b > a for a, b in zip(before_s, this_s))
+            )
+            if coarser:  # ordered by resolution, padded beyond the data (webknossos)
+                r.add("dataset-padded", node, f"level {p!r} {tuple(shape)} exceeds {prev}")
+            else:
+                r.add("dataset-order", node, f"level {p!r} {tuple(shape)} is larger than {prev}")
         if len(shape) == want:
             prev = tuple(shape)
         dn = doc.get("dimension_names")
