@@ -163,7 +163,7 @@ def test_dimension_names_differ_from_axes(image05: Path) -> None:
 def test_level_larger_than_the_one_before(image05: Path) -> None:
     # its scale says it is coarser: padded beyond the data (webknossos), a warning
     _edit(image05, "1", lambda d: d.update(shape=[2, 64, 64]))
-    assert _codes(image05) == [] and _codes(image05, "warning") == ["dataset-padded"]
+    assert _codes(image05) == [] and "dataset-padded" in _codes(image05, "warning")
     # the same scale as the level before: out of order, an error
     _edit(
         image05,
