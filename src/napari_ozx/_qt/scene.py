@@ -21,12 +21,18 @@ from .base import OzxDockWidget
 __all__ = ["SceneDock"]
 
 
+def _short(source: str) -> str:
+    """The name of a scene's file or folder (the full path is the label's tooltip)."""
+    return source.rstrip("/").rsplit("/", 1)[-1]
+
+
 class SceneDock(OzxDockWidget):
     def __init__(self, napari_viewer: Any = None, parent: QWidget | None = None) -> None:
         super().__init__(napari_viewer, parent)
         self.source: str | None = None
         self.status = QLabel("No OME-Zarr 0.6 scene is open.")
         self.status.setWordWrap(True)
+        self.status.setMinimumHeight(self.status.fontMetrics().lineSpacing() * 2 + 6)
         self.system_combo = QComboBox()
         self.system_combo.setToolTip(
             "The coordinate system the scene's images are placed in (napari's world)"
@@ -75,7 +81,7 @@ class SceneDock(OzxDockWidget):
         if source is None:
             self.status.setText("No OME-Zarr 0.6 scene is open.")
             return
-        self.status.setText(f"Scene: {source} (reading its coordinate systems…)")
+        self.status.setText(f"Scene {_short(source)} (reading its coordinate systems…)")
         self.start_worker(systems_of, source, returned=self._got_systems, errored=self._failed)
 
     def _got_systems(self, systems: list[str]) -> None:
@@ -84,7 +90,8 @@ class SceneDock(OzxDockWidget):
         self.system_combo.clear()
         self.system_combo.addItems(systems)
         self.system_combo.setEnabled(bool(systems))
-        self.status.setText(f"Scene: {self.source}")
+        self.status.setText(f"Scene {_short(self.source)}")
+        self.status.setToolTip(self.source)
         self._select(self._shown_system(self.source))
 
     def _select(self, system: str | None) -> None:
@@ -93,7 +100,7 @@ class SceneDock(OzxDockWidget):
             self.system_combo.setCurrentIndex(i)
 
     def _failed(self, e: BaseException) -> None:
-        self.status.setText(f"Scene: {self.source}: {e}")
+        self.status.setText(f"Scene {_short(self.source or '')}: {e}")
         if isinstance(e, OzxError):
             self.notify_error(str(e), self.source)
         else:
@@ -117,7 +124,8 @@ class SceneDock(OzxDockWidget):
 
         def done(placements: Any) -> None:
             apply_placements(placements)
-            self.status.setText(f"Scene: {source}\nshown in {system!r}")
+            self._select(system)
+            self.status.setText(f"Scene {_short(source)}: shown in {system!r}")
             for p in problems:
                 self.notify_warning(p, source)
 
