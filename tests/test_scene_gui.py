@@ -80,8 +80,10 @@ def test_scene_of_two_tiles_in_napari(make_napari_viewer, qtbot, tmp_path):
     rgb = img[..., :3].astype(int)
     assert (rgb.max(axis=-1) > 60).mean() > 0.05  # both tiles drawn, not a blank frame
 
-    dock = SceneDock(viewer)
-    viewer.window.add_dock_widget(dock, name="Scene coordinate system")
+    # opening a scene docks the scene dock (as a plate docks the plate navigator)
+    docked = [w for w in viewer.window.dock_widgets.values() if isinstance(w, SceneDock)]
+    assert len(docked) == 1
+    dock = docked[0]
     qtbot.waitUntil(lambda: dock.system_combo.count() > 0, timeout=10_000)
     systems = [dock.system_combo.itemText(i) for i in range(dock.system_combo.count())]
     assert systems[0] == "world" and "tileB:physical" in systems
@@ -97,7 +99,6 @@ def test_scene_of_two_tiles_in_napari(make_napari_viewer, qtbot, tmp_path):
     shot = tmp_path / "scene_tileB.png"
     viewer.screenshot(str(shot), canvas_only=False)
     _keep(shot)
-    dock.close()
 
 
 def test_rotated_layer_saved_from_the_viewer_reopens_in_place(make_napari_viewer, tmp_path):

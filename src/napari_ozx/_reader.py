@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 _NULL_LAYER = [(None,)]  # npe2's "read fine, nothing to add" sentinel
 PLUGIN_NAME = "napari-ozx"  # name in napari.yaml
 NAVIGATOR_NAME = "Plate navigator"  # display_name of the plate navigator widget
+SCENE_DOCK_NAME = "Scene coordinate system"  # display_name of the scene dock
 
 
 # ------------------------------------------------------------------ get_reader
@@ -141,6 +142,8 @@ def read(path: str | Sequence[str]) -> list[Any]:
             )
     if any(_is_plate(ld) for ld in layers):
         show_plate_navigator()
+    if any(_is_scene(ld) for ld in layers):
+        show_dock(SCENE_DOCK_NAME, lambda src: src.scene_system is not None)
     if layers:
         show_physical_time()
     return layers or _NULL_LAYER
@@ -312,14 +315,26 @@ def _is_plate(layer_data: LayerData) -> bool:
     return src is not None and src.is_plate
 
 
+def _is_scene(ld: LayerData) -> bool:
+    meta = ld[1].get("metadata")
+    first = meta[0] if isinstance(meta, list) and meta else meta
+    src = LayerSource.from_metadata(first)
+    return src is not None and src.scene_system is not None
+
+
 def show_plate_navigator() -> None:
-    """Ask napari to show the plate navigator in the current window, if there is one.
+    """Ask napari to show the plate navigator in the current window, if there is one."""
+    show_dock(NAVIGATOR_NAME, lambda src: src.is_plate)
+
+
+def show_dock(name: str, wanted: Callable[[LayerSource], bool]) -> None:
+    """Ask napari to show our dock widget *name* in the current window, if there is one.
 
     Only when napari's Qt front end is already imported (a window exists): a headless
     read never imports Qt from here. Docking goes through napari's own API by the
-    widget's manifest name (one navigator per window); the navigator then finds the
-    plates from the layers. On the GUI thread it docks at once (before napari adds the
-    layers); from a worker thread it docks when napari inserts a plate layer (napari
+    widget's manifest name (one per window); the widget then finds its plates or scenes
+    from the layers. On the GUI thread it docks at once (before napari adds the layers);
+    from a worker thread it docks when napari inserts a layer *wanted* accepts (napari
     does that on the GUI thread). Never raises.
     """
     if "napari._qt" not in sys.modules:
@@ -332,32 +347,35 @@ def show_plate_navigator() -> None:
         if window is None or not hasattr(window, "add_plugin_dock_widget"):
             return
         if threading.current_thread() is threading.main_thread():
-            _dock(window)
+            _dock(window, name)
         else:
-            _dock_on_insert(viewer)
+            _dock_on_insert(viewer, name, wanted)
     except Exception:
-        logger.warning("napari-ozx: could not show the plate navigator", exc_info=True)
+        logger.warning("napari-ozx: could not show the %s", name, exc_info=True)
 
 
-def _dock(window: Any) -> None:
+def _dock(window: Any, name: str = NAVIGATOR_NAME) -> None:
     try:
-        window.add_plugin_dock_widget(PLUGIN_NAME, NAVIGATOR_NAME)
+        window.add_plugin_dock_widget(PLUGIN_NAME, name)
     except Exception:
-        logger.warning("napari-ozx: could not show the plate navigator", exc_info=True)
+        logger.warning("napari-ozx: could not show the %s", name, exc_info=True)
 
 
-def _dock_on_insert(viewer: Any) -> None:
-    """Dock when the first plate layer is inserted (on the GUI thread), once."""
+def _dock_on_insert(
+    viewer: Any, name: str = NAVIGATOR_NAME, wanted: Callable[[LayerSource], bool] | None = None
+) -> None:
+    """Dock when the first wanted layer is inserted (on the GUI thread), once."""
     emitter = viewer.layers.events.inserted
+    wanted = wanted or (lambda src: src.is_plate)
 
     def on_inserted(event: Any) -> None:
         src = LayerSource.of(getattr(event, "value", None))
-        if src is None or not src.is_plate:
+        if src is None or not wanted(src):
             return
         try:
             emitter.disconnect(on_inserted)
         except Exception:  # already gone: nothing to undo
-            logger.debug("plate navigator hook already disconnected", exc_info=True)
-        _dock(viewer.window)
+            logger.debug("%s hook already disconnected", name, exc_info=True)
+        _dock(viewer.window, name)
 
     emitter.connect(on_inserted)
