@@ -275,8 +275,16 @@ def _stage_and_commit(
     staging = _staging_store(base_store)
     staged_arrays = [_on_store(a, staging) for a in arrays]
     boxes = [r for r, _ in dirty]
-    for region, values in dirty:
-        staged_arrays[0][region] = values.astype(lvl0.dtype, copy=False)
+    # one write per shard (each write rewrites its whole shard in the staging store):
+    # the shard's dirty chunks pasted onto its stored values
+    for bbox in _by_unit(boxes, _plane_unit(arrays[0])):
+        block = np.array(image.levels[0][bbox], dtype=lvl0.dtype)
+        for region, values in dirty:
+            if all(b.start <= r.start and r.stop <= b.stop for r, b in zip(region, bbox)):
+                block[
+                    tuple(slice(r.start - b.start, r.stop - b.start) for r, b in zip(region, bbox))
+                ] = values
+        staged_arrays[0][bbox] = block
     for lvl in range(1, len(staged_arrays)):
         prev, cur = staged_arrays[lvl - 1], staged_arrays[lvl]
         f = [max(1, round(p / c)) if c else 1 for p, c in zip(prev.shape, cur.shape, strict=True)]
@@ -289,8 +297,10 @@ def _stage_and_commit(
                 for b in boxes
             ]
         )
-        original_prev = arrays[lvl - 1]  # as stored before this save
-        for b in boxes:
+        # as stored before this save, read through the image's own levels (the direct
+        # reader: no event-loop round trip per read, unlike zarr's arrays)
+        original_prev, original_cur = image.levels[lvl - 1], image.levels[lvl]
+        for b in _by_unit(boxes, _plane_unit(arrays[lvl])):
             if any(s.stop <= s.start for s in b):
                 continue
             # the whole source blocks of this box, changed or not
@@ -307,7 +317,7 @@ def _stage_and_commit(
             # a pyramid another tool made is left as it was outside the edit's footprint
             affected = _block_any(changed, f, tuple(s.stop - s.start for s in b))
             sampled = new_prev[tuple(slice(None, None, k) for k in f)]
-            old_cur = np.asarray(cur[b])
+            old_cur = np.asarray(original_cur[b])
             new_cur = np.where(
                 affected, sampled[tuple(slice(0, n) for n in old_cur.shape)], old_cur
             )
@@ -338,6 +348,29 @@ def _fits(v: np.ndarray, dtype: np.dtype) -> bool:
 
 
 _on_store = array_on_store
+
+
+def _plane_unit(arr: Any) -> tuple[int, ...]:
+    """Boxes are grouped per plane of one shard (or chunk) in y/x: a stroke's chunks make
+    one write of their plane's region, never the planes between two strokes."""
+    unit = tuple(arr.shards or arr.chunks)
+    return (1,) * (len(unit) - 2) + unit[-2:]
+
+
+def _by_unit(boxes: list[tuple[slice, ...]], unit: tuple[int, ...]) -> list[tuple[slice, ...]]:
+    """The bounding box of *boxes* per storage unit (shard, else chunk) they start in."""
+    groups: dict[tuple[int, ...], tuple[slice, ...]] = {}
+    for b in boxes:
+        key = tuple(s.start // max(u, 1) for s, u in zip(b, unit, strict=True))
+        g = groups.get(key)
+        groups[key] = (
+            b
+            if g is None
+            else tuple(
+                slice(min(x.start, y.start), max(x.stop, y.stop)) for x, y in zip(g, b, strict=True)
+            )
+        )
+    return list(groups.values())
 
 
 def _merge(boxes: list[tuple[slice, ...]]) -> list[tuple[slice, ...]]:
