@@ -4,10 +4,11 @@ Usage::
 
     python benchmarks/bench_open06.py [--repeats 15]
 
-Writes one image (2 channels, 3 levels, labels) with napari-ozx as 0.5 and as 0.6 (the
-0.6 one with a rotation to a "world" system listed first, so the reader takes the
-coordinate-system path: transformation graph, composition, napari ``affine``), as
-directories and as ``.ozx``. Then, interleaved, median of repeats, in this process:
+Writes one image (2 channels, 3 levels, labels) with napari-ozx as 0.5, as 0.6 with a
+rotation to a "world" system listed first (the reader then takes the coordinate-system
+path: transformation graph, composition, napari ``affine``) and as plain 0.6 (scale and
+translation only), as directories and as ``.ozx``. Then, interleaved, median of
+repeats, in this process:
 
 * ``open``: ``open_ome_zarr`` + ``images()`` (metadata only),
 * ``layers``: the npe2 reader's layer data (``read_layer_data``: open, placement, labels).
@@ -38,14 +39,18 @@ def _write(d: Path) -> dict[str, Path]:
     img = rng.integers(0, 4000, (512, 512), dtype=np.uint16)
     lab = (img > 3000).astype(np.uint32)
     out = {}
-    for name, rotate in (("0.5", 0.0), ("0.6", 25.0)):
+    for name, version, rotate in (
+        ("0.5", "0.5", 0.0),
+        ("0.6", "0.6", 25.0),
+        ("0.6plain", "0.6", 0.0),
+    ):
         meta = {"name": "a", "scale": [0.5, 0.5], "rotate": rotate, "metadata": {}}
         layers = [
             (img, {**meta, "name": "c0"}, "image"),
             (img, {**meta, "name": "c1"}, "image"),
             (lab, {**meta, "name": "cells"}, "labels"),
         ]
-        opts = WriteOptions(version=name, pyramid_levels=3)  # type: ignore[arg-type]
+        opts = WriteOptions(version=version, pyramid_levels=3)  # type: ignore[arg-type]
         for suffix in (".ome.zarr", ".ozx"):
             p = d / f"img{name}{suffix}"
             write_layer_data(p, layers, opts)
@@ -71,7 +76,7 @@ def main() -> None:
         files = _write(Path(tmp))
         for what, fn in (("open", _open), ("layers", _layers)):
             for suffix in (".ome.zarr", ".ozx"):
-                times: dict[str, list[float]] = {"0.5": [], "0.6": []}
+                times: dict[str, list[float]] = {"0.5": [], "0.6": [], "0.6plain": []}
                 for v in times:  # warm both once (page cache, imports)
                     fn(files[v + suffix])
                 for _ in range(args.repeats):
@@ -79,10 +84,10 @@ def main() -> None:
                         t = time.perf_counter()
                         fn(files[v + suffix])
                         times[v].append(time.perf_counter() - t)
-                m5, m6 = (statistics.median(times[v]) * 1e3 for v in ("0.5", "0.6"))
+                m5, m6, mp = (statistics.median(times[v]) * 1e3 for v in ("0.5", "0.6", "0.6plain"))
                 print(
-                    f"{what:6s} {suffix:9s} 0.5 {m5:7.2f} ms   0.6 {m6:7.2f} ms   "
-                    f"ratio 0.6/0.5 {m6 / m5:.2f}"
+                    f"{what:6s} {suffix:9s} 0.5 {m5:6.2f} ms | 0.6 rotated {m6:6.2f} ms, "
+                    f"ratio {m6 / m5:.2f} | 0.6 plain {mp:6.2f} ms, ratio {mp / m5:.2f}"
                 )
 
 
