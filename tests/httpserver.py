@@ -21,6 +21,8 @@ class Server:
         self.fail_times: dict[str, int] = {}  # path suffix -> how many times to fail
         self.delay = 0.0  # seconds to wait before answering a ranged GET
         self.validators = True  # send ETag / Last-Modified and honour If-Match
+        #: answer every GET with 200 and the whole body, as Python's http.server does
+        self.ignore_range = False
         self._lock = threading.Lock()
         outer = self
 
@@ -80,7 +82,7 @@ class Server:
 
                     time.sleep(outer.delay)
                 start, end = 0, size
-                if rng and rng.startswith("bytes="):
+                if rng and rng.startswith("bytes=") and not outer.ignore_range:
                     a, _, b = rng[6:].partition("-")
                     if a == "":
                         start, end = max(size - int(b), 0), size
@@ -97,7 +99,8 @@ class Server:
                     self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
                 else:
                     self.send_response(200)
-                self.send_header("Accept-Ranges", "bytes")
+                if not outer.ignore_range:
+                    self.send_header("Accept-Ranges", "bytes")
                 if outer.validators:
                     from email.utils import formatdate
 

@@ -172,3 +172,29 @@ def test_remote_directory_with_labels_opens_in_napari(served):
         pytest.skip("a large remote pyramid opens read-only: nothing to save back")
     with pytest.raises(SaveBackError, match="over the network"):
         save_labels_back(Layer())
+
+
+def test_a_server_that_ignores_range_is_named_and_small_objects_read_whole(tmp_path, caplog):
+    """Issue 24: Python's http.server answers 200 with the whole body; that was reported
+    as "short read ...: truncated or changing file", blaming the file."""
+    import logging
+
+    from napari_ozx.ozx import remote
+
+    shutil.copy(sample_path(), tmp_path / "cells.ozx")
+    with Server(tmp_path) as srv:
+        srv.ignore_range = True
+        with caplog.at_level(logging.WARNING):
+            layers = read_layer_data(f"{srv.url}/cells.ozx")
+        assert "does not support HTTP range requests" in caplog.text
+        local = read_layer_data(str(sample_path()))
+        np.testing.assert_array_equal(
+            np.asarray(layers[0][0][0][:, 8]), np.asarray(local[0][0][0][:, 8])
+        )
+        old = remote.WHOLE_OBJECT_LIMIT
+        remote.WHOLE_OBJECT_LIMIT = 1024
+        try:
+            with pytest.raises(OzxError, match="does not support HTTP range requests"):
+                read_layer_data(f"{srv.url}/cells.ozx")
+        finally:
+            remote.WHOLE_OBJECT_LIMIT = old

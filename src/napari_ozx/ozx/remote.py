@@ -40,6 +40,10 @@ REMOTE_SCHEMES = ("http://", "https://", "s3://", "gs://", "gcs://", "az://", "a
 RETRIES = 3
 TIMEOUT_S = 30.0
 PREFETCH_LIMIT = 8 << 20  # leading metadata fetched in one request, at most this much
+#: a server that ignores ``Range`` (answers 200 with the whole object, as Python's
+#: ``http.server`` does): objects up to this size are then read whole, once, and served
+#: from memory; larger ones are refused with the reason
+WHOLE_OBJECT_LIMIT = 512 << 20
 
 
 class RemoteError(OzxError, OSError):
@@ -211,12 +215,36 @@ class FsspecRangeReader(RangeReader):
         with self._lock:
             self.requests += 1
             self.bytes_read += len(data)
+        if len(data) == self.size and length < self.size:
+            # the whole object for a range: the server ignores Range
+            self._whole(data)
+            return data[offset : offset + length]
         if len(data) != length:
             raise ZipFormatError(
                 f"{self.url}: short read at {offset} ({len(data)} of {length} bytes): "
                 "truncated or changing file"
             )
         return data
+
+    def _whole(self, data: bytes) -> None:
+        """The server sent the whole object for a range request: keep it (when small
+        enough) and serve every later read from memory, or refuse saying so."""
+        mib = self.size / 2**20
+        if self.size > WHOLE_OBJECT_LIMIT:
+            raise RemoteError(
+                f"{self.url}: the server does not support HTTP range requests (it sends the "
+                f"whole {mib:.0f} MiB object for every read); napari-ozx reads such objects "
+                f"whole only up to {WHOLE_OBJECT_LIMIT >> 20} MiB: serve it with a server "
+                "that supports ranges (nginx, Apache, an object store)"
+            )
+        if len(self._head) < self.size:
+            logger.warning(
+                "%s: the server does not support HTTP range requests: read whole (%.1f MiB) "
+                "and served from memory",
+                self.url,
+                mib,
+            )
+            self._head = data
 
     def _pin_version(self, info: dict[str, Any]) -> None:
         """Remember the version opened; HTTP range requests then carry a precondition."""
@@ -234,7 +262,9 @@ class FsspecRangeReader(RangeReader):
         """Fetch bytes ``[0, end)`` in one request and serve later reads there from memory."""
         end = min(end, self.size, PREFETCH_LIMIT)
         if end > len(self._head):
-            self._head = self.read(0, end)
+            head = self.read(0, end)
+            if len(self._head) < self.size:  # (not already the whole object, see _whole)
+                self._head = head
 
     def close(self) -> None:
         self._closed = True
