@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from napari_ozx.__main__ import main, validate_path
-from napari_ozx.ngff.convert import convert
+from napari_ozx.ngff.convert import convert, source_options
 from napari_ozx.ngff.open import open_ome_zarr, open_store
 from napari_ozx.ngff.write import WriteCancelled, WriteOptions
 
@@ -347,7 +347,9 @@ def test_cli_scheduler_uses_the_workers(client, source, tmp_path):
         == 0
     )
     assert executed() - before >= 20
-    convert(src, tmp_path / "local.ozx", OPTS)
+    # the CLI keeps the source's codec, level and levels where no flag says otherwise
+    kept = {**source_options(src, out), "chunk_yx": 32, "shard_yx": 64, "shard_z": 3}
+    convert(src, tmp_path / "local.ozx", WriteOptions(**kept))
     assert stored(out) == stored(tmp_path / "local.ozx")
 
 

@@ -1701,8 +1701,12 @@ def _missing_level() -> bytes:
     "level_shapes_grow.ozx", "open", "MetadataError", r"(?i)larger than the level before", R_LEVELS
 )
 def _levels_grow() -> bytes:
+    # larger and not coarser (the same scale as level 0): out of order. A larger level
+    # whose scale says it is coarser is a padded one (webknossos) and opens cropped
     t = base_tree()
     t.docs["1"]["shape"] = [2, 64, 128]
+    ds = root_ms(t)["datasets"]
+    ds[1]["coordinateTransformations"] = ds[0]["coordinateTransformations"]
     return ozx(t)
 
 
