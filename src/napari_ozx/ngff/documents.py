@@ -33,7 +33,7 @@ import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import MetadataError, OzxError
 from ..ozx.protocol import as_container
@@ -239,8 +239,20 @@ async def _read_json(
         return value, e
 
 
+#: the Zarr v2 documents to look for, by what the caller expects the node to be
+_V2_NAMES = {
+    None: (".zarray", ".zgroup", ".zattrs"),
+    "group": (".zgroup", ".zattrs"),
+    "array": (".zarray", ".zattrs"),
+}
+
+
 async def _read_node(
-    store: Store, path: str, zarr_format: int | None, pre: Prefetched | None = None
+    store: Store,
+    path: str,
+    zarr_format: int | None,
+    pre: Prefetched | None = None,
+    kind: str | None = None,
 ) -> NodeDocuments | None:
     if zarr_format in (None, 3):
         key = join_path(path, "zarr.json")
@@ -252,11 +264,14 @@ async def _read_node(
             return _v3(path, doc)
         if zarr_format == 3:
             return None
-    names = (".zarray", ".zgroup", ".zattrs")
-    got2 = await asyncio.gather(*(_read_json(store, join_path(path, n), pre) for n in names))
-    if all(g is None for g in got2):
+    names = _V2_NAMES[kind]
+    found = await asyncio.gather(*(_read_json(store, join_path(path, n), pre) for n in names))
+    if all(g is None for g in found):
         return None
+    by_name = dict(zip(names, found, strict=True))
+    got2 = [by_name.get(n) for n in _V2_NAMES[None]]
     zarray, _zgroup, zattrs = got2
+    names = _V2_NAMES[None]
     files = tuple((n, g[0]) for n, g in zip(names, got2, strict=True) if g is not None)
     errors = [g[1] for g in got2 if g is not None and g[1] is not None]
     attrs = zattrs[0] if zattrs is not None and isinstance(zattrs[0], dict) else {}
@@ -299,22 +314,30 @@ def _v3(path: str, doc: dict[str, Any]) -> NodeDocuments:
 
 
 def read_documents(
-    store: Store, paths: Sequence[str], zarr_format: int | None = None
+    store: Store,
+    paths: Sequence[str],
+    zarr_format: int | None = None,
+    kind: Literal["group", "array"] | None = None,
 ) -> list[NodeDocuments | None]:
     """The documents of every node in *paths* (``None`` where there is no node), read
     concurrently. *zarr_format* is the hierarchy's format once known (``None``: try v3,
-    then v2). Only store failures (I/O, network) raise; see the module docstring."""
+    then v2). *kind*: what the caller knows the nodes to be (a plate's wells and fields
+    are groups, their levels arrays): Zarr v2 then skips the other kind's document, a
+    third of the reads of a large plate. Only store failures (I/O, network) raise; see
+    the module docstring."""
 
     pre: Prefetched | None = None
     root = _local_root(store)
     if root is not None:
         names = [
             *(("zarr.json",) if zarr_format in (None, 3) else ()),
-            *((".zarray", ".zgroup", ".zattrs") if zarr_format in (None, 2) else ()),
+            *(_V2_NAMES[kind] if zarr_format in (None, 2) else ()),
         ]
         pre = _prefetch_local(root, [join_path(p, n) for p in paths for n in names])
 
     async def all_() -> list[NodeDocuments | None]:
-        return list(await asyncio.gather(*(_read_node(store, p, zarr_format, pre) for p in paths)))
+        return list(
+            await asyncio.gather(*(_read_node(store, p, zarr_format, pre, kind) for p in paths))
+        )
 
     return list(run_sync(all_()))

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -465,17 +465,20 @@ class OmeZarr:
             return f"{self.source}:{id(self)}"
 
     # -- metadata --------------------------------------------------------------
-    def read_docs(self, paths: Sequence[str]) -> list[NodeDocuments | None]:
+    def read_docs(
+        self, paths: Sequence[str], kind: Literal["group", "array"] | None = None
+    ) -> list[NodeDocuments | None]:
         """For each node path its documents (:mod:`.documents`), or None if absent.
 
         All nodes are read concurrently; Zarr v3 is tried first (0.5 preferred over 0.4,
         RFC-2), then v2 once the hierarchy is known to be v2. A node's document problems
-        are its ``error``, raised by :meth:`make_group` / :meth:`make_array`.
+        are its ``error``, raised by :meth:`make_group` / :meth:`make_array`. *kind*: see
+        :func:`.documents.read_documents`.
         """
         with self._docs_lock:
             todo = [p for p in dict.fromkeys(paths) if p not in self._docs]
         if todo:
-            read = read_documents(self.store, todo, self.zarr_format)
+            read = read_documents(self.store, todo, self.zarr_format, kind)
             with self._docs_lock:
                 for p, docs in zip(todo, read, strict=True):
                     self._docs.setdefault(p, docs)

@@ -379,7 +379,7 @@ class Overview:
             if key in self._nodes:
                 return self._nodes[key]
         try:
-            (res,) = self.plate.oz.read_docs([path])
+            (res,) = self.plate.oz.read_docs([path], "array")
             node: ArrayNode | None = self.plate.oz.make_array(path, res)
             if node is not None and len(node.shape) != len(self.shape):
                 raise MetadataError(f"{len(node.shape)} dimensions, not {len(self.shape)}")
@@ -609,7 +609,7 @@ class HcsPlate:
             seen.add((pw.row, pw.column))
             wells.append(pw)
         paths = [join_path(self.path, w.path, key="wells path") for w in wells]
-        docs = self.oz.read_docs(paths)  # every well at once
+        docs = self.oz.read_docs(paths, "group")  # every well at once
         out = []
         for pw, p, res in zip(wells, paths, docs, strict=True):
             name = f"{plate.rows[pw.row]}{plate.columns[pw.column]}"
@@ -662,7 +662,7 @@ class HcsPlate:
     # -- groups and images -------------------------------------------------------
     def _groups(self, paths: Sequence[str]) -> list[GroupNode | OzxError]:
         out: list[GroupNode | OzxError] = []
-        for p, res in zip(paths, self.oz.read_docs(paths), strict=True):
+        for p, res in zip(paths, self.oz.read_docs(paths, "group"), strict=True):
             if res is None:
                 out.append(MetadataError(f"field group {p!r} is missing"))
                 continue
@@ -772,7 +772,7 @@ class HcsPlate:
         y, x = yx_axes(ms0.axes)
         tile = [rep.arrays[0].shape[y], rep.arrays[0].shape[x]]
         extent = list(rep.arrays[0].shape)
-        for pos, p, res in zip(list(fields), paths, self.oz.read_docs(paths), strict=True):
+        for pos, p, res in zip(list(fields), paths, self.oz.read_docs(paths, "array"), strict=True):
             try:
                 node = self.oz.make_array(p, res)
                 if len(node.shape) != len(ms0.axes) or len(node.shape) != ndim:
