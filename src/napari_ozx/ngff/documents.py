@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -198,18 +199,23 @@ def _prefetch_local(root: str, keys: Sequence[str]) -> dict[str, bytes | Metadat
         except OSError as e:
             return key, e
 
-    if len(keys) <= 256:
-        found = [one(k) for k in keys]
-    else:
-        # a few threads, each reading a batch: a task per file cost more in hand-offs than
-        # the read itself (12,288 documents of a 1536-well plate: 0.37-0.5 s one task per
-        # file, 0.12-0.16 s in batches of 256, page cache warm); the threads keep a
-        # network file system's latencies overlapping
-        batches = [keys[i : i + 256] for i in range(0, len(keys), 256)]
+    # the first documents in this thread: from the page cache a read costs ~10 us and
+    # threads only add hand-offs (12,288 documents of a 1536-well plate: 0.07 s here
+    # in one thread, 0.12-0.16 s in batches over 8 threads, 0.37-0.5 s a task per file);
+    # slower (a cold disk, a network file system), the rest go to a few threads in
+    # batches, which keeps their latencies overlapping
+    head = 64
+    t0 = time.perf_counter()
+    found = [one(k) for k in keys[:head]]
+    rest = keys[head:]
+    if rest and (time.perf_counter() - t0) / head > 100e-6:
+        batches = [rest[i : i + 256] for i in range(0, len(rest), 256)]
         with ThreadPoolExecutor(8, thread_name_prefix="ozx-docs") as pool:
-            found = [
+            found += [
                 kv for batch in pool.map(lambda b: [one(k) for k in b], batches) for kv in batch
             ]
+    else:
+        found += [one(k) for k in rest]
     return {k: v for k, v in found if not isinstance(v, OSError)}
 
 
@@ -250,7 +256,9 @@ async def _read_json(
 _V2_NAMES = {
     None: (".zarray", ".zgroup", ".zattrs"),
     "group": (".zgroup", ".zattrs"),
-    "array": (".zarray", ".zattrs"),
+    # a level of a known image: its .zattrs (xarray's _ARRAY_DIMENSIONS at most) is not
+    # used by anything that asks for arrays by kind
+    "array": (".zarray",),
 }
 
 
