@@ -198,3 +198,26 @@ def test_a_server_that_ignores_range_is_named_and_small_objects_read_whole(tmp_p
                 read_layer_data(f"{srv.url}/cells.ozx")
         finally:
             remote.WHOLE_OBJECT_LIMIT = old
+
+
+def test_a_failing_well_document_is_that_wells_error_not_the_plates(tmp_path):
+    """Issue 24: one document that does not arrive no longer throws the plate away: a
+    transient failure (HTTP 503 twice) is retried with backoff, one that persists becomes
+    that well's error (missing on the map and in the overview, with the reason)."""
+    from napari_ozx.ngff.plate import open_hcs
+
+    from .plategen import PlateSpec, write_plate
+
+    write_plate(tmp_path / "p.ome.zarr", PlateSpec(n_rows=2, n_cols=3, fields=1), "0.5")
+    with Server(tmp_path) as srv:
+        srv.fail = {"/p.ome.zarr/A/2/zarr.json": 503, "/p.ome.zarr/B/3/zarr.json": 503}
+        srv.fail_times = {"/p.ome.zarr/A/2/zarr.json": 2}  # then it answers
+        plate = open_hcs(f"{srv.url}/p.ome.zarr")
+        errors = {w.name: w.error for w in plate.wells}
+        assert errors["A2"] is None  # retried
+        assert "B/3/zarr.json failed" in errors["B3"] and "503" in errors["B3"]
+        assert sum(e is None for e in errors.values()) == 5
+        ov = plate.overview()
+        assert any("B/3" in k for k in ov.skipped)
+        assert np.asarray(ov.levels[-1]).any()
+        plate.oz.close()

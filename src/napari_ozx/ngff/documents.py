@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_METADATA_BYTES",
     "METADATA_FILES",
+    "DocumentReadError",
     "NodeDocuments",
     "get_bytes",
     "join_path",
@@ -95,20 +96,66 @@ def run_sync(coro: Any) -> Any:
     return sync(coro)
 
 
-async def get_bytes(store: Store, key: str) -> bytes | None:
-    """One metadata document's bytes, ``None`` if absent; size-capped for containers."""
+#: documents of a remote store requested at once (one batch: a plate's wells), and how
+#: often a transient failure (timeout, reset, HTTP 429 / 5xx) is retried, with backoff
+REMOTE_CONCURRENCY = 64
+REMOTE_ATTEMPTS = 4
+REMOTE_BACKOFF_S = 0.25
+
+
+class DocumentReadError(OzxError):
+    """A metadata document could not be read (after retries): that node's problem."""
+
+
+def _transient(e: BaseException) -> bool:
+    status = next(
+        (v for a in ("status", "status_code") if isinstance(v := getattr(e, a, None), int)),
+        None,
+    )
+    if status is not None:
+        return status == 429 or status >= 500
+    return isinstance(e, TimeoutError | ConnectionError | OSError) or type(e).__name__ in (
+        "ClientConnectionError",
+        "ClientOSError",
+        "ServerDisconnectedError",
+        "ClientPayloadError",
+        "SocketTimeoutError",
+    )
+
+
+async def get_bytes(store: Store, key: str, limit: asyncio.Semaphore | None = None) -> bytes | None:
+    """One metadata document's bytes, ``None`` if absent; size-capped for containers.
+
+    A remote store's transient failures are retried with backoff; one that persists is
+    a :class:`DocumentReadError` naming the key and the reason. *limit* bounds how many
+    requests of a batch are in flight (a server with a small listen backlog otherwise
+    drops them)."""
     from zarr.core.buffer import default_buffer_prototype
 
     _check_metadata_size(store, key)
-    try:
-        buf = await store.get(key, prototype=default_buffer_prototype())
-    except OzxError:
-        raise
-    except FileNotFoundError:
-        return None
-    except Exception as e:  # a remote store's network error: name the key and the reason
-        raise OzxError(f"reading {key} failed: {type(e).__name__}: {e}") from e
-    return None if buf is None else buf.to_bytes()
+    delay = REMOTE_BACKOFF_S
+    for attempt in range(1, REMOTE_ATTEMPTS + 1):
+        try:
+            if limit is None:
+                buf = await store.get(key, prototype=default_buffer_prototype())
+            else:
+                async with limit:
+                    buf = await store.get(key, prototype=default_buffer_prototype())
+        except OzxError:
+            raise
+        except FileNotFoundError:
+            return None
+        except Exception as e:  # a remote store's network error: name the key and the reason
+            if attempt < REMOTE_ATTEMPTS and _transient(e):
+                await asyncio.sleep(delay)
+                delay *= 3
+                continue
+            raise DocumentReadError(
+                f"reading {key} failed: {type(e).__name__}: {e}"
+                + (f" (after {attempt} attempts)" if attempt > 1 else "")
+            ) from e
+        return None if buf is None else buf.to_bytes()
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _check_metadata_size(store: Store, key: str) -> None:
@@ -227,7 +274,7 @@ def _too_large(key: str, size: int) -> MetadataError:
 
 
 async def _read_json(
-    store: Store, key: str, pre: Prefetched | None = None
+    store: Store, key: str, pre: Prefetched | None = None, limit: Any = None
 ) -> tuple[Any, OzxError | None] | None:
     """(parsed object or None, error) of one document, or None if it is absent."""
     try:
@@ -237,8 +284,8 @@ async def _read_json(
                 raise got
             data = got
         else:
-            data = await get_bytes(store, key)
-    except MetadataError as e:  # declared too large: a problem of this node only
+            data = await get_bytes(store, key, limit)
+    except (MetadataError, DocumentReadError) as e:  # a problem of this node only
         return None, e
     if data is None:
         return None
@@ -268,10 +315,11 @@ async def _read_node(
     zarr_format: int | None,
     pre: Prefetched | None = None,
     kind: str | None = None,
+    limit: Any = None,
 ) -> NodeDocuments | None:
     if zarr_format in (None, 3):
         key = join_path(path, "zarr.json")
-        got = await _read_json(store, key, pre)
+        got = await _read_json(store, key, pre, limit)
         if got is not None:
             doc, err = got
             if err is not None or not isinstance(doc, dict):
@@ -284,7 +332,9 @@ async def _read_node(
         found = [await _read_json(store, join_path(path, n), pre) for n in names]
     else:
         found = list(
-            await asyncio.gather(*(_read_json(store, join_path(path, n), pre) for n in names))
+            await asyncio.gather(
+                *(_read_json(store, join_path(path, n), pre, limit) for n in names)
+            )
         )
     if all(g is None for g in found):
         return None
@@ -373,8 +423,12 @@ def read_documents(
         return out
 
     async def all_() -> list[NodeDocuments | None]:
+        # a remote store: bounded requests in flight, each retried (see get_bytes)
+        limit = asyncio.Semaphore(REMOTE_CONCURRENCY) if len(paths) > 1 else None
         return list(
-            await asyncio.gather(*(_read_node(store, p, zarr_format, pre, kind) for p in paths))
+            await asyncio.gather(
+                *(_read_node(store, p, zarr_format, pre, kind, limit) for p in paths)
+            )
         )
 
     return list(run_sync(all_()))
