@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 
 class Server:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, backlog: int = 128) -> None:
         self.root = root
         self.requests: list[tuple[str, str, str | None]] = []
         self.body_bytes = 0
@@ -23,6 +23,7 @@ class Server:
         self.validators = True  # send ETag / Last-Modified and honour If-Match
         #: answer every GET with 200 and the whole body, as Python's http.server does
         self.ignore_range = False
+        self.latency = 0.0  # seconds before answering any request (a distant server)
         self._lock = threading.Lock()
         outer = self
 
@@ -56,6 +57,10 @@ class Server:
                 self._serve(head=False)
 
             def _serve(self, head: bool) -> None:
+                if outer.latency:
+                    import time
+
+                    time.sleep(outer.latency)
                 rng = self.headers.get("Range")
                 with outer._lock:
                     outer.requests.append((self.command, self.path, rng))
@@ -120,8 +125,8 @@ class Server:
         class _Server(ThreadingHTTPServer):
             # socketserver's default listen backlog is 5: concurrent range requests
             # beyond it were dropped and retried after 1 s (a stall real servers,
-            # with backlogs of 128+, do not have)
-            request_queue_size = 128
+            # with backlogs of 128+, do not have); Server(root, backlog=5) is that server
+            request_queue_size = backlog
 
         self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

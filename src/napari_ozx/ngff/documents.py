@@ -303,6 +303,9 @@ async def _read_json(
 _V2_NAMES = {
     None: (".zarray", ".zgroup", ".zattrs"),
     "group": (".zgroup", ".zattrs"),
+    # a group that is only of use with OME attributes (a plate's well or field): its
+    # .zattrs says it all (absent, it is missing either way)
+    "ome-group": (".zattrs",),
     # a level of a known image: its .zattrs (xarray's _ARRAY_DIMENSIONS at most) is not
     # used by anything that asks for arrays by kind
     "array": (".zarray",),
@@ -387,7 +390,7 @@ def read_documents(
     store: Store,
     paths: Sequence[str],
     zarr_format: int | None = None,
-    kind: Literal["group", "array"] | None = None,
+    kind: Literal["group", "ome-group", "array"] | None = None,
 ) -> list[NodeDocuments | None]:
     """The documents of every node in *paths* (``None`` where there is no node), read
     concurrently. *zarr_format* is the hierarchy's format once known (``None``: try v3,

@@ -466,7 +466,7 @@ class OmeZarr:
 
     # -- metadata --------------------------------------------------------------
     def read_docs(
-        self, paths: Sequence[str], kind: Literal["group", "array"] | None = None
+        self, paths: Sequence[str], kind: Literal["group", "ome-group", "array"] | None = None
     ) -> list[NodeDocuments | None]:
         """For each node path its documents (:mod:`.documents`), or None if absent.
 

@@ -92,6 +92,11 @@ __all__ = [
 OVERVIEW_EDGE = 4096  # the overview aims at about this many pixels along its longer side
 MAX_WELLS = 100_000  # rows x columns beyond this is not a plate we can show
 MAX_PLANES = 1_000_000  # along one t / c / z axis of the plate picture
+#: from this many wells on, the overview opens without reading every well's field: it is
+#: sized from the first readable field, and each other field's group and arrays are read
+#: when a tile of it is first drawn (a field that then disagrees - another layout, more
+#: planes or a larger size than the first - is shown as far as it fits, and logged)
+LAZY_FIELDS_FROM = 400
 
 # plates handed out by the reader, so the navigator finds the very object behind an
 # overview layer (metadata carries only the id); alive as long as its overview's dask
@@ -188,7 +193,7 @@ class Overview:
         field_index: int,
         acquisition: int | None,
         rep: Image,
-        fields: dict[tuple[int, int], tuple[FieldRef, GroupNode]],
+        fields: dict[tuple[int, int], tuple[FieldRef, GroupNode | None]],
         skipped: dict[str, str],
         tile: tuple[int, int] | None = None,
         extent: Sequence[int] | None = None,
@@ -198,7 +203,8 @@ class Overview:
         self.acquisition = acquisition
         self.representative = rep
         self.level = 0
-        self.fields = fields  # (row, column) -> the field shown in that tile, its group
+        # (row, column) -> the field shown in that tile, its group (None: not read yet)
+        self.fields = fields
         self.shown = {k: f for k, (f, _) in fields.items()}
         self.skipped = skipped  # well path -> reason it is empty in the overview
         ms = rep.multiscale
@@ -367,9 +373,38 @@ class Overview:
                 "%s: plate picture of %s left empty: %s", self.plate.oz.source, path, err
             )
 
+    def _group(self, pos: tuple[int, int]) -> GroupNode | None:
+        """A field's group, read when first needed (a large plate's overview, see
+        :data:`LAZY_FIELDS_FROM`); None when it cannot be shown (said once)."""
+        ref, g = self.fields[pos]
+        if g is not None:
+            return g
+        (got,) = self.plate._groups([ref.path])
+        try:
+            if isinstance(got, OzxError):
+                raise got
+            ndim = len(self.representative.arrays[0].shape)
+            got = self.plate._fix_implied_axes(got, ndim)
+            names = got.meta.multiscales[0].axis_names
+            if names != self.multiscale.axis_names:
+                raise MetadataError(
+                    f"axes {list(names)} differ from {list(self.multiscale.axis_names)}"
+                )
+        except OzxError as e:
+            self._chunk_failed(ref.path, e)
+            with self._lock:
+                self.skipped.setdefault(self.plate.by_position[pos].path, str(e))
+            return None
+        with self._lock:
+            self.fields[pos] = (ref, got)
+        return got
+
     def _node(self, pos: tuple[int, int], level: int) -> ArrayNode | None:
         """The array of a well's field at one pyramid level (its document read once)."""
-        ref, g = self.fields[pos]
+        ref, _ = self.fields[pos]
+        g = self._group(pos)
+        if g is None:
+            return None
         dsets = g.meta.multiscales[0].datasets
         if level >= len(dsets):
             return None
@@ -609,7 +644,7 @@ class HcsPlate:
             seen.add((pw.row, pw.column))
             wells.append(pw)
         paths = [join_path(self.path, w.path, key="wells path") for w in wells]
-        docs = self.oz.read_docs(paths, "group")  # every well at once
+        docs = self.oz.read_docs(paths, "ome-group")  # every well at once
         out = []
         for pw, p, res in zip(wells, paths, docs, strict=True):
             name = f"{plate.rows[pw.row]}{plate.columns[pw.column]}"
@@ -662,7 +697,7 @@ class HcsPlate:
     # -- groups and images -------------------------------------------------------
     def _groups(self, paths: Sequence[str]) -> list[GroupNode | OzxError]:
         out: list[GroupNode | OzxError] = []
-        for p, res in zip(paths, self.oz.read_docs(paths, "group"), strict=True):
+        for p, res in zip(paths, self.oz.read_docs(paths, "ome-group"), strict=True):
             if res is None:
                 out.append(MetadataError(f"field group {p!r} is missing"))
                 continue
@@ -674,6 +709,44 @@ class HcsPlate:
             except OzxError as e:
                 out.append(e)
         return out
+
+    def _lazy_overview(
+        self,
+        key: tuple[int, int | None],
+        field_index: int,
+        acquisition: int | None,
+        chosen: list[tuple[WellInfo, FieldRef]],
+        skipped: dict[str, str],
+    ) -> Overview:
+        """The overview of a large plate (see :data:`LAZY_FIELDS_FROM`): one field read
+        to size it, the others when their tiles are drawn."""
+        rep: Image | None = None
+        rep_err: OzxError | None = None
+        for w, f in chosen[:16]:
+            (g,) = self._groups([f.path])
+            if isinstance(g, OzxError):
+                skipped[w.path] = str(g)
+                rep_err = g
+                continue
+            try:
+                rep = self._full_image(f.path, g)
+                break
+            except OzxError as e:
+                rep_err = e
+                skipped[w.path] = str(e)
+        if rep is None:
+            why = f": {rep_err}" if rep_err else ""
+            raise MetadataError(
+                f"no well of this plate has a readable field {field_index}{why} ({self.oz.source})"
+            )
+        fields: dict[tuple[int, int], tuple[FieldRef, GroupNode | None]] = {
+            (w.row, w.column): (f, rep.group if f.path == rep.path else None)
+            for w, f in chosen
+            if w.path not in skipped
+        }
+        ov = Overview(self, field_index, acquisition, rep, fields, skipped)
+        self._overviews[key] = ov
+        return ov
 
     def _fix_implied_axes(self, g: GroupNode, ndim: int) -> GroupNode:
         """0.1 / 0.2 imply axes from the dimensionality: re-parse with the real ndim."""
@@ -730,6 +803,9 @@ class HcsPlate:
                 chosen.append((w, refs[field_index]))
             else:
                 skipped[w.path] = f"no field {field_index}"
+        lazy = len(chosen) >= LAZY_FIELDS_FROM
+        if lazy:
+            return self._lazy_overview(key, field_index, acquisition, chosen, skipped)
         groups = self._groups([f.path for _, f in chosen])
         rep: Image | None = None
         rep_err: OzxError | None = None
@@ -749,7 +825,7 @@ class HcsPlate:
             )
         ms0 = rep.multiscale
         ndim = len(rep.arrays[0].shape)
-        fields: dict[tuple[int, int], tuple[FieldRef, GroupNode]] = {}
+        fields: dict[tuple[int, int], tuple[FieldRef, GroupNode | None]] = {}
         for (w, f), g in zip(chosen, groups, strict=True):
             if isinstance(g, OzxError):
                 skipped[w.path] = str(g)
@@ -766,7 +842,9 @@ class HcsPlate:
         # every field's full-resolution array document, in one concurrent batch: the
         # tile is the largest field (up to twice the representative's size)
         paths = [
-            join_path(f.path, g.meta.multiscales[0].datasets[0].path) for f, g in fields.values()
+            join_path(f.path, g.meta.multiscales[0].datasets[0].path)
+            for f, g in fields.values()
+            if g is not None  # (every group is read here)
         ]
         nodes: dict[tuple[str, int], ArrayNode | None] = {}
         y, x = yx_axes(ms0.axes)
