@@ -635,3 +635,30 @@ def test_overview_views_read_directly_the_pixels_dask_computes(plates):
                 assert isinstance(view, LazyArray)
                 want = dask.compute(view, scheduler="sync")[0]
                 np.testing.assert_array_equal(np.asarray(view), want)
+
+
+def test_a_large_plate_overview_reads_fields_when_drawn(tmp_path, monkeypatch, store_reads):
+    """Issue 24: from LAZY_FIELDS_FROM wells on, opening reads the plate, its wells and
+    one field; every other field is read when its tile is drawn, with the same pixels as
+    the overview that reads them all at open; a field that cannot be read is that well's
+    problem (empty, with the reason)."""
+    import numpy as np
+
+    from napari_ozx.ngff import plate as plate_mod
+    from napari_ozx.ngff.plate import open_hcs
+
+    from .plategen import PlateSpec, write_plate
+
+    spec = PlateSpec(n_rows=3, n_cols=4, fields=2, missing_fields={(2, 3, 0)})
+    path = write_plate(tmp_path / "p.ome.zarr", spec, "0.4")
+    eager = np.asarray(open_hcs(str(path)).overview().levels[0])
+    monkeypatch.setattr(plate_mod, "LAZY_FIELDS_FROM", 1)
+    store_reads.clear()
+    pl = open_hcs(str(path))
+    ov = pl.overview()
+    fields_read = {k.rsplit("/", 1)[0] for k in store_reads if k.count("/") >= 3}
+    # one field (its group and levels) at open, none of the other 11 wells' fields
+    assert fields_read and all(k.startswith("A/1/0") for k in fields_read), fields_read
+    lazy = np.asarray(ov.levels[0])
+    np.testing.assert_array_equal(lazy, eager)
+    assert any("C/4" in k for k in ov.skipped), ov.skipped
