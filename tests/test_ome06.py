@@ -565,3 +565,32 @@ def test_plate_in_06_opens(tmp_path):
     overview = lds[0][0]
     level = overview[-1] if isinstance(overview, list) else overview
     assert np.asarray(level).max() == ord("B")
+
+
+def test_layers_placed_differently_saved_together_become_a_scene(tmp_path):
+    """'scene': layers with different transforms saved together are an OME-Zarr 0.6
+    scene (one image each, placed in "world" by the scene's transformations); reopened,
+    every layer is where it was. A 0.5 save of them is refused, saying why."""
+    import npe2
+    from napari.components import ViewerModel
+
+    npe2.PluginManager.instance().discover()
+    vm = ViewerModel()
+    a = np.arange(40 * 50, dtype=np.uint16).reshape(40, 50)
+    la = vm.add_image(a, name="tileA", translate=(0.0, 60.0))
+    lb = vm.add_image(a[:30, :20].copy(), name="tileB", rotate=30, scale=(2.0, 2.0))
+    lab = vm.add_labels((a > 1000).astype(np.uint8), name="cells", translate=(0.0, 60.0))
+    before = {ly.name: _world(ly, PIXELS[:2]) for ly in (la, lb, lab)}
+    for target in ("s.ozx", "s.ome.zarr"):
+        assert vm.layers.save(str(tmp_path / target), plugin="napari-ozx")
+        lds = read_layer_data(str(tmp_path / target))
+        _, layers = _layers(lds)
+        assert sorted(ly.name for ly in layers) == ["cells", "tileA", "tileB"]
+        for ly in layers:
+            np.testing.assert_allclose(_world(ly, PIXELS[:2]), before[ly.name], atol=1e-6)
+    with pytest.raises(OzxError, match="no scenes"):
+        write_layer_data(
+            tmp_path / "s05.ozx",
+            [ly.as_layer_data_tuple() for ly in (la, lb)],
+            WriteOptions(version="0.5"),
+        )

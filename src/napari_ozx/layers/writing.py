@@ -25,7 +25,14 @@ import numpy as np
 
 from ..errors import OzxError
 from ..ngff.models import SPACE_UNITS, TIME_UNITS, Axis, Channel, LabelColor, Window
-from ..ngff.write import ImageSpec, LabelsSpec, Progress, WriteOptions, write_ome_zarr
+from ..ngff.write import (
+    ImageSpec,
+    LabelsSpec,
+    Progress,
+    SceneSpec,
+    WriteOptions,
+    write_ome_zarr,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -253,10 +260,57 @@ def _jsonable(v: Any) -> Any:
 # ----------------------------------------------------------------- writing
 
 
+def _same_place(images: list[FullLayerData]) -> bool:
+    """Whether image layers can be the channels of one image (same shape, dtype, place)."""
+    try:
+        image_spec_from_layers(images)
+    except OzxError:
+        return False
+    return True
+
+
+def _scene_spec(images: list[FullLayerData], lspecs: list[LabelsSpec]) -> SceneSpec:
+    """Image layers placed differently, saved together: a 0.6 scene, one image each; a
+    labels layer goes with the image whose level-0 shape and place it shares."""
+    specs = [image_spec_from_layers([im]) for im in images]
+    used: set[str] = set()
+    paths = []
+    for im in images:
+        name = re.sub(r"[^\w.\-]+", "_", im[1].get("name") or "image").strip("_") or "image"
+        base, i = name, 1
+        while name in used:
+            i += 1
+            name = f"{base}_{i}"
+        used.add(name)
+        paths.append(name)
+    for lab in lspecs:
+        home = next(
+            (
+                sp
+                for sp in specs
+                if tuple(sp.data.shape) == tuple(lab.data.shape)
+                and list(sp.scale or []) == list(lab.scale or [])
+                and list(sp.translation or []) == list(lab.translation or [])
+                and ((sp.to_world is None) == (lab.to_world is None))
+                and (sp.to_world is None or np.allclose(sp.to_world, lab.to_world))
+            ),
+            None,
+        )
+        if home is None:
+            raise OzxError(
+                f"labels {lab.name!r} match none of the image layers saved with them (shape "
+                "and place): save them with their image, or on their own"
+            )
+        home.labels = [*home.labels, lab]
+    return SceneSpec(specs, paths)
+
+
 def specs_from_layers(
     layers: Sequence[FullLayerData],
-) -> tuple[ImageSpec | None, list[LabelsSpec]]:
-    """The image (image layers as its channels) and label images *layers* save as."""
+) -> tuple[ImageSpec | SceneSpec | None, list[LabelsSpec]]:
+    """The image (image layers as its channels) and label images *layers* save as; image
+    layers that cannot be channels of one image (placed or shaped differently) make an
+    OME-Zarr 0.6 scene, one image each, their labels with them."""
     images = [lyr for lyr in layers if lyr[2] == "image"]
     labels = [lyr for lyr in layers if lyr[2] == "labels"]
     others = [lyr[1].get("name") for lyr in layers if lyr[2] not in ("image", "labels")]
@@ -264,6 +318,8 @@ def specs_from_layers(
         raise OzxError(f"OME-Zarr holds images and labels only; cannot save {others}")
     used: set[str] = set()
     lspecs = [labels_spec_from_layer(lyr, used) for lyr in labels]
+    if len(images) > 1 and not _same_place(images):
+        return _scene_spec(images, lspecs), []
     return (image_spec_from_layers(images) if images else None), lspecs
 
 

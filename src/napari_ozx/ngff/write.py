@@ -57,6 +57,7 @@ from .models import (
     Multiscale,
     NodeMetadata,
     Omero,
+    Scene,
     Window,
     zarr_format_for,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "LabelsSpec",
     "PreparedLabels",
     "SaveError",
+    "SceneSpec",
     "WriteCancelled",
     "WriteOptions",  # re-exported from .options, its home
     "chunk_and_shard",
@@ -126,6 +128,20 @@ class ImageSpec:
 
 #: the name of the coordinate system a napari layer's world becomes
 WORLD = "world"
+
+
+@dataclass
+class SceneSpec:
+    """Several images placed in one "world" (napari layers with different transforms
+    saved together): an OME-Zarr 0.6 scene, each image in the group ``paths[i]``."""
+
+    images: Sequence[ImageSpec]
+    paths: Sequence[str]
+    name: str | None = None
+
+    @property
+    def labels(self) -> list[LabelsSpec]:
+        return [lab for im in self.images for lab in im.labels]
 
 
 def needed_version(specs: Sequence[ImageSpec | LabelsSpec]) -> str | None:
@@ -401,7 +417,7 @@ def _regions(shape: Sequence[int], step: Sequence[int]) -> list[tuple[slice, ...
 
 def write_ome_zarr(
     target: str | os.PathLike[str],
-    image: ImageSpec | None = None,
+    image: ImageSpec | SceneSpec | None = None,
     labels: Sequence[LabelsSpec] = (),
     options: WriteOptions | None = None,
     progress: Progress | None = None,
@@ -433,7 +449,7 @@ DataWriter = Callable[[list["_Job"], Any, Path | None], None]
 
 def write_with(
     target: str | os.PathLike[str],
-    image: ImageSpec | None,
+    image: ImageSpec | SceneSpec | None,
     labels: Sequence[LabelsSpec],
     options: WriteOptions | None,
     write_data: DataWriter,
@@ -452,14 +468,23 @@ def write_with(
     fmt = opts.resolved_format(target)
     if image is None and not labels:
         raise OzxError("nothing to write")
-    specs: list[ImageSpec | LabelsSpec] = [*([image] if image else []), *labels]
-    if image is not None:
-        specs.extend(image.labels)
-    opts = opts.with_resolved_version(needed_version(specs))
+    scene = isinstance(image, SceneSpec)
+    specs: list[ImageSpec | LabelsSpec] = [*labels]
+    if isinstance(image, SceneSpec):
+        specs += [*image.images, *image.labels]
+    elif image is not None:
+        specs += [image, *image.labels]
+    opts = opts.with_resolved_version("0.6" if scene else needed_version(specs))
+    if scene and opts.version < "0.6":
+        raise OzxError(
+            f"OME-Zarr {opts.version} has no scenes: layers placed differently (scale, "
+            "translate, rotate, shear, affine) are saved together as an OME-Zarr 0.6 scene "
+            "(or save them one at a time)"
+        )
     _check_version_holds(specs, opts.version)
     if image is None and len(labels) > 1:
         raise OzxError("several label layers need an image to belong to (or save them one by one)")
-    if image is not None and labels:
+    if isinstance(image, ImageSpec) and labels:
         image = replace(image, labels=[*image.labels, *labels])
     if not target.parent.is_dir():
         # the same for both formats: a missing folder is more often a typo than a wish
@@ -661,7 +686,10 @@ def prepare_labels(
 
 
 def _create_hierarchy(
-    store: Any, image: ImageSpec | None, labels: Sequence[LabelsSpec], opts: WriteOptions
+    store: Any,
+    image: ImageSpec | SceneSpec | None,
+    labels: Sequence[LabelsSpec],
+    opts: WriteOptions,
 ) -> list[_Job]:
     import zarr
 
@@ -707,11 +735,11 @@ def _create_hierarchy(
     def label_method(lab: LabelsSpec) -> str:
         return opts.downsample if opts.downsample in ("nearest", "mode") else "nearest"
 
-    if image is not None:
+    def add_image(prefix: str, image: ImageSpec, to_world: Any) -> None:
         method = opts.downsample if opts.downsample in ("mean", "nearest") else "mean"
         om = _omero(image.channels, np.dtype(image.data.dtype), image.name)
         add_multiscale(
-            "",
+            prefix,
             image.data,
             image.axes,
             image.scale,
@@ -719,7 +747,7 @@ def _create_hierarchy(
             image.name,
             method,
             om,
-            to_world=image.to_world,
+            to_world=to_world,
         )
         if image.labels:
             names = [lab.name for lab in image.labels]
@@ -727,14 +755,14 @@ def _create_hierarchy(
                 raise OzxError(f"label names must be unique and contain no '/': {names}")
             zarr.create_group(
                 store=store,
-                path="labels",
+                path=f"{prefix}/labels".lstrip("/"),
                 zarr_format=zf,
                 attributes=NodeMetadata(labels=tuple(names)).to_attributes(opts.version),
                 overwrite=True,
             )
             for lab in image.labels:
                 add_multiscale(
-                    f"labels/{lab.name}",
+                    f"{prefix}/labels/{lab.name}".lstrip("/"),
                     lab.data,
                     lab.axes,
                     lab.scale,
@@ -742,8 +770,34 @@ def _create_hierarchy(
                     lab.name,
                     label_method(lab),
                     image_label=image_label(lab, "../../"),
-                    to_world=lab.to_world,
+                    to_world=lab.to_world if to_world is not None else None,
                 )
+
+    if isinstance(image, SceneSpec):
+        # a scene: each image in a group of its own, placed in the scene's "world" by
+        # the scene's transformations (the simplest equivalent of each layer's place)
+        from .transforms import Identity, SystemRef, simplest
+
+        transformations = []
+        for path, im in zip(image.paths, image.images, strict=True):
+            m = im.to_world
+            t = simplest(np.asarray(m, float)) if m is not None else Identity(ndim=len(im.axes))
+            transformations.append(
+                replace(t, input=SystemRef(INTRINSIC, path), output=SystemRef(WORLD))
+            )
+        axes = tuple(image.images[0].axes)
+        scene = Scene(tuple(transformations), (CoordinateSystem(WORLD, axes),))
+        zarr.create_group(  # the root first: its overwrite must not remove the images
+            store=store,
+            path="",
+            zarr_format=zf,
+            attributes=NodeMetadata(scene=scene).to_attributes(opts.version),
+            overwrite=True,
+        )
+        for path, im in zip(image.paths, image.images, strict=True):
+            add_image(path, im, None)
+    elif image is not None:
+        add_image("", image, image.to_world)
     else:
         (lab,) = labels
         add_multiscale(
