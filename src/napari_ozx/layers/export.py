@@ -47,12 +47,13 @@ from ..ngff.write import (
     ImageSpec,
     LabelsSpec,
     Progress,
+    SceneSpec,
     WriteOptions,
     chunk_and_shard,
     pyramid_shapes,
     write_ome_zarr,
 )
-from .writing import FullLayerData, image_spec_from_layers, labels_spec_from_layer, layer_axes
+from .writing import FullLayerData, layer_axes, specs_from_layers
 
 logger = logging.getLogger(__name__)
 
@@ -106,15 +107,18 @@ def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:
     label image per labels layer. Raises :class:`OzxError` where saving would."""
     image, labels = _specs(layers)
     plans = []
-    if image is not None:
+    images = image.images if isinstance(image, SceneSpec) else [image] if image else []
+    for im in images:
         plans.append(
             ArrayPlan(
-                image.name or "image",
-                tuple(image.data.shape),
-                np.dtype(image.data.dtype),
-                tuple(image.axes),
+                im.name or "image",
+                tuple(im.data.shape),
+                np.dtype(im.data.dtype),
+                tuple(im.axes),
             )
         )
+        if isinstance(image, SceneSpec):
+            labels = [*labels, *im.labels]
     for lab in labels:
         plans.append(
             ArrayPlan(
@@ -124,20 +128,18 @@ def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:
     return plans
 
 
-def _specs(layers: Sequence[FullLayerData]) -> tuple[ImageSpec | None, list[LabelsSpec]]:
+def _specs(
+    layers: Sequence[FullLayerData],
+) -> tuple[ImageSpec | SceneSpec | None, list[LabelsSpec]]:
+    """What File > Save writes for *layers* (:func:`.writing.specs_from_layers`), with the
+    panel's own refusals first."""
     images = [lyr for lyr in layers if lyr[2] == "image"]
     labels = [lyr for lyr in layers if lyr[2] == "labels"]
-    others = [lyr[1].get("name") for lyr in layers if lyr[2] not in ("image", "labels")]
-    if others:
-        raise OzxError(f"OME-Zarr holds images and labels only; cannot save {others}")
-    if not images and not labels:
+    if not images and not labels and len(layers) == len(images) + len(labels):
         raise OzxError("choose at least one image or labels layer")
     if not images and len(labels) > 1:
         raise OzxError("several label layers need an image to belong to (or save them one by one)")
-    used: set[str] = set()
-    return (image_spec_from_layers(images) if images else None), [
-        labels_spec_from_layer(lyr, used) for lyr in labels
-    ]
+    return specs_from_layers(layers)
 
 
 # --------------------------------------------------------------------- estimates
