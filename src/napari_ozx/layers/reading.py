@@ -147,6 +147,18 @@ def parse_system(text: str) -> tuple[str, str]:
     return parse_key(text)
 
 
+def scene_to_world(
+    graph: Any, image: Any, target: tuple[str, str], report: Report, what: str
+) -> Any:
+    """The transformation from *image*'s intrinsic system to the scene's *target*, or
+    None (reported: the image is then shown in its own system)."""
+    try:
+        return graph.path((image.path, image.multiscale.intrinsic), target)
+    except OzxError as e:
+        report(what, OzxError(f"not placed in {':'.join(target).lstrip(':')!r}: {e}"))
+        return None
+
+
 def scene_layer_data(
     root: Any, report: Report | None = None, system: str | tuple[str, str] | None = None
 ) -> list[LayerData]:
@@ -167,11 +179,7 @@ def scene_layer_data(
     out: list[LayerData] = []
     for image in images:
         what = f"{root.source} ({image.path})"
-        try:
-            to_world = graph.path((image.path, image.multiscale.intrinsic), target)
-        except OzxError as e:
-            report(what, OzxError(f"not placed in the scene's {target[1]!r}: {e}"))
-            to_world = None
+        to_world = scene_to_world(graph, image, target, report, what)
         src = dataclasses.replace(layer_source(image), scene_system=":".join(target).lstrip(":"))
         out.append(image_layer_data(image, src, to_world=to_world, report=report))
         for label in image.labels:

@@ -20,7 +20,14 @@ import numpy as np
 
 from ..errors import OzxError
 from .provenance import LayerSource
-from .reading import Report, _log_report, parse_system, placement, scene_systems
+from .reading import (
+    Report,
+    _log_report,
+    parse_system,
+    placement,
+    scene_systems,
+    scene_to_world,
+)
 
 __all__ = [
     "apply_placements",
@@ -84,11 +91,7 @@ def scene_placements(
             image = root.image(_image_path(src.node))
             own = root.image(src.node) if src.node != image.path else image
             what = f"{source} ({src.node})"
-            try:
-                to_world = graph.path((image.path, image.multiscale.intrinsic), target)
-            except OzxError as e:
-                report(what, OzxError(f"not placed in {system!r}: {e}"))
-                to_world = None
+            to_world = scene_to_world(graph, image, target, report, what)
             kw = placement(own.multiscale, to_world, report=report, what=what)
             out.append((layer, kw, dataclasses.replace(src, scene_system=system)))
     return out

@@ -710,6 +710,29 @@ class HcsPlate:
                 out.append(e)
         return out
 
+    def _representative(
+        self,
+        chosen: Sequence[tuple[WellInfo, FieldRef]],
+        groups: Sequence[GroupNode | OzxError],
+        skipped: dict[str, str],
+        field_index: int,
+    ) -> Image:
+        """The first field of *chosen* that opens as an image: it sizes the overview."""
+        rep_err: OzxError | None = None
+        for (w, f), g in zip(chosen, groups, strict=True):
+            if isinstance(g, OzxError):
+                rep_err = rep_err or g
+                continue
+            try:
+                return self._full_image(f.path, g)
+            except OzxError as e:
+                rep_err = e
+                skipped[w.path] = str(e)
+        why = f": {rep_err}" if rep_err else ""
+        raise MetadataError(
+            f"no well of this plate has a readable field {field_index}{why} ({self.oz.source})"
+        )
+
     def _lazy_overview(
         self,
         key: tuple[int, int | None],
@@ -720,25 +743,12 @@ class HcsPlate:
     ) -> Overview:
         """The overview of a large plate (see :data:`LAZY_FIELDS_FROM`): one field read
         to size it, the others when their tiles are drawn."""
-        rep: Image | None = None
-        rep_err: OzxError | None = None
-        for w, f in chosen[:16]:
-            (g,) = self._groups([f.path])
+        head = chosen[:16]
+        groups = self._groups([f.path for _, f in head])
+        for (w, _), g in zip(head, groups, strict=True):
             if isinstance(g, OzxError):
                 skipped[w.path] = str(g)
-                rep_err = g
-                continue
-            try:
-                rep = self._full_image(f.path, g)
-                break
-            except OzxError as e:
-                rep_err = e
-                skipped[w.path] = str(e)
-        if rep is None:
-            why = f": {rep_err}" if rep_err else ""
-            raise MetadataError(
-                f"no well of this plate has a readable field {field_index}{why} ({self.oz.source})"
-            )
+        rep = self._representative(head, groups, skipped, field_index)
         fields: dict[tuple[int, int], tuple[FieldRef, GroupNode | None]] = {
             (w.row, w.column): (f, rep.group if f.path == rep.path else None)
             for w, f in chosen
@@ -807,22 +817,7 @@ class HcsPlate:
         if lazy:
             return self._lazy_overview(key, field_index, acquisition, chosen, skipped)
         groups = self._groups([f.path for _, f in chosen])
-        rep: Image | None = None
-        rep_err: OzxError | None = None
-        for (w, f), g in zip(chosen, groups, strict=True):
-            if isinstance(g, OzxError):
-                continue
-            try:
-                rep = self._full_image(f.path, g)
-                break
-            except OzxError as e:
-                rep_err = e
-                skipped[w.path] = str(e)
-        if rep is None:
-            why = f": {rep_err}" if rep_err else ""
-            raise MetadataError(
-                f"no well of this plate has a readable field {field_index}{why} ({self.oz.source})"
-            )
+        rep = self._representative(chosen, groups, skipped, field_index)
         ms0 = rep.multiscale
         ndim = len(rep.arrays[0].shape)
         fields: dict[tuple[int, int], tuple[FieldRef, GroupNode | None]] = {}
