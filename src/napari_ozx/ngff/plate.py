@@ -743,12 +743,20 @@ class HcsPlate:
     ) -> Overview:
         """The overview of a large plate (see :data:`LAZY_FIELDS_FROM`): one field read
         to size it, the others when their tiles are drawn."""
-        head = chosen[:16]
-        groups = self._groups([f.path for _, f in head])
-        for (w, _), g in zip(head, groups, strict=True):
-            if isinstance(g, OzxError):
-                skipped[w.path] = str(g)
-        rep = self._representative(head, groups, skipped, field_index)
+        rep: Image | None = None
+        batches = [chosen[:1], chosen[1:16]]  # the first field alone, usually enough
+        for i, head in enumerate(batches):
+            groups = self._groups([f.path for _, f in head])
+            for (w, _), g in zip(head, groups, strict=True):
+                if isinstance(g, OzxError):
+                    skipped[w.path] = str(g)
+            try:
+                rep = self._representative(head, groups, skipped, field_index)
+                break
+            except MetadataError:
+                if i == len(batches) - 1 or len(chosen) == 1:
+                    raise
+        assert rep is not None
         fields: dict[tuple[int, int], tuple[FieldRef, GroupNode | None]] = {
             (w.row, w.column): (f, rep.group if f.path == rep.path else None)
             for w, f in chosen
