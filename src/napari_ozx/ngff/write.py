@@ -716,8 +716,11 @@ def _create_hierarchy(
         ms = _multiscale(name, axes, shapes, scale, translation, method, opts.version, to_world)
         node = NodeMetadata(multiscales=(ms,), omero=omero, image_label=image_label)
         attrs = node.to_attributes(opts.version)
+        # never overwrite=True at the root: zarr then deletes the store's directory (our
+        # locked partial) and makes a new one, unlocked, which a concurrent save's
+        # stale-partial sweep may remove (the concurrent-saves test failed so under load)
         grp = zarr.create_group(
-            store=store, path=path, zarr_format=zf, attributes=attrs, overwrite=True
+            store=store, path=path, zarr_format=zf, attributes=attrs, overwrite=bool(path)
         )
         job = _Job(path, data, axes, shapes, method)
         dtype = np.dtype(data.dtype)
@@ -787,12 +790,12 @@ def _create_hierarchy(
             )
         axes = tuple(image.images[0].axes)
         scene = Scene(tuple(transformations), (CoordinateSystem(WORLD, axes),))
-        zarr.create_group(  # the root first: its overwrite must not remove the images
+        zarr.create_group(  # the root first (see add_multiscale on overwrite at the root)
             store=store,
             path="",
             zarr_format=zf,
             attributes=NodeMetadata(scene=scene).to_attributes(opts.version),
-            overwrite=True,
+            overwrite=False,
         )
         for path, im in zip(image.paths, image.images, strict=True):
             add_image(path, im, None)
