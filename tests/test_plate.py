@@ -662,3 +662,33 @@ def test_a_large_plate_overview_reads_fields_when_drawn(tmp_path, monkeypatch, s
     lazy = np.asarray(ov.levels[0])
     np.testing.assert_array_equal(lazy, eager)
     assert any("C/4" in k for k in ov.skipped), ov.skipped
+
+
+def test_convert_a_plate_directory_to_ozx_and_back(tmp_path):
+    """Issue 24: `napari-ozx convert` of a plate (0.4 directory -> RFC-9 .ozx as 0.5 ->
+    directory): every well and field, their labels and pixels, atomically and valid."""
+    import numpy as np
+
+    from napari_ozx.__main__ import main, validate_path
+    from napari_ozx.ngff.plate import open_hcs
+
+    from .plategen import PlateSpec, write_plate
+
+    src = write_plate(tmp_path / "p.ome.zarr", PlateSpec(n_rows=2, n_cols=3, fields=2), "0.4")
+    ozx = tmp_path / "p.ozx"
+    assert main(["convert", str(src), str(ozx)]) == 0
+    code, rep = validate_path(str(ozx), deep=True)
+    assert code == 0, rep["findings"]
+    back = tmp_path / "back.ome.zarr"
+    assert main(["convert", str(ozx), str(back)]) == 0
+    a = open_hcs(str(src))
+    for other in (open_hcs(str(ozx)), open_hcs(str(back))):
+        assert [w.path for w in other.wells] == [w.path for w in a.wells]
+        for w in a.wells:
+            for fa, fb in zip(a.open_fields(w), other.open_fields(w.path), strict=True):
+                np.testing.assert_array_equal(np.asarray(fa.levels[0]), np.asarray(fb.levels[0]))
+                assert [lb.name for lb in fa.labels] == [lb.name for lb in fb.labels]
+        assert other.oz.root.meta.version == "0.5"
+        other.oz.close()
+    a.oz.close()
+    assert main(["convert", str(src), str(ozx)]) == 2  # exists: --overwrite to replace

@@ -19,9 +19,40 @@ from typing import Any
 
 from ..errors import OzxError
 from .open import Image, open_ome_zarr
-from .write import ImageSpec, LabelsSpec, Progress, WriteOptions, write_ome_zarr
+from .write import (
+    ImageSpec,
+    LabelsSpec,
+    PlateWriteSpec,
+    Progress,
+    WriteOptions,
+    write_ome_zarr,
+)
 
-__all__ = ["convert", "image_spec", "labels_spec", "source_options"]
+__all__ = ["convert", "image_spec", "labels_spec", "plate_spec", "source_options"]
+
+
+def plate_spec(oz: Any) -> PlateWriteSpec:
+    """What a plate at the root of *oz* writes as: the plate and well models and every
+    field's image (lazy: its level 0 is read shard by shard when written). A well or
+    field that cannot be read stops the conversion, naming it (a converted plate must
+    hold what its metadata lists)."""
+    from .plate import HcsPlate
+
+    plate = HcsPlate(oz)
+    assert plate.plate is not None
+    wells: dict[str, Any] = {}
+    fields: dict[str, ImageSpec] = {}
+    for w in plate.wells:
+        if w.error:
+            raise OzxError(f"{oz.source}: well {w.path}: {w.error}")
+        g = oz.group(w.path)
+        assert g.meta.well is not None
+        wells[w.path] = g.meta.well
+        for ref, im in zip(w.fields, plate.open_fields(w), strict=True):
+            if isinstance(im, OzxError):
+                raise OzxError(f"{oz.source}: field {ref.path}: {im}")
+            fields[ref.path] = image_spec(im)
+    return PlateWriteSpec(plate.plate, wells, fields)
 
 
 def _to_world(image: Image) -> tuple[Any, str]:
@@ -73,7 +104,19 @@ def source_options(
 
     out: dict[str, Any] = {}
     with open_ome_zarr(source) as oz:
-        images = oz.images()
+        if oz.root.meta.kind == "plate":  # the first readable field speaks for the plate
+            from .plate import HcsPlate
+
+            plate = HcsPlate(oz)
+            images = [
+                im
+                for w in plate.wells[:8]
+                if not w.error
+                for im in plate.open_fields(w, [0])
+                if not isinstance(im, OzxError)
+            ][:1]
+        else:
+            images = oz.images()
         if not images:
             return out
         image = images[0]
@@ -170,6 +213,18 @@ def convert(
     if options is None:
         options = WriteOptions(**source_options(source, target))
     with open_ome_zarr(source) as oz:
+        if oz.root.meta.kind == "plate":
+            if client is not None:
+                raise OzxError("converting a plate on a dask cluster is not supported yet")
+            return write_ome_zarr(
+                target,
+                plate_spec(oz),
+                (),
+                options=options,
+                progress=progress,
+                cancel=cancel,
+                compute=compute,
+            )
         images = oz.images()
         if len(images) != 1:
             raise OzxError(

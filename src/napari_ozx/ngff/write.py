@@ -69,6 +69,7 @@ __all__ = [
     "ImageSpec",
     "LabelLevel",
     "LabelsSpec",
+    "PlateWriteSpec",
     "PreparedLabels",
     "SaveError",
     "SceneSpec",
@@ -128,6 +129,24 @@ class ImageSpec:
 
 #: the name of the coordinate system a napari layer's world becomes
 WORLD = "world"
+
+
+@dataclass
+class PlateWriteSpec:
+    """An HCS plate to write: the plate model, each well's model (by well path) and each
+    field's image (by field path, relative to the plate)."""
+
+    plate: Any  # models.Plate
+    wells: dict[str, Any]  # well path -> models.Well
+    fields: dict[str, ImageSpec]
+
+    @property
+    def images(self) -> list[ImageSpec]:
+        return list(self.fields.values())
+
+    @property
+    def labels(self) -> list[LabelsSpec]:
+        return [lab for im in self.fields.values() for lab in im.labels]
 
 
 @dataclass
@@ -417,7 +436,7 @@ def _regions(shape: Sequence[int], step: Sequence[int]) -> list[tuple[slice, ...
 
 def write_ome_zarr(
     target: str | os.PathLike[str],
-    image: ImageSpec | SceneSpec | None = None,
+    image: ImageSpec | SceneSpec | PlateWriteSpec | None = None,
     labels: Sequence[LabelsSpec] = (),
     options: WriteOptions | None = None,
     progress: Progress | None = None,
@@ -449,7 +468,7 @@ DataWriter = Callable[[list["_Job"], Any, Path | None], None]
 
 def write_with(
     target: str | os.PathLike[str],
-    image: ImageSpec | SceneSpec | None,
+    image: ImageSpec | SceneSpec | PlateWriteSpec | None,
     labels: Sequence[LabelsSpec],
     options: WriteOptions | None,
     write_data: DataWriter,
@@ -470,7 +489,7 @@ def write_with(
         raise OzxError("nothing to write")
     scene = isinstance(image, SceneSpec)
     specs: list[ImageSpec | LabelsSpec] = [*labels]
-    if isinstance(image, SceneSpec):
+    if isinstance(image, SceneSpec | PlateWriteSpec):
         specs += [*image.images, *image.labels]
     elif image is not None:
         specs += [image, *image.labels]
@@ -687,7 +706,7 @@ def prepare_labels(
 
 def _create_hierarchy(
     store: Any,
-    image: ImageSpec | SceneSpec | None,
+    image: ImageSpec | SceneSpec | PlateWriteSpec | None,
     labels: Sequence[LabelsSpec],
     opts: WriteOptions,
 ) -> list[_Job]:
@@ -799,6 +818,30 @@ def _create_hierarchy(
         )
         for path, im in zip(image.paths, image.images, strict=True):
             add_image(path, im, None)
+    elif isinstance(image, PlateWriteSpec):
+        # a plate: the plate group, its row and well groups, every field an image
+        plate_meta = replace(image.plate, version=opts.version)
+        zarr.create_group(
+            store=store,
+            path="",
+            zarr_format=zf,
+            attributes=NodeMetadata(plate=plate_meta).to_attributes(opts.version),
+            overwrite=False,
+        )
+        for row in sorted({w.split("/")[0] for w in image.wells}):
+            zarr.create_group(store=store, path=row, zarr_format=zf, overwrite=True)
+        for wpath, well in image.wells.items():
+            zarr.create_group(
+                store=store,
+                path=wpath,
+                zarr_format=zf,
+                attributes=NodeMetadata(well=replace(well, version=opts.version)).to_attributes(
+                    opts.version
+                ),
+                overwrite=True,
+            )
+        for fpath, im in image.fields.items():
+            add_image(fpath, im, im.to_world)
     elif image is not None:
         add_image("", image, image.to_world)
     else:
