@@ -13,13 +13,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-AXES = {
-    "c": {"name": "c", "type": "channel"},
-    "t": {"name": "t", "type": "time", "unit": "second"},
-    "z": {"name": "z", "type": "space", "unit": "micrometer"},
-    "y": {"name": "y", "type": "space", "unit": "micrometer"},
-    "x": {"name": "x", "type": "space", "unit": "micrometer"},
-}
+from .omegen import AXES
 
 
 def system(name: str, axes: str) -> dict[str, Any]:

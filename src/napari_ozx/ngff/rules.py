@@ -988,13 +988,7 @@ def check_multiscales(
         if not isinstance(datasets, list) or not datasets:
             r.add("datasets-list", node, f"{where}: datasets {short(datasets)}")
         else:
-            for j, d in enumerate(datasets):
-                p = d.get("path") if isinstance(d, Mapping) else None
-                if not isinstance(p, str) or not p.strip("/") or p in paths or ".." in p.split("/"):
-                    r.add("dataset-path", node, f"{where}.datasets[{j}]: {short(d)}")
-                    continue
-                paths.append(p)
-                assert isinstance(d, Mapping)
+            for p, d in _datasets(r, node, where, datasets, paths):
                 if vk >= (0, 4):
                     if "coordinateTransformations" not in d:
                         r.add(
@@ -1026,6 +1020,23 @@ def check_multiscales(
         axis_names = names if vk >= (0, 3) else None
         scales = tuple(_dataset_scale(d) for d in datasets) if isinstance(datasets, list) else ()
         out.append(ImageFacts(tuple(paths), axis_names, version, channel, n, scales))
+    return out
+
+
+def _datasets(
+    r: Reporter, node: str, where: str, datasets: list[Any], paths: list[str]
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The datasets with a valid, new path (appended to *paths*); each other one is a
+    "dataset-path" finding."""
+    out = []
+    for j, d in enumerate(datasets):
+        p = d.get("path") if isinstance(d, Mapping) else None
+        if not isinstance(p, str) or not p.strip("/") or p in paths or ".." in p.split("/"):
+            r.add("dataset-path", node, f"{where}.datasets[{j}]: {short(d)}")
+            continue
+        assert isinstance(d, Mapping)
+        paths.append(p)
+        out.append((p, d))
     return out
 
 
@@ -1101,13 +1112,7 @@ def _check_multiscale_06(
     if not isinstance(datasets, list) or not datasets:
         r.add("datasets-list", node, f"{where}: datasets {short(datasets)}")
         datasets = []
-    for j, d in enumerate(datasets):
-        p = d.get("path") if isinstance(d, Mapping) else None
-        if not isinstance(p, str) or not p.strip("/") or p in paths or ".." in p.split("/"):
-            r.add("dataset-path", node, f"{where}.datasets[{j}]: {short(d)}")
-            continue
-        paths.append(p)
-        assert isinstance(d, Mapping)
+    for p, d in _datasets(r, node, where, datasets, paths):
         cts = d.get("coordinateTransformations")
         if not isinstance(cts, list) or len(cts) != 1 or not isinstance(cts[0], Mapping):
             r.add(
