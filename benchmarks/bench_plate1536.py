@@ -28,6 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "_data"
 
@@ -86,12 +88,30 @@ def remote(path: Path) -> None:
             with Server(path.parent, backlog=backlog) as srv:
                 srv.latency, srv.validators = latency, False
                 t = time.perf_counter()
-                read_layer_data(f"{srv.url}/{path.name}")
+                ld = read_layer_data(f"{srv.url}/{path.name}")
                 dt = time.perf_counter() - t
+                n_open = len(srv.requests)
+                # then the first picture: the smallest level, as napari draws it at first
+                t = time.perf_counter()
+                smallest = np.asarray(ld[0][0][-1])
+                dt_draw = time.perf_counter() - t
                 print(
                     f"remote {latency * 1000:.0f} ms/request, backlog {backlog:3d}: first open "
-                    f"{dt:5.2f} s, {len(srv.requests)} requests"
+                    f"{dt:5.2f} s, {n_open} requests; whole plate drawn (smallest level) "
+                    f"{dt_draw:5.2f} s more, {len(srv.requests) - n_open} requests, "
+                    f"{_wells_with_content(smallest)} of 1536 wells with content"
                 )
+
+
+def _wells_with_content(level: np.ndarray) -> int:
+    """Tiles of a 32 x 48 plate picture (y, x last) holding any non-zero pixel."""
+    plane = level.reshape(-1, *level.shape[-2:]).max(axis=0)
+    h, w = plane.shape[0] // 32, plane.shape[1] // 48
+    return sum(
+        bool(plane[r * h : (r + 1) * h, c * w : (c + 1) * w].any())
+        for r in range(32)
+        for c in range(48)
+    )
 
 
 def main() -> None:

@@ -659,9 +659,26 @@ def test_a_large_plate_overview_reads_fields_when_drawn(tmp_path, monkeypatch, s
     fields_read = {k.rsplit("/", 1)[0] for k in store_reads if k.count("/") >= 3}
     # one field (its group and levels) at open, none of the other 11 wells' fields
     assert fields_read and all(k.startswith("A/1/0") for k in fields_read), fields_read
+    # the wells themselves: only the first well's document (the plate lists the rest)
+    wells_read = {k.rsplit("/", 1)[0] for k in store_reads if k.count("/") == 2}
+    assert wells_read == {"A/1"}, wells_read
+    assert sum(w.read for w in pl.wells) == 1 and not pl.wells_read
+    assert pl.max_fields() == 2  # the wells read so far (the plate declares no field_count)
+    # partly read: what a view says while the rest loads (one of 12 wells' fields read)
+    assert ov.progress() == (1, 12) and ov.failed() == {}
     lazy = np.asarray(ov.levels[0])
     np.testing.assert_array_equal(lazy, eager)
     assert any("C/4" in k for k in ov.skipped), ov.skipped
+    # drawn: every field read, the one that cannot be read is that well's failure
+    assert ov.progress() == (12, 12) and pl.wells_read
+    assert list(ov.failed()) == ["C/4"] and "missing" in ov.failed()["C/4"]
+    # a well opened from the navigator before its tile is drawn reads its document then
+    pl2 = open_hcs(str(path))
+    (img, _) = pl2.open_fields("B/2")
+    np.testing.assert_array_equal(
+        np.asarray(img.levels[0]), np.asarray(open_hcs(str(path)).open_fields("B/2")[0].levels[0])
+    )
+    assert pl2.well("B/2").read and not pl2.well("B/3").read
 
 
 def test_convert_a_plate_directory_to_ozx_and_back(tmp_path):

@@ -324,6 +324,40 @@ def test_failing_well_is_one_message_and_rest_works(open_plate, plates, qtbot):
     )
 
 
+def test_partly_read_plate_says_still_loading_and_marks_failed_fields(
+    open_plate, qtbot, tmp_path, monkeypatch
+):
+    """Issue 24: a large plate's fields are read as their tiles are first drawn. The
+    navigator says how many wells' fields are read while some are not, and a field that
+    fails when drawn turns its well red on the map with the reason."""
+    from napari_ozx.ngff import plate as plate_mod
+
+    from .plategen import PlateSpec, write_plate
+
+    monkeypatch.setattr(plate_mod, "LAZY_FIELDS_FROM", 1)  # 12 wells behave as 1536 do
+    spec = PlateSpec(n_rows=3, n_cols=4, fields=1, labels=False, missing_fields={(2, 3, 0)})
+    path = write_plate(tmp_path / "p.ome.zarr", spec, "0.4")
+    _viewer, nav = open_plate(path, show=True)
+    ov = nav._entries[nav.plate.id].overview
+    # napari draws the whole plate at its coarsest level: every field gets read
+    qtbot.waitUntil(lambda: ov.progress() == (12, 12), timeout=10_000)
+    qtbot.waitUntil(lambda: nav.map.state(2, 3) == ERROR, timeout=5_000)
+    assert "not shown" in nav.map.tooltip(2, 3) and "missing" in nav.map.tooltip(2, 3)
+    assert "C4" in nav.map.tooltip(2, 3).split("\n")[0]
+    qtbot.waitUntil(lambda: nav.progress.isHidden(), timeout=5_000)
+    assert nav.map.state(0, 0) == PRESENT
+    # wells not drawn yet (as when napari shows part of a plate): said, then filled in
+    for pos in [(1, 1), (1, 2)]:
+        ref, _ = ov.fields[pos]
+        ov.fields[pos] = (ref, None)
+    nav._watch_overview()
+    assert not nav.progress.isHidden()
+    assert "Still loading" in nav.progress.text() and "10 of 12" in nav.progress.text()
+    np.asarray(ov.levels[-1])  # drawing reads them
+    qtbot.waitUntil(lambda: nav.progress.isHidden(), timeout=5_000)
+    assert not nav._progress_timer.isActive()
+
+
 def test_canvas_click_opens_well(open_plate, plates, qtbot):
     from napari.utils._test_utils import read_only_mouse_event
     from napari.utils.interactions import (

@@ -126,12 +126,25 @@ class PlateMap(QWidget):
         self._state = dict(state)
         self.update()
 
+    def update_wells(
+        self, state: dict[tuple[int, int], int], tips: dict[tuple[int, int], str]
+    ) -> None:
+        """New states and tooltips (wells read since), keeping the cursor and marks."""
+        self._state = dict(state)
+        for cell, tip in tips.items():
+            if cell not in self._failed:  # (a failure's tip says why)
+                self._tips[cell] = tip
+        self.update()
+
     def set_loaded(self, cells: set[tuple[int, int]]) -> None:
         self._loaded = set(cells)
         self.update()
 
-    def mark_failed(self, cell: tuple[int, int]) -> None:
+    def mark_failed(self, cell: tuple[int, int], why: str | None = None) -> None:
         self._failed.add(cell)
+        if why:
+            head = self._tips.get(cell, "").split("\n", 1)[0]
+            self._tips[cell] = f"{head}\nnot shown: {why}" if head else f"not shown: {why}"
         self.update()
 
     def state(self, row: int, col: int) -> int:
@@ -384,6 +397,16 @@ class PlateNavigator(OzxDockWidget):
         self.keep_check.setToolTip("Add the next well's layers instead of replacing this well's")
         self.status = QLabel("")
         self.status.setWordWrap(True)
+        # a large plate's fields are read as their tiles are first drawn: say how far
+        self.progress = QLabel("")
+        self.progress.setWordWrap(True)
+        self.progress.hide()
+        self._progress_timer = QTimer(self)
+        self._progress_timer.setInterval(400)
+        self._progress_timer.timeout.connect(self._refresh_progress)
+        self.add_cleanup(self._progress_timer.stop)
+        self._marked: set[str] = set()  # wells marked failed from the overview
+        self._generation = -1  # of the shown plate's wells, as last shown on the map
         self.hover_label = QLabel("")
         self.hover_label.setToolTip("The well under the mouse on the canvas")
 
@@ -400,6 +423,7 @@ class PlateNavigator(OzxDockWidget):
         lay.addWidget(self.plate_combo)
         lay.addWidget(self.title)
         lay.addWidget(self.map)
+        lay.addWidget(self.progress)
         lay.addLayout(opts)
         lay.addLayout(opts2)
         lay.addWidget(self.status)
@@ -473,6 +497,8 @@ class PlateNavigator(OzxDockWidget):
             # (the row / column names): once the plate's layers are all in, fit the
             # whole plate and select its first image layer
             QTimer.singleShot(0, lambda pid=entry.plate.id: self._first_view(pid))
+            if entry.plate.id == self._current:
+                self._watch_overview()
 
     def _first_view(self, pid: str) -> None:
         entry = self._entries.get(pid)
@@ -594,6 +620,52 @@ class PlateNavigator(OzxDockWidget):
             self._loaded_cells if self._shown and self._shown.plate_id == pid else set()
         )
         self._set_enabled(True)
+        self._watch_overview()
+
+    # -- a partly read plate -----------------------------------------------------------
+    def _watch_overview(self) -> None:
+        """Follow the shown plate's overview until every well's field is read."""
+        self._marked.clear()
+        self._generation = -1
+        self._refresh_progress()
+        if not self.progress.isHidden():
+            self._progress_timer.start()
+
+    def _refresh_progress(self) -> None:
+        """Wells whose field failed (at open or when first drawn) turn red on the map with
+        the reason; while fields are still being read, say how many."""
+        entry = self._entries.get(self._current or "")
+        ov = entry.overview if entry else None
+        if entry is None or ov is None:
+            self.progress.hide()
+            self._progress_timer.stop()
+            return
+        if entry.plate.generation != self._generation:  # wells read since: states, tips
+            self._generation = entry.plate.generation
+            self.map.update_wells(
+                self._states(), {(w.row, w.column): self._tip(w) for w in entry.plate.wells}
+            )
+            if self.field_combo.count() != entry.plate.max_fields(self.acquisition):
+                self._updating = True
+                try:
+                    self._fill_fields()
+                finally:
+                    self._updating = False
+        for path, why in ov.failed().items():
+            if path not in self._marked:
+                self._marked.add(path)
+                w = entry.plate.well(path)
+                self.map.mark_failed((w.row, w.column), why)
+        done, total = ov.progress()
+        if done < total:
+            self.progress.setText(
+                f"Still loading: the fields of {done} of {total} wells are read; the others "
+                "are read as they are first shown."
+            )
+            self.progress.show()
+        else:
+            self.progress.hide()
+            self._progress_timer.stop()
 
     def _fill_fields(self) -> None:
         plate = self.plate
@@ -613,6 +685,8 @@ class PlateNavigator(OzxDockWidget):
         for w in plate.wells if plate else ():
             if w.error:
                 out[(w.row, w.column)] = ERROR
+            elif not w.read:
+                out[(w.row, w.column)] = PRESENT  # listed by the plate; read when shown
             else:
                 out[(w.row, w.column)] = PRESENT if w.fields_in(acq) else EMPTY
         return out
@@ -622,6 +696,8 @@ class PlateNavigator(OzxDockWidget):
         head = f"{w.name}  ({w.path})" if w.path else w.name
         if w.error:
             return f"{head}\n{w.error}"
+        if not w.read:
+            return f"{head}\nnot read yet: read when its tile is shown or it is opened"
         lines = [head, f"{len(w.fields)} field{'s' if len(w.fields) != 1 else ''}:"]
         for f in w.fields[:12]:
             acq = f" (acquisition {f.acquisition})" if f.acquisition is not None else ""
@@ -684,14 +760,14 @@ class PlateNavigator(OzxDockWidget):
         plate = self.plate
         if plate is None:
             return
-        w = well if isinstance(well, WellInfo) else plate.well(well)
+        w = plate.well(well.path if isinstance(well, WellInfo) else well)  # as read so far
         self.map.set_current(w.row, w.column)
         self.focus_well(w)
         if w.error:
             self._fail(w, w.error)
             return
         acq = self.acquisition
-        if not w.fields_in(acq):
+        if w.read and not w.fields_in(acq):  # (a well not read yet is, in the worker)
             self.status.setText(f"{w.name}: no field in this acquisition")
             return
         req = _Request(plate.id, w.path, self.field_index, self.grid_check.isChecked(), acq)
@@ -882,8 +958,7 @@ class PlateNavigator(OzxDockWidget):
         w = ov.well_at(float(position[-2]), float(position[-1]))
         if w is None:
             return None
-        f = ov.shown.get((w.row, w.column))
-        return f"{w.name} (field {f.name})" if f is not None else f"{w.name} (no field)"
+        return f"{w.name} ({ov.field_label(w.row, w.column)})"
 
     def _on_canvas_move(self, viewer: Any, event: Any) -> None:
         """Hovering the plate names the well (and field) in the tooltip and the status."""

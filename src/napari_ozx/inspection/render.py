@@ -98,6 +98,9 @@ def info_report(insp: Inspection) -> dict[str, Any]:
             "wells": len(p.wells),
             "field_count": p.field_count,
             "acquisitions": [a.id for a in p.acquisitions],
+            # info reads the plate document alone (a screen has thousands of wells):
+            # the wells and their fields are read by the reader, checked by validate
+            "wells_read": False,
         }
     if meta is not None and meta.well is not None:
         out["well"] = {"fields": [im.path for im in meta.well.images]}
@@ -137,6 +140,11 @@ def info_text(report: dict[str, Any]) -> str:
             f"{p['wells']} wells"
             + (f", {p['field_count']} fields per well" if p["field_count"] else "")
         )
+        if not p.get("wells_read", True):
+            lines.append(
+                "  wells: as listed by the plate; their own metadata is not read here "
+                "(napari reads a well when it is shown, napari-ozx validate reads them all)"
+            )
     if "well" in report:
         lines.append(f"  well: {len(report['well']['fields'])} fields")
     for img in report["images"]:

@@ -560,6 +560,7 @@ def well_layer_data(
     """Full-resolution layer data (images + labels) of a well's fields, placed on its
     overview tile (or as a grid), and the messages of the fields that failed."""
     opened = plate.open_fields(well, fields, acquisition)
+    well = plate.well(well if isinstance(well, str) else well.path)  # now read
     images = [im for im in opened if not isinstance(im, OzxError)]
     errors = [f"well {well.name}: {e}" for e in opened if isinstance(e, OzxError)]
     offsets = plate.placements(well, images, grid=grid, overview=overview)

@@ -40,6 +40,7 @@ def plate_spec(oz: Any) -> PlateWriteSpec:
 
     plate = HcsPlate(oz)
     assert plate.plate is not None
+    plate.resolve_wells()  # a large plate reads its wells as needed: all are, here
     wells: dict[str, Any] = {}
     fields: dict[str, ImageSpec] = {}
     for w in plate.wells:
@@ -108,6 +109,7 @@ def source_options(
             from .plate import HcsPlate
 
             plate = HcsPlate(oz)
+            plate.resolve_wells([w.path for w in plate.wells[:8]])
             images = [
                 im
                 for w in plate.wells[:8]

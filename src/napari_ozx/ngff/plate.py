@@ -92,10 +92,12 @@ __all__ = [
 OVERVIEW_EDGE = 4096  # the overview aims at about this many pixels along its longer side
 MAX_WELLS = 100_000  # rows x columns beyond this is not a plate we can show
 MAX_PLANES = 1_000_000  # along one t / c / z axis of the plate picture
-#: from this many wells on, the overview opens without reading every well's field: it is
-#: sized from the first readable field, and each other field's group and arrays are read
-#: when a tile of it is first drawn (a field that then disagrees - another layout, more
-#: planes or a larger size than the first - is shown as far as it fits, and logged)
+#: from this many wells on, a plate opens without reading every well: the plate document
+#: lists the wells, the first well with a readable field sizes the overview, and each
+#: other well's document, field group and arrays are read (in concurrent batches) when
+#: its tile is first drawn or the well is opened (a field that then disagrees - another
+#: layout, more planes or a larger size than the first - is shown as far as it fits, and
+#: logged; a well without the chosen field stays empty)
 LAZY_FIELDS_FROM = 400
 
 # plates handed out by the reader, so the navigator finds the very object behind an
@@ -141,6 +143,9 @@ class WellInfo:
     name: str  # "A1": row name + column name
     fields: tuple[FieldRef, ...] = ()
     error: str | None = None  # why the well's metadata could not be read
+    # False: a large plate's well whose own document is not read yet (its fields are
+    # unknown); HcsPlate.resolve_wells reads it when the well is first needed
+    read: bool = True
 
     def fields_in(self, acquisition: int | None = None) -> tuple[FieldRef, ...]:
         """The well's fields, or those of one acquisition."""
@@ -151,6 +156,8 @@ class WellInfo:
     def describe(self) -> str:
         if self.error:
             return f"{self.path or self.name}: {self.error}"
+        if not self.read:
+            return f"{self.path or self.name}: not read yet"
         names = ", ".join(
             f.name if f.acquisition is None else f"{f.name} (acq. {f.acquisition})"
             for f in self.fields
@@ -193,20 +200,22 @@ class Overview:
         field_index: int,
         acquisition: int | None,
         rep: Image,
-        fields: dict[tuple[int, int], tuple[FieldRef, GroupNode | None]],
+        fields: dict[tuple[int, int], tuple[FieldRef | None, GroupNode | None]],
         skipped: dict[str, str],
         tile: tuple[int, int] | None = None,
         extent: Sequence[int] | None = None,
+        empty: set[str] | None = None,
     ) -> None:
         self.plate = plate
         self.field_index = field_index
         self.acquisition = acquisition
         self.representative = rep
         self.level = 0
-        # (row, column) -> the field shown in that tile, its group (None: not read yet)
+        # (row, column) -> the field shown in that tile (None: its well is not read
+        # yet), its group (None: not read yet)
         self.fields = fields
-        self.shown = {k: f for k, (f, _) in fields.items()}
         self.skipped = skipped  # well path -> reason it is empty in the overview
+        self.empty = set(empty or ())  # of those, wells without the chosen field
         ms = rep.multiscale
         self.multiscale: Multiscale = ms
         self.axes: tuple[Axis, ...] = ms.axes
@@ -241,6 +250,38 @@ class Overview:
         self._failed: set[str] = set()
         self._nodes: dict[tuple[str, int], ArrayNode | None] = {}
         self._lock = threading.Lock()
+
+    @property
+    def shown(self) -> dict[tuple[int, int], FieldRef]:
+        """(row, column) -> the field shown in that tile, for the wells read so far."""
+        with self._lock:
+            return {k: f for k, (f, _) in self.fields.items() if f is not None}
+
+    def field_label(self, row: int, column: int) -> str:
+        """What the tile shows: 'field 0', 'not read yet' or 'no field'."""
+        with self._lock:
+            ref, _ = self.fields.get((row, column), (None, None))
+            unread = (row, column) in self.fields and ref is None
+        if ref is not None:
+            return f"field {ref.name}"
+        return "not read yet" if unread else "no field"
+
+    def progress(self) -> tuple[int, int]:
+        """(fields whose metadata is read or failed, fields the picture shows): a large
+        plate's fields are read as their tiles are first drawn (:data:`LAZY_FIELDS_FROM`),
+        so a view can say that the rest is still loading."""
+        with self._lock:
+            wells = [(self.plate.by_position[pos].path, g) for pos, (_, g) in self.fields.items()]
+            failed = self.failed()
+            total = len({w for w, _ in wells} | set(failed))
+            pending = sum(1 for w, g in wells if g is None and w not in self.skipped)
+        return total - pending, total
+
+    def failed(self) -> dict[str, str]:
+        """Wells whose field could not be shown, with the reason (well path -> reason):
+        their metadata or field failed, at open or when their tile was first drawn. Wells
+        without the chosen field are not failures (they are empty in the picture)."""
+        return {p: why for p, why in list(self.skipped.items()) if p not in self.empty}
 
     def _plan(self, shapes: Sequence[tuple[int, ...]]) -> list[_Level]:
         """Levels: the fields' integer-factor pyramid levels, then strided ones."""
@@ -373,57 +414,108 @@ class Overview:
                 "%s: plate picture of %s left empty: %s", self.plate.oz.source, path, err
             )
 
+    def _skip(self, pos: tuple[int, int], why: str, empty: bool = False) -> None:
+        """The tile at *pos* stays empty: its well failed (or has no such field)."""
+        path = self.plate.by_position[pos].path
+        with self._lock:
+            self.fields.pop(pos, None)
+            self.skipped.setdefault(path, why)
+            if empty:
+                self.empty.add(path)
+
+    def _prepare(self, positions: Sequence[tuple[int, int]], level: int | None = None) -> None:
+        """Read what drawing the wells at *positions* needs and is not read yet - their
+        well documents, field groups and (at *level*) array documents - one concurrent
+        batch per kind, so a plate drawn over a network costs three round trips, not three
+        per well (see :data:`LAZY_FIELDS_FROM`)."""
+        plate = self.plate
+        with self._lock:
+            todo = [p for p in positions if p in self.fields]
+            unread = [p for p in todo if self.fields[p][0] is None]
+        if unread:
+            plate.resolve_wells([plate.by_position[p].path for p in unread])
+            for p in unread:
+                w = plate.by_position[p]
+                refs = w.fields_in(self.acquisition)
+                if w.error:
+                    self._chunk_failed(w.path, MetadataError(w.error))
+                    self._skip(p, w.error)
+                elif self.field_index >= len(refs):
+                    self._skip(p, f"no field {self.field_index}", empty=True)
+                else:
+                    with self._lock:
+                        if p in self.fields:
+                            self.fields[p] = (refs[self.field_index], None)
+        with self._lock:
+            need: list[tuple[tuple[int, int], FieldRef]] = []
+            for p in todo:
+                r, g = self.fields.get(p, (None, None))
+                if r is not None and g is None:
+                    need.append((p, r))
+        if need:
+            ndim = len(self.representative.arrays[0].shape)
+            for (p, ref), got in zip(need, plate._groups([r.path for _, r in need]), strict=True):
+                try:
+                    if isinstance(got, OzxError):
+                        raise got
+                    got = plate._fix_implied_axes(got, ndim)
+                    names = got.meta.multiscales[0].axis_names
+                    if names != self.multiscale.axis_names:
+                        raise MetadataError(
+                            f"axes {list(names)} differ from {list(self.multiscale.axis_names)}"
+                        )
+                except OzxError as e:
+                    self._chunk_failed(ref.path, e)
+                    self._skip(p, str(e))
+                    continue
+                with self._lock:
+                    if p in self.fields:
+                        self.fields[p] = (ref, got)
+        if level is None:
+            return
+        keys: list[tuple[str, int]] = []
+        with self._lock:
+            for p in todo:
+                fref, g = self.fields.get(p, (None, None))
+                if fref is None or g is None:
+                    continue
+                dsets = g.meta.multiscales[0].datasets
+                if level < len(dsets):
+                    key = (join_path(fref.path, dsets[level].path), level)
+                    if key not in self._nodes:
+                        keys.append(key)
+        if not keys:
+            return
+        paths = [k[0] for k in keys]
+        for key, res in zip(keys, plate.oz.read_docs(paths, "array"), strict=True):
+            try:
+                node: ArrayNode | None = plate.oz.make_array(key[0], res)
+                if node is not None and len(node.shape) != len(self.shape):
+                    raise MetadataError(f"{len(node.shape)} dimensions, not {len(self.shape)}")
+            except OzxError as e:
+                self._chunk_failed(key[0], e)
+                node = None
+            with self._lock:
+                self._nodes[key] = node
+
     def _group(self, pos: tuple[int, int]) -> GroupNode | None:
         """A field's group, read when first needed (a large plate's overview, see
         :data:`LAZY_FIELDS_FROM`); None when it cannot be shown (said once)."""
-        ref, g = self.fields[pos]
-        if g is not None:
-            return g
-        (got,) = self.plate._groups([ref.path])
-        try:
-            if isinstance(got, OzxError):
-                raise got
-            ndim = len(self.representative.arrays[0].shape)
-            got = self.plate._fix_implied_axes(got, ndim)
-            names = got.meta.multiscales[0].axis_names
-            if names != self.multiscale.axis_names:
-                raise MetadataError(
-                    f"axes {list(names)} differ from {list(self.multiscale.axis_names)}"
-                )
-        except OzxError as e:
-            self._chunk_failed(ref.path, e)
-            with self._lock:
-                self.skipped.setdefault(self.plate.by_position[pos].path, str(e))
-            return None
+        self._prepare([pos])
         with self._lock:
-            self.fields[pos] = (ref, got)
-        return got
+            return self.fields.get(pos, (None, None))[1]
 
     def _node(self, pos: tuple[int, int], level: int) -> ArrayNode | None:
         """The array of a well's field at one pyramid level (its document read once)."""
-        ref, _ = self.fields[pos]
-        g = self._group(pos)
-        if g is None:
-            return None
-        dsets = g.meta.multiscales[0].datasets
-        if level >= len(dsets):
-            return None
-        path = join_path(ref.path, dsets[level].path)
-        key = (path, level)
+        self._prepare([pos], level)
         with self._lock:
-            if key in self._nodes:
-                return self._nodes[key]
-        try:
-            (res,) = self.plate.oz.read_docs([path], "array")
-            node: ArrayNode | None = self.plate.oz.make_array(path, res)
-            if node is not None and len(node.shape) != len(self.shape):
-                raise MetadataError(f"{len(node.shape)} dimensions, not {len(self.shape)}")
-        except OzxError as e:
-            self._chunk_failed(path, e)
-            node = None
-        with self._lock:
-            self._nodes[key] = node
-        return node
+            ref, g = self.fields.get(pos, (None, None))
+            if ref is None or g is None:
+                return None
+            dsets = g.meta.multiscales[0].datasets
+            if level >= len(dsets):
+                return None
+            return self._nodes.get((join_path(ref.path, dsets[level].path), level))
 
     @cached_property
     def datas(self) -> list[da.Array]:
@@ -517,40 +609,45 @@ class _PlateLevel:
         (y0, y1), (x0, x1) = box[y], box[x]
         py, px = lv.pitch
         jobs = []
-        for r in range(y0 // py, (y1 - 1) // py + 1):
-            for c in range(x0 // px, (x1 - 1) // px + 1):
-                if (r, c) not in ov.fields:
-                    continue
-                node = ov._node((r, c), lv.field_level)
-                if node is None:
-                    continue
-                sy, sx = lv.stride
-                fh = min(-(-node.shape[y] // sy), py - lv.inset[0])
-                fw = min(-(-node.shape[x] // sx), px - lv.inset[1])
-                ty, tx = r * py + lv.inset[0], c * px + lv.inset[1]
-                a_y, b_y = max(y0, ty), min(y1, ty + fh)
-                a_x, b_x = max(x0, tx), min(x1, tx + fw)
-                if a_y >= b_y or a_x >= b_x:
-                    continue
-                sel: list[Any] = []
-                dst: list[slice] = []
-                ok = True
-                for k, (a, b) in enumerate(box):
-                    if k == y:
-                        sel.append(slice((a_y - ty) * sy, (b_y - ty - 1) * sy + 1, sy))
-                        dst.append(slice(a_y - y0, b_y - y0))
-                    elif k == x:
-                        sel.append(slice((a_x - tx) * sx, (b_x - tx - 1) * sx + 1, sx))
-                        dst.append(slice(a_x - x0, b_x - x0))
-                    else:
-                        hi = min(b, node.shape[k])
-                        if hi <= a:
-                            ok = False
-                            break
-                        sel.append(slice(a, hi))
-                        dst.append(slice(0, hi - a))
-                if ok:
-                    jobs.append((node, tuple(sel), tuple(dst)))
+        cells = [
+            (r, c)
+            for r in range(y0 // py, (y1 - 1) // py + 1)
+            for c in range(x0 // px, (x1 - 1) // px + 1)
+        ]
+        ov._prepare(cells, lv.field_level)  # metadata of wells not read yet, in batches
+        for r, c in cells:
+            if (r, c) not in ov.fields:
+                continue
+            node = ov._node((r, c), lv.field_level)
+            if node is None:
+                continue
+            sy, sx = lv.stride
+            fh = min(-(-node.shape[y] // sy), py - lv.inset[0])
+            fw = min(-(-node.shape[x] // sx), px - lv.inset[1])
+            ty, tx = r * py + lv.inset[0], c * px + lv.inset[1]
+            a_y, b_y = max(y0, ty), min(y1, ty + fh)
+            a_x, b_x = max(x0, tx), min(x1, tx + fw)
+            if a_y >= b_y or a_x >= b_x:
+                continue
+            sel: list[Any] = []
+            dst: list[slice] = []
+            ok = True
+            for k, (a, b) in enumerate(box):
+                if k == y:
+                    sel.append(slice((a_y - ty) * sy, (b_y - ty - 1) * sy + 1, sy))
+                    dst.append(slice(a_y - y0, b_y - y0))
+                elif k == x:
+                    sel.append(slice((a_x - tx) * sx, (b_x - tx - 1) * sx + 1, sx))
+                    dst.append(slice(a_x - x0, b_x - x0))
+                else:
+                    hi = min(b, node.shape[k])
+                    if hi <= a:
+                        ok = False
+                        break
+                    sel.append(slice(a, hi))
+                    dst.append(slice(0, hi - a))
+            if ok:
+                jobs.append((node, tuple(sel), tuple(dst)))
         if not jobs:
             return out
 
@@ -595,6 +692,8 @@ class HcsPlate:
         meta = group.meta
         self.id = uuid.uuid4().hex
         self._overviews: dict[tuple[int, int | None], Overview] = {}
+        self._wells_lock = threading.Lock()
+        self.generation = 0  # counts the wells read after open (views refresh on it)
         if meta.plate is not None:
             self.kind = "plate"
             self.plate: Plate | None = meta.plate
@@ -643,23 +742,19 @@ class HcsPlate:
                 continue
             seen.add((pw.row, pw.column))
             wells.append(pw)
-        paths = [join_path(self.path, w.path, key="wells path") for w in wells]
-        docs = self.oz.read_docs(paths, "ome-group")  # every well at once
-        out = []
-        for pw, p, res in zip(wells, paths, docs, strict=True):
-            name = f"{plate.rows[pw.row]}{plate.columns[pw.column]}"
-            if res is None:
-                out.append(WellInfo(p, pw.row, pw.column, name, error="well group is missing"))
-                continue
-            try:
-                g = self.oz.make_group(p, res)
-                if g.meta.well is None:
-                    raise MetadataError("no 'well' metadata")
-            except OzxError as e:
-                out.append(WellInfo(p, pw.row, pw.column, name, error=str(e)))
-                continue
-            fields = _fields(p, g.meta.well.images)
-            out.append(WellInfo(p, pw.row, pw.column, name, fields))
+        unread = [
+            WellInfo(
+                join_path(self.path, pw.path, key="wells path"),
+                pw.row,
+                pw.column,
+                f"{plate.rows[pw.row]}{plate.columns[pw.column]}",
+                read=False,
+            )
+            for pw in wells
+        ]
+        if len(unread) >= LAZY_FIELDS_FROM:
+            return tuple(unread)  # read as they are needed (resolve_wells)
+        out = self._well_infos(unread)  # every well at once
         bad = [w for w in out if w.error]
         if bad:
             logger.warning(
@@ -670,6 +765,53 @@ class HcsPlate:
                 bad[0].describe(),
             )
         return tuple(out)
+
+    def _well_infos(self, wells: Sequence[WellInfo]) -> list[WellInfo]:
+        """The wells with their documents read (one concurrent batch)."""
+        docs = self.oz.read_docs([w.path for w in wells], "ome-group")
+        out = []
+        for w, res in zip(wells, docs, strict=True):
+            p, row, col, name = w.path, w.row, w.column, w.name
+            if res is None:
+                out.append(WellInfo(p, row, col, name, error="well group is missing"))
+                continue
+            try:
+                g = self.oz.make_group(p, res)
+                if g.meta.well is None:
+                    raise MetadataError("no 'well' metadata")
+            except OzxError as e:
+                out.append(WellInfo(p, row, col, name, error=str(e)))
+                continue
+            out.append(WellInfo(p, row, col, name, _fields(p, g.meta.well.images)))
+        return out
+
+    def resolve_wells(self, paths: Sequence[str] | None = None) -> None:
+        """Read the documents of these wells (all, by default) that are not read yet, in
+        one concurrent batch; a well that cannot be read keeps its error."""
+        todo = [w for w in (self.wells if paths is None else map(self.well, paths)) if not w.read]
+        if not todo:
+            return
+        done = {w.path: w for w in self._well_infos(todo)}
+        with self._wells_lock:
+            wells = tuple(done.get(w.path, w) if not w.read else w for w in self.wells)
+            self.wells = wells
+            self.by_position = {(w.row, w.column): w for w in wells}
+            self.by_path = {w.path: w for w in wells}
+            self.generation += 1
+        bad = [w for w in done.values() if w.error]
+        if bad:
+            logger.warning(
+                "%s: %d of %d wells cannot be read (e.g. %s)",
+                self.oz.source,
+                len(bad),
+                len(done),
+                bad[0].describe(),
+            )
+
+    @property
+    def wells_read(self) -> bool:
+        """Every well's document is read (a large plate reads them as needed)."""
+        return all(w.read for w in self.wells)
 
     # -- questions ---------------------------------------------------------------
     def well(self, key: str | tuple[int, int]) -> WellInfo:
@@ -683,7 +825,18 @@ class HcsPlate:
         return w
 
     def max_fields(self, acquisition: int | None = None) -> int:
-        return max((len(w.fields_in(acquisition)) for w in self.wells), default=0)
+        """The most fields a well has (in *acquisition*); while wells are still unread,
+        at least what the plate declares (``field_count`` / ``maximumfieldcount``), else 1."""
+        n = max((len(w.fields_in(acquisition)) for w in self.wells if w.read), default=0)
+        if not self.wells_read:
+            declared = self.plate.field_count if self.plate else None
+            if acquisition is not None:
+                declared = next(
+                    (a.maximum_field_count for a in self.acquisitions if a.id == acquisition),
+                    None,
+                )
+            n = max(n, declared or 0, 1)
+        return n
 
     def acquisition_ids(self) -> list[int]:
         """Acquisitions declared by the plate, else those the wells refer to."""
@@ -738,31 +891,52 @@ class HcsPlate:
         key: tuple[int, int | None],
         field_index: int,
         acquisition: int | None,
-        chosen: list[tuple[WellInfo, FieldRef]],
+        chosen: list[tuple[WellInfo, FieldRef | None]],
         skipped: dict[str, str],
+        empty: set[str],
     ) -> Overview:
-        """The overview of a large plate (see :data:`LAZY_FIELDS_FROM`): one field read
-        to size it, the others when their tiles are drawn."""
+        """The overview of a large plate (see :data:`LAZY_FIELDS_FROM`): the first well
+        with a readable field sizes it (the next 15 tried only if it cannot be read), the
+        others are read when their tiles are drawn."""
         rep: Image | None = None
-        batches = [chosen[:1], chosen[1:16]]  # the first field alone, usually enough
+        fields: dict[tuple[int, int], tuple[FieldRef | None, GroupNode | None]] = {
+            (w.row, w.column): (f, None) for w, f in chosen
+        }
+        batches = [chosen[:1], chosen[1:16]]
         for i, head in enumerate(batches):
-            groups = self._groups([f.path for _, f in head])
-            for (w, _), g in zip(head, groups, strict=True):
+            self.resolve_wells([w.path for w, f in head if f is None])
+            refs: list[tuple[WellInfo, FieldRef]] = []
+            for w, _ in head:
+                w = self.well(w.path)
+                pos, found = (w.row, w.column), w.fields_in(acquisition)
+                if w.error:
+                    skipped[w.path] = w.error
+                elif field_index < len(found):
+                    refs.append((w, found[field_index]))
+                    fields[pos] = (found[field_index], None)
+                    continue
+                else:
+                    skipped[w.path] = f"no field {field_index}"
+                    empty.add(w.path)
+                fields.pop(pos, None)
+            groups = self._groups([f.path for _, f in refs])
+            for (w, _), g in zip(refs, groups, strict=True):
                 if isinstance(g, OzxError):
                     skipped[w.path] = str(g)
+                    fields.pop((w.row, w.column), None)
             try:
-                rep = self._representative(head, groups, skipped, field_index)
+                rep = self._representative(refs, groups, skipped, field_index)
                 break
             except MetadataError:
                 if i == len(batches) - 1 or len(chosen) == 1:
                     raise
         assert rep is not None
-        fields: dict[tuple[int, int], tuple[FieldRef, GroupNode | None]] = {
-            (w.row, w.column): (f, rep.group if f.path == rep.path else None)
-            for w, f in chosen
-            if w.path not in skipped
-        }
-        ov = Overview(self, field_index, acquisition, rep, fields, skipped)
+        for pos, (f, _) in list(fields.items()):
+            if self.by_position[pos].path in skipped:
+                del fields[pos]
+            elif f is not None and f.path == rep.path:
+                fields[pos] = (f, rep.group)
+        ov = Overview(self, field_index, acquisition, rep, fields, skipped, empty=empty)
         self._overviews[key] = ov
         return ov
 
@@ -783,6 +957,9 @@ class HcsPlate:
         """Full-resolution images of a well's fields (all, or those indices of the fields
         in *acquisition*); a field that cannot be opened is returned as its error."""
         w = well if isinstance(well, WellInfo) else self.well(well)
+        if not w.read:
+            self.resolve_wells([w.path])
+            w = self.well(w.path)
         if w.error:
             raise MetadataError(f"{self.oz.source}: well {w.path}: {w.error}")
         refs = w.fields_in(acquisition)
@@ -811,25 +988,29 @@ class HcsPlate:
         key = (field_index, acquisition)
         if key in self._overviews:
             return self._overviews[key]
-        chosen: list[tuple[WellInfo, FieldRef]] = []
+        chosen: list[tuple[WellInfo, FieldRef | None]] = []
         skipped: dict[str, str] = {}
+        empty: set[str] = set()
         for w in self.wells:
             refs = w.fields_in(acquisition)
-            if w.error:
+            if not w.read:
+                chosen.append((w, None))  # read when its tile is first drawn
+            elif w.error:
                 skipped[w.path] = w.error
             elif field_index < len(refs):
                 chosen.append((w, refs[field_index]))
             else:
                 skipped[w.path] = f"no field {field_index}"
-        lazy = len(chosen) >= LAZY_FIELDS_FROM
-        if lazy:
-            return self._lazy_overview(key, field_index, acquisition, chosen, skipped)
-        groups = self._groups([f.path for _, f in chosen])
-        rep = self._representative(chosen, groups, skipped, field_index)
+                empty.add(w.path)
+        if len(chosen) >= LAZY_FIELDS_FROM or not self.wells_read:
+            return self._lazy_overview(key, field_index, acquisition, chosen, skipped, empty)
+        full = [(w, f) for w, f in chosen if f is not None]
+        groups = self._groups([f.path for _, f in full])
+        rep = self._representative(full, groups, skipped, field_index)
         ms0 = rep.multiscale
         ndim = len(rep.arrays[0].shape)
-        fields: dict[tuple[int, int], tuple[FieldRef, GroupNode | None]] = {}
-        for (w, f), g in zip(chosen, groups, strict=True):
+        fields: dict[tuple[int, int], tuple[FieldRef | None, GroupNode | None]] = {}
+        for (w, f), g in zip(full, groups, strict=True):
             if isinstance(g, OzxError):
                 skipped[w.path] = str(g)
                 continue
@@ -847,7 +1028,7 @@ class HcsPlate:
         paths = [
             join_path(f.path, g.meta.multiscales[0].datasets[0].path)
             for f, g in fields.values()
-            if g is not None  # (every group is read here)
+            if f is not None and g is not None  # (every group is read here)
         ]
         nodes: dict[tuple[str, int], ArrayNode | None] = {}
         y, x = yx_axes(ms0.axes)
@@ -873,7 +1054,7 @@ class HcsPlate:
         if skipped:
             logger.info("%s: %d wells empty in the overview", self.oz.source, len(skipped))
         ov = Overview(
-            self, field_index, acquisition, rep, fields, skipped, (tile[0], tile[1]), extent
+            self, field_index, acquisition, rep, fields, skipped, (tile[0], tile[1]), extent, empty
         )
         ov._nodes.update(nodes)
         self._overviews[key] = ov
