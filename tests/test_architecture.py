@@ -20,6 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PKG
 #: (module prefix, rank, layer) — the first prefix that matches decides (most specific first)
 RANKS: tuple[tuple[str, float, str], ...] = (
     (f"{PKG}.errors", 0, "errors"),
+    (f"{PKG}._compat", 0, "compatibility"),  # other packages' private API, in one place
     (f"{PKG}.ozx", 1, "container"),
     (f"{PKG}.ngff", 2, "OME model and I/O"),
     (f"{PKG}.inspection", 2.5, "inspection"),

@@ -17,7 +17,6 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from .errors import OzxError, reason_of
@@ -67,18 +66,9 @@ def _chosen_by_user(max_depth: int = 12) -> bool:
     there is no other reader, and a reason beats npe2's bare "refused the file". If npe2
     reorganises, this answers False and the old behaviour (declining) returns.
     """
-    frame: FrameType | None
-    try:
-        frame = sys._getframe(2)
-    except ValueError:  # pragma: no cover - shallow stack
-        return False
-    for _ in range(max_depth):
-        if frame is None:
-            return False
-        if frame.f_code.co_name == "_read" and frame.f_globals.get("__name__") == "npe2.io_utils":
-            return frame.f_locals.get("plugin_name") == PLUGIN_NAME
-        frame = frame.f_back
-    return False
+    from ._compat import npe2_reading_plugin
+
+    return npe2_reading_plugin(max_depth, skip=3) == PLUGIN_NAME
 
 
 def _claims(path: str) -> bool:

@@ -267,12 +267,11 @@ def _check_writable(target: Path, where: Path) -> None:
 def _group_documents(attrs: dict[str, Any], zarr_format: int, existing: bool) -> dict[str, bytes]:
     """The labels group's document(s) by zarr's own serialiser (v2: ``.zattrs``, plus
     ``.zgroup`` for a new group; v3: ``zarr.json``)."""
-    from zarr.core.buffer import default_buffer_prototype
-    from zarr.core.group import GroupMetadata
+    import zarr
+    from zarr.storage import MemoryStore
 
-    docs = GroupMetadata(attributes=attrs, zarr_format=zarr_format).to_buffer_dict(  # type: ignore[arg-type]
-        default_buffer_prototype()
-    )
+    docs: dict[str, Any] = {}
+    zarr.create_group(MemoryStore(docs), zarr_format=zarr_format, attributes=attrs)  # type: ignore[arg-type]
     out = {k: v.to_bytes() for k, v in docs.items()}
     if existing and zarr_format == 2:
         out.pop(".zgroup", None)  # there already: nothing but the attributes changes

@@ -428,7 +428,7 @@ _editable = opened_editable
 def array_on_store(a: Any, store: Any) -> Any:
     """The zarr array *a* (same metadata and path) read from *store*."""
     import zarr
-    from zarr.core.array import AsyncArray
+    from zarr import AsyncArray
     from zarr.storage import StorePath
 
     return zarr.Array(AsyncArray(metadata=a.metadata, store_path=StorePath(store, a.path)))

@@ -68,7 +68,7 @@ def _staging_store(base: Any) -> Any:
         Store,
         SuffixByteRequest,
     )
-    from zarr.core.buffer import default_buffer_prototype
+    from zarr.buffer import default_buffer_prototype
 
     class _StagingStore(Store):
         """Reads *base*, keeps every write (and delete) in memory."""

@@ -254,7 +254,7 @@ def _encode(task: _Task, block: np.ndarray) -> dict[str, bytes]:
     """The stored keys and bytes of *block* at the task's region: zarr's own encoding
     (codecs, sharding, checksums, empty chunks skipped) into an in-memory store."""
     import zarr
-    from zarr.core.array import AsyncArray
+    from zarr import AsyncArray
     from zarr.storage import MemoryStore, StorePath
 
     stored: dict[str, Any] = {}

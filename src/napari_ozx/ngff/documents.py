@@ -91,9 +91,9 @@ def join_path(*parts: str, key: str | None = None) -> str:
 
 def run_sync(coro: Any) -> Any:
     """Run *coro* in zarr's event loop (thread-safe; callable from any thread)."""
-    from zarr.core.sync import sync
+    from .._compat import zarr_sync
 
-    return sync(coro)
+    return zarr_sync(coro)
 
 
 #: documents of a remote store requested at once (one batch: a plate's wells), and how
@@ -165,7 +165,7 @@ async def get_bytes(store: Store, key: str, limit: _Limiter | None = None) -> by
     a :class:`DocumentReadError` naming the key and the reason. *limit* bounds how many
     requests of a batch are in flight (a server with a small listen backlog otherwise
     drops them)."""
-    from zarr.core.buffer import default_buffer_prototype
+    from zarr.buffer import default_buffer_prototype
 
     _check_metadata_size(store, key)
     delay = REMOTE_BACKOFF_S

@@ -156,22 +156,22 @@ _reader_ids = itertools.count()
 
 def _bytes_decoders(codecs: Sequence[Any]) -> list[Decoder] | None:
     """numcodecs ``decode`` callables for zarr v3 bytes->bytes codecs, or None if any is
-    one we do not reproduce exactly."""
+    one we do not reproduce exactly: the numcodecs codec zarr-python decodes each with,
+    made from the codec's public configuration (a zstd, blosc or gzip stream carries
+    what its decoder needs; level, shuffle and block size only matter for encoding)."""
+    import numcodecs
     from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
 
     out: list[Decoder] = []
     for c in codecs:
         if type(c) is ZstdCodec:
-            inner = getattr(c, "_zstd_codec", None)
+            out.append(numcodecs.Zstd(level=c.level, checksum=c.checksum).decode)
         elif type(c) is BloscCodec:
-            inner = getattr(c, "_blosc_codec", None)
+            out.append(numcodecs.Blosc().decode)
         elif type(c) is GzipCodec:
-            inner = getattr(c, "_gzip_codec", None)
+            out.append(numcodecs.GZip(level=c.level).decode)
         else:
             return None
-        if inner is None or not hasattr(inner, "decode"):
-            return None
-        out.append(inner.decode)
     return out[::-1]  # decode runs the codecs backwards
 
 
@@ -216,28 +216,29 @@ class _Layout:
             self.index_size = 16 * self.n_per_shard + (4 if index_crc else 0)
 
 
-def _layout(array: zarr.Array) -> _Layout | None:
+def _layout(array: zarr.Array) -> _Layout | str:
+    """How to read *array* directly, or why not (what we do not reproduce exactly)."""
     md = array.metadata
     dtype = np.dtype(array.dtype)
     if not _simple_dtype(dtype):
-        return None
+        return f"data type {dtype}"
     shape = tuple(int(s) for s in array.shape)
     if md.zarr_format == 2:
         if md.filters or getattr(md, "order", "C") != "C":
-            return None
+            return "Zarr v2 filters or F order"
         comp = md.compressor
         if comp is not None and not hasattr(comp, "decode"):
-            return None
+            return f"compressor {comp!r}"
         decoders: list[Decoder] | None = [] if comp is None else [comp.decode]
         assert decoders is not None
         return _Layout(shape, tuple(md.chunks), None, dtype, decoders, True, False)
     from zarr.codecs import Crc32cCodec, ShardingCodec
     from zarr.codecs.sharding import ShardingCodecIndexLocation
-    from zarr.core.chunk_grids import RegularChunkGrid
 
-    if not isinstance(md.chunk_grid, RegularChunkGrid):
-        return None
-    outer = tuple(md.chunk_grid.chunk_shape)
+    grid = md.to_dict().get("chunk_grid", {})  # the document's own words
+    if not isinstance(grid, dict) or grid.get("name") != "regular":
+        return f"chunk grid {grid.get('name') if isinstance(grid, dict) else grid!r}"
+    outer = tuple(int(n) for n in grid["configuration"]["chunk_shape"])
     codecs = list(md.codecs)
     if len(codecs) == 1 and type(codecs[0]) is ShardingCodec:
         sc = codecs[0]
@@ -245,18 +246,18 @@ def _layout(array: zarr.Array) -> _Layout | None:
         if not inner or any(
             o % c for o, c in zip(outer, sc.chunk_shape, strict=True)
         ):  # pragma: no cover - zarr refuses such metadata already
-            return None
+            return "inner chunks that do not divide the shard"
         stored = _array_dtype(inner[0], dtype)
         decoders = _bytes_decoders(inner[1:])
         idx = list(sc.index_codecs)
         if stored is None or decoders is None or not idx:
-            return None
+            return "codecs " + ", ".join(type(c).__name__ for c in inner)
         idx_dtype = _array_dtype(idx[0], np.dtype("<u8"))
         if idx_dtype is None or idx_dtype.byteorder == ">":
-            return None
+            return "shard index codecs " + ", ".join(type(c).__name__ for c in idx)
         rest = idx[1:]
         if len(rest) > 1 or (rest and type(rest[0]) is not Crc32cCodec):
-            return None
+            return "shard index codecs " + ", ".join(type(c).__name__ for c in idx)
         return _Layout(
             shape,
             tuple(sc.chunk_shape),
@@ -269,7 +270,7 @@ def _layout(array: zarr.Array) -> _Layout | None:
     stored = _array_dtype(codecs[0], dtype) if codecs else None
     decoders = _bytes_decoders(codecs[1:])
     if stored is None or decoders is None:
-        return None
+        return "codecs " + ", ".join(type(c).__name__ for c in codecs)
     return _Layout(shape, outer, None, stored, decoders, True, False)
 
 
@@ -278,22 +279,33 @@ def _has_get_sync(store: Any) -> bool:
 
 
 def fast_reader(array: zarr.Array) -> FastReader | None:
-    """A :class:`FastReader` for ``array``, or ``None`` when zarr-python must read it."""
+    """A :class:`FastReader` for ``array``, or ``None`` when zarr-python must read it
+    (why is said once in the log, see :mod:`.fastpaths`)."""
+    from .fastpaths import declined, enabled
+
+    if not enabled():
+        return None
     try:
         store = array.store_path.store
-        if not _has_get_sync(store) or array.fill_value is None:
-            return None
-        layout = _layout(array)
-    except Exception:  # anything unexpected in zarr's model: let zarr read it
+        if not _has_get_sync(store):
+            layout: _Layout | str = f"a store without synchronous reads ({type(store).__name__})"
+        elif array.fill_value is None:
+            layout = "no fill value"
+        else:
+            layout = _layout(array)
+    except Exception as e:  # anything unexpected in zarr's model: let zarr read it
+        layout = f"unexpected array metadata ({type(e).__name__}: {e})"
+    if isinstance(layout, str):
+        declined("direct chunk reads", layout)
         return None
-    return None if layout is None else FastReader(array, layout)
+    return FastReader(array, layout)
 
 
 class FastReader:
     """Reads ``array[selection]`` for basic slice selections (what dask asks for)."""
 
     def __init__(self, array: zarr.Array, layout: _Layout) -> None:
-        from zarr.core.buffer import default_buffer_prototype
+        from zarr.buffer import default_buffer_prototype
 
         self.array = array
         self.layout = layout

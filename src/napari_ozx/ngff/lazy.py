@@ -54,11 +54,12 @@ with.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import dask.array as da
 import numpy as np
+from dask.highlevelgraph import HighLevelGraph
 
 __all__ = ["LazyArray", "lazy_array", "source_reader"]
 
@@ -131,19 +132,17 @@ class LazyArray(da.Array):
         return _view(src, new)
 
     def _build_graph(self) -> Any:
-        from dask.array.slicing import normalize_index, slice_array
-        from dask.highlevelgraph import HighLevelGraph
-
+        """The graph dask builds for this view: the level sliced by dask's own
+        ``__getitem__``, its output keys aliased to this view's (deterministic) name."""
         src, index = self._ozx_src, self._ozx_index
         if src is None:  # pragma: no cover - the graph of a level is set on creation
             raise RuntimeError("a LazyArray without a graph or a source")
-        sel = normalize_index(_selection(index), src.shape)
-        dsk, chunks = slice_array(self.name, src.name, src.chunks, sel)
-        if tuple(map(tuple, chunks)) != self.chunks:  # pragma: no cover - our invariant
-            raise RuntimeError(f"view chunks {self.chunks} differ from dask's {chunks} for {index}")
         level = da.Array(src.graph, src.name, src.chunks, dtype=src.dtype)
-        deps: list[Any] = [level]
-        return HighLevelGraph.from_collections(self.name, dsk, dependencies=deps)
+        view = level[_selection(index)]
+        if view.chunks != self.chunks:  # pragma: no cover - our invariant
+            raise RuntimeError(f"view chunks {self.chunks} differ from dask's {view.chunks}")
+        aliases: dict[Any, Any] = {(self.name, *k[1:]): k for k in _flat(view.__dask_keys__())}
+        return HighLevelGraph.from_collections(self.name, aliases, dependencies=[view])
 
     # ------------------------------------------------------------------ reads
 
@@ -219,6 +218,7 @@ def _compose(old: _Index, shape: Sequence[int], index: Any) -> _Index | None:
 
 
 _ALL = slice(None)
+_NO_GRAPH = HighLevelGraph({}, {})  # what a view is made with (see _view)
 
 
 def _axis_chunks(bounds: list[int], a: int, b: int) -> tuple[int, ...]:
@@ -236,27 +236,44 @@ def _view(src: _Source, index: _Index) -> LazyArray:
     )
     # deterministic and exact (equal views share task keys, as with dask's tokenize)
     name = "getitem-" + src.name + "[" + ",".join(map(_fmt, index)) + "]"
-    # da.Array.__new__ normalises chunks and meta and annotates the graph layer; a view
-    # has exact chunks already and no graph yet, so its slots are set directly
-    obj: LazyArray = object.__new__(LazyArray)
-    obj._cached_keys = None
+    # dask's public constructor with an empty graph (the view's graph is built when
+    # something asks for it, see LazyArray.dask)
+    obj: LazyArray = da.Array.__new__(
+        LazyArray, _NO_GRAPH, name, chunks, meta=np.empty((0,) * len(chunks), dtype=src.dtype)
+    )
     obj._ozx_graph = None
-    obj._Array__name = name  # type: ignore[attr-defined]
-    obj._Array__chunks = chunks  # type: ignore[attr-defined]
-    obj._meta = np.empty((0,) * len(chunks), dtype=src.dtype)
     obj._ozx_src = src
     obj._ozx_index = index
     obj._ozx_name = name
     return obj
 
 
+def _flat(keys: Any) -> Iterator[Any]:
+    """dask's nested lists of block keys, flattened."""
+    if isinstance(keys, list):
+        for k in keys:
+            yield from _flat(k)
+    else:
+        yield keys
+
+
 def _fmt(i: int | tuple[int, int]) -> str:
     return str(i) if isinstance(i, int) else f"{i[0]}:{i[1]}"
 
 
-def lazy_array(arr: da.Array, reader: Any) -> LazyArray:
+def lazy_array(arr: da.Array, reader: Any) -> da.Array:
     """``arr`` (a dask array whose every chunk ``arr[sel]`` equals ``reader[sel]``) as a
-    :class:`LazyArray` with the same graph, name and chunks."""
+    :class:`LazyArray` with the same graph, name and chunks; ``arr`` itself when the
+    direct path is off (:func:`~napari_ozx.ngff.fastpaths.enabled`) or dask's query
+    planning is on (said once in the log)."""
+    from .._compat import dask_query_planning
+    from .fastpaths import declined, enabled
+
+    if not enabled():
+        return arr
+    if dask_query_planning():
+        declined("tiles through dask", "dask's array query planning is on")
+        return arr
     graph: Mapping[Any, Any] = arr.dask
     out = LazyArray(graph, arr.name, arr.chunks, meta=arr._meta)
     src = _Source(reader, out)

@@ -125,7 +125,7 @@ def follow_archive(
     in the old file) are dropped. Readers of a *changed* array keep the old file. Returns
     how many readers moved."""
     import zarr
-    from zarr.core.array import AsyncArray
+    from zarr import AsyncArray
     from zarr.storage import StorePath
 
     with _lock:
@@ -163,7 +163,7 @@ def live_readers(tree: str | os.PathLike[str]) -> list[tuple[Any, str]]:
 def repoint(reader: Any, new_root: str | os.PathLike[str]) -> None:
     """Make *reader* read the same array (same metadata, same key) below *new_root*."""
     import zarr
-    from zarr.core.array import AsyncArray
+    from zarr import AsyncArray
     from zarr.storage import LocalStore, StorePath
 
     old = reader.array

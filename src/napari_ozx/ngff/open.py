@@ -15,9 +15,8 @@ import hashlib
 import logging
 import math
 import os
-import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -111,7 +110,7 @@ class ArrayNode:
     @cached_property
     def array(self) -> zarr.Array:
         import zarr
-        from zarr.core.array import AsyncArray
+        from zarr import AsyncArray
         from zarr.storage import StorePath
 
         try:
@@ -123,8 +122,11 @@ class ArrayNode:
             raise
         except Exception as e:  # zarr's refusal of a codec, data type, grid ...
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-            if _UNSUPPORTED.search(msg):
-                raise UnsupportedExtensionError(msg, self.path, "array feature") from e
+            feature = unsupported_feature(self.document, self.zarr_format)
+            if feature is not None:
+                raise UnsupportedExtensionError(
+                    f"{feature} ({msg})", self.path, "array feature"
+                ) from e
             raise MetadataError(f"{self.path}: invalid array metadata: {msg}") from e
         arr = zarr.Array(aa)
         limit = getattr(self.store, "limit_inflate", None)
@@ -181,8 +183,58 @@ def array_node(store: Store, source: str, docs: NodeDocuments) -> ArrayNode:
     return ArrayNode(store, docs.path, docs.zarr_format, docs.checked, docs.extensions)
 
 
-# how zarr words "this exists but I cannot handle it" (as opposed to invalid metadata)
-_UNSUPPORTED = re.compile(r"(?i)unknown|not found|no zarr data type|not supported|not registered")
+def unsupported_feature(doc: Mapping[str, Any], zarr_format: int) -> str | None:
+    """What in an array document this zarr-python cannot handle although it may be valid
+    (a codec, data type, chunk grid or key encoding it has no implementation of), asked
+    of zarr's and numcodecs' public registries; None when all are known (a refusal is
+    then invalid metadata)."""
+    if zarr_format == 2:
+        import numcodecs
+
+        for conf in [doc.get("compressor"), *(doc.get("filters") or [])]:
+            if isinstance(conf, dict):
+                try:
+                    numcodecs.get_codec(dict(conf))
+                except Exception:
+                    return f"unknown codec {conf.get('id')!r}"
+        return None
+    from zarr.registry import data_type_registry, get_chunk_key_encoding_class, get_codec_class
+
+    def named(x: Any) -> str | None:
+        return x if isinstance(x, str) else x.get("name") if isinstance(x, dict) else None
+
+    def codecs(items: Any) -> Iterator[str]:
+        for c in items if isinstance(items, list) else []:
+            name = named(c)
+            if name is not None:
+                yield name
+            conf = c.get("configuration") if isinstance(c, dict) else None
+            if isinstance(conf, dict):  # sharding's inner and index codecs
+                yield from codecs(conf.get("codecs"))
+                yield from codecs(conf.get("index_codecs"))
+
+    for name in codecs(doc.get("codecs")):
+        try:
+            get_codec_class(name)
+        except Exception:
+            return f"unknown codec {name!r}"
+    try:
+        data_type_registry.match_json(doc.get("data_type"), zarr_format=3)
+    except Exception:
+        return f"unknown data type {named(doc.get('data_type'))!r}"
+    transformers = doc.get("storage_transformers")
+    if isinstance(transformers, list) and transformers:  # zarr-python reads none yet
+        return "storage transformers " + ", ".join(repr(named(t)) for t in transformers)
+    grid = named(doc.get("chunk_grid"))
+    if grid is not None and grid != "regular":
+        return f"chunk grid {grid!r}"
+    encoding = named(doc.get("chunk_key_encoding"))
+    if encoding is not None:
+        try:
+            get_chunk_key_encoding_class(encoding)
+        except Exception:
+            return f"unknown chunk key encoding {encoding!r}"
+    return None
 
 
 def validate_array_document(doc: Mapping[str, Any], where: str) -> None:

@@ -645,7 +645,7 @@ class PreparedLabels:
         in that store; its documents must be there or follow). Level *n* is computed from
         level *n-1* as written, shard by shard, like :func:`write_ome_zarr`."""
         import zarr
-        from zarr.core.array import AsyncArray
+        from zarr import AsyncArray
         from zarr.storage import StorePath
 
         arrays = [

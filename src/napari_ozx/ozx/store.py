@@ -65,6 +65,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import (
     ByteRequest,
     OffsetByteRequest,
@@ -72,7 +73,7 @@ from zarr.abc.store import (
     Store,
     SuffixByteRequest,
 )
-from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
+from zarr.buffer import default_buffer_prototype
 
 from napari_ozx.errors import (
     ReadOnlyStoreError,

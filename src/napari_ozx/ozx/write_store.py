@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import (
     ByteRequest,
     OffsetByteRequest,
@@ -46,8 +47,7 @@ from zarr.abc.store import (
     Store,
     SuffixByteRequest,
 )
-from zarr.core.buffer import Buffer, BufferPrototype
-from zarr.core.buffer.core import default_buffer_prototype
+from zarr.buffer import default_buffer_prototype
 
 from napari_ozx.ozx.rfc9 import DEFAULT_COMMENT, is_metadata_name
 from napari_ozx.ozx.writer import (

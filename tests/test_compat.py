@@ -1,0 +1,108 @@
+"""Issue 26: public ground. Private API of other packages only in ``_compat.py``, each use
+still there in the installed releases, and the fast paths' switch and log."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "napari_ozx"
+PRIVATE = re.compile(r"zarr\.core|_Array__|sys\._getframe")
+
+
+def test_private_api_only_in_compat():
+    found = [
+        f"{p.relative_to(SRC)}:{i}: {line.strip()}"
+        for p in sorted(SRC.rglob("*.py"))
+        if p.name != "_compat.py"
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if PRIVATE.search(line)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_zarr_event_loop_runs_a_coroutine():
+    from napari_ozx._compat import zarr_sync
+
+    async def answer() -> int:
+        await asyncio.sleep(0)
+        return 42
+
+    assert zarr_sync(answer()) == 42
+
+
+def test_npe2_read_loop_still_names_the_plugin():
+    """``npe2_reading_plugin`` looks for ``npe2.io_utils._read(…, plugin_name=…)``: if
+    npe2 renames either, this fails (and the reader would quietly decline again)."""
+    import npe2.io_utils
+
+    params = inspect.signature(npe2.io_utils._read).parameters
+    assert "plugin_name" in params
+    # (what it is for, end to end through napari: test_preferences'
+    # test_a_folder_picked_with_napari_ozx_gets_a_reason)
+
+
+def test_query_planning_flag_follows_dask():
+    import dask.array as da
+
+    from napari_ozx._compat import dask_query_planning
+
+    assert dask_query_planning() == da.Array.__module__.startswith("dask.array._array_expr")
+
+
+# ------------------------------------------------------------------ fast paths
+
+
+def _levels(path):
+    from napari_ozx.layers.reading import read_layer_data
+
+    return next(ld[0] for ld in read_layer_data(str(path)) if ld[2] == "image")
+
+
+def test_fast_paths_off_by_environment_same_pixels(monkeypatch, caplog):
+    from napari_ozx.ngff.fastpaths import ENV
+    from napari_ozx.ngff.lazy import LazyArray
+
+    sample = Path(__file__).resolve().parents[1] / "resources" / "cells.ozx"
+    on = _levels(sample)
+    monkeypatch.setenv(ENV, "0")
+    with caplog.at_level(logging.INFO, logger="napari_ozx.ngff.fastpaths"):
+        off = _levels(sample)
+    assert not any(isinstance(a, LazyArray) for a in off)
+    assert any(f"{ENV}=0" in r.getMessage() for r in caplog.records)
+    for a, b in zip(on, off, strict=True):
+        np.testing.assert_array_equal(np.asarray(a[..., :40, :40]), np.asarray(b[..., :40, :40]))
+
+
+def test_a_declined_fast_path_is_said_once_with_the_reason(tmp_path, caplog):
+    """A Zarr v2 array with a filter: the direct reader declines (zarr-python reads it),
+    says so once for both levels, naming why."""
+    import zarr
+    from numcodecs import Delta
+
+    from napari_ozx.ngff import fastpaths
+    from napari_ozx.ngff.fastread import fast_reader
+
+    fastpaths._said.clear()
+    arrays = []
+    for i in range(2):
+        a = zarr.create_array(
+            tmp_path / f"a{i}.zarr",
+            shape=(8, 8),
+            chunks=(4, 4),
+            dtype="u2",
+            zarr_format=2,
+            filters=[Delta(dtype="u2")],
+            compressors=None,
+        )
+        a[:] = np.arange(64, dtype="u2").reshape(8, 8)
+        arrays.append(a)
+    with caplog.at_level(logging.INFO, logger="napari_ozx.ngff.fastpaths"):
+        assert [fast_reader(a) for a in arrays] == [None, None]
+    said = [r.getMessage() for r in caplog.records if "direct chunk reads" in r.getMessage()]
+    assert len(said) == 1 and "filters" in said[0], said
