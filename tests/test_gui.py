@@ -113,7 +113,7 @@ def test_time_slider_shows_physical_time(make_napari_viewer, tmp_path):
     write_image(tmp_path / "movie.zarr", data, axes="tcyx", levels=1, scale=[2.5, 1, 0.5, 0.5])
     viewer = make_napari_viewer()
     viewer.open(str(tmp_path / "movie.zarr"), plugin="napari-ozx")
-    from napari_ozx._reader import text_overlay
+    from napari_ozx._viewer_hooks import text_overlay
 
     overlay = text_overlay(viewer)
     step = viewer.dims.current_step[0]

@@ -42,7 +42,8 @@ def test_npe2_manifest_validates():
     assert pm.name == "napari-ozx"
     assert any("*.ozx" in r.filename_patterns for r in pm.contributions.readers)
     # the reader asks napari for the plate navigator by these names: they must exist
-    from napari_ozx._reader import NAVIGATOR_NAME, PLUGIN_NAME
+    from napari_ozx._reader import PLUGIN_NAME
+    from napari_ozx._viewer_hooks import NAVIGATOR_NAME
 
     assert pm.name == PLUGIN_NAME
     commands = {c.id: c.python_name for c in pm.contributions.commands}

@@ -1,0 +1,256 @@
+"""What a read does to the napari viewer it was read into (called by :mod:`._reader`).
+
+* docks the plate navigator when a plate (or well) was read, the scene dock when a 0.6
+  scene was, by their manifest names (one per window; the widgets find their plates and
+  scenes from the layers' :class:`~napari_ozx.layers.provenance.LayerSource`);
+* keeps the physical time of the current slice in the canvas text overlay;
+* in 3D, renders each multiscale layer from the finest level that fits
+  (:mod:`napari_ozx.layers.levels`).
+
+Only when napari's Qt front end is already imported (a window exists): a headless read
+never imports Qt from here. Nothing here raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .layers.provenance import LayerSource
+from .layers.reading import LayerData
+from .ngff.models import TIME_UNITS
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "NAVIGATOR_NAME",
+    "SCENE_DOCK_NAME",
+    "after_read",
+    "apply_3d_levels",
+    "show_dock",
+    "show_physical_time",
+    "show_plate_navigator",
+    "text_overlay",
+    "time_text",
+]
+
+PLUGIN_NAME = "napari-ozx"  # name in napari.yaml (as _reader.PLUGIN_NAME)
+NAVIGATOR_NAME = "Plate navigator"  # display_name of the plate navigator widget
+SCENE_DOCK_NAME = "Scene coordinate system"  # display_name of the scene dock
+
+
+def after_read(layers: Sequence[LayerData]) -> None:
+    """The docks and overlays the layers just read want (never raises)."""
+    if any(_is_plate(ld) for ld in layers):
+        show_plate_navigator()
+    if any(_is_scene(ld) for ld in layers):
+        show_dock(SCENE_DOCK_NAME, lambda src: src.scene_system is not None)
+    if layers:
+        show_physical_time()
+
+
+# ------------------------------------------------------------------------ time
+
+
+def time_text(viewer: Any) -> str:
+    """Where the sliders are in physical time, e.g. ``"t = 7.5 second"``: for every time
+    axis (by unit) of a napari-ozx layer that is not displayed, the world coordinate of
+    the current slice with the axis label and unit. Empty when there is none."""
+    point = tuple(viewer.dims.point)
+    displayed = set(viewer.dims.displayed)
+    out: dict[int, str] = {}
+    for layer in viewer.layers:
+        if LayerSource.of(layer) is None:
+            continue
+        labels = tuple(getattr(layer, "axis_labels", ()))
+        units = [str(u) for u in getattr(layer, "units", ())]
+        for k, unit in enumerate(units):
+            world = len(point) - len(units) + k
+            if unit in TIME_UNITS and world >= 0 and world not in displayed and world not in out:
+                label = labels[k] if k < len(labels) else "t"
+                out[world] = f"{label} = {point[world]:.6g} {unit}"
+    return ", ".join(out[i] for i in sorted(out))
+
+
+def apply_3d_levels(viewer: Any) -> None:
+    """In 3D, render each napari-ozx multiscale layer from the finest level that fits the
+    GPU and the memory budget (:mod:`napari_ozx.layers.levels`) instead of napari's
+    coarsest; back in 2D, give napari its automatic choice again. Never raises."""
+    from .layers.levels import LEVEL_3D_KEY, budget_3d, choose_3d_level
+
+    three_d = viewer.dims.ndisplay == 3
+    max_texture = 2048
+    if three_d:
+        try:
+            from napari._vispy.utils.gl import get_max_texture_sizes
+
+            max_texture = int(get_max_texture_sizes()[1] or 2048)
+        except Exception:  # no GL here: a size every OpenGL 3D texture supports
+            logger.debug("max 3D texture size unknown", exc_info=True)
+    for layer in list(viewer.layers):
+        src = LayerSource.of(layer)
+        if src is None or not getattr(layer, "multiscale", False):
+            continue
+        try:
+            if not three_d:
+                if layer.metadata.get("_napari_ozx_locked_3d"):
+                    layer.metadata.pop("_napari_ozx_locked_3d", None)
+                    layer.locked_data_level = None
+                continue
+            pinned = layer.metadata.get(LEVEL_3D_KEY)
+            displayed = list(layer._slice_input.displayed)
+            level = (
+                int(pinned)
+                if isinstance(pinned, int) and not isinstance(pinned, bool)
+                else choose_3d_level(
+                    layer.level_shapes,
+                    displayed,
+                    layer.data[0].dtype.itemsize,
+                    max_texture,
+                    budget_3d(),
+                )
+            )
+            if layer.locked_data_level is None or layer.metadata.get("_napari_ozx_locked_3d"):
+                layer.metadata["_napari_ozx_locked_3d"] = True
+                layer.locked_data_level = level
+        except Exception:
+            logger.warning("napari-ozx: 3D level not chosen for %s", layer.name, exc_info=True)
+
+
+def text_overlay(viewer: Any) -> Any:
+    """napari's canvas text overlay (``viewer.canvas.overlays['text']`` since 0.9, before
+    that ``viewer.text_overlay``)."""
+    overlays = getattr(getattr(viewer, "canvas", None), "overlays", None)
+    if overlays is not None and "text" in overlays:
+        return overlays["text"]
+    return viewer.text_overlay
+
+
+_TIMED: Any = None  # weakref.WeakSet of viewers whose time overlay we keep up to date
+
+
+def show_physical_time() -> None:
+    """Keep two things up to date in the current viewer, installed once per viewer after
+    a read (never raises): the physical time of the current slice in the canvas text
+    overlay (napari's sliders show indices only), updated whenever a slider moves or
+    layers change; and, when the view turns 3D, the level of each multiscale layer
+    (:func:`apply_3d_levels`)."""
+    global _TIMED
+    if "napari._qt" not in sys.modules:  # headless: no viewer, and never import Qt here
+        return
+    try:
+        import weakref
+
+        import napari
+
+        viewer = napari.current_viewer()
+        if viewer is None:
+            return
+        if _TIMED is None:
+            _TIMED = weakref.WeakSet()
+        if viewer in _TIMED:
+            return
+        _TIMED.add(viewer)
+        ref = weakref.ref(viewer)
+
+        def update(*_: Any) -> None:
+            v = ref()
+            if v is None:
+                return
+            try:
+                text = time_text(v)
+                overlay = text_overlay(v)
+                overlay.text = text
+                overlay.visible = bool(text)
+            except Exception:  # a viewer being closed
+                logger.debug("time overlay not updated", exc_info=True)
+
+        def on_ndisplay(*_: Any) -> None:
+            v = ref()
+            if v is not None:
+                update()
+                apply_3d_levels(v)
+
+        viewer.dims.events.point.connect(update)
+        viewer.dims.events.ndisplay.connect(on_ndisplay)
+        viewer.layers.events.inserted.connect(update)
+        viewer.layers.events.removed.connect(update)
+        update()
+    except Exception:
+        logger.warning("napari-ozx: could not show the physical time", exc_info=True)
+
+
+def _is_plate(layer_data: LayerData) -> bool:
+    meta = layer_data[1].get("metadata")
+    first = meta[0] if isinstance(meta, list) and meta else meta
+    src = LayerSource.from_metadata(first)
+    return src is not None and src.is_plate
+
+
+def _is_scene(ld: LayerData) -> bool:
+    meta = ld[1].get("metadata")
+    first = meta[0] if isinstance(meta, list) and meta else meta
+    src = LayerSource.from_metadata(first)
+    return src is not None and src.scene_system is not None
+
+
+def show_plate_navigator() -> None:
+    """Ask napari to show the plate navigator in the current window, if there is one."""
+    show_dock(NAVIGATOR_NAME, lambda src: src.is_plate)
+
+
+def show_dock(name: str, wanted: Callable[[LayerSource], bool]) -> None:
+    """Ask napari to show our dock widget *name* in the current window, if there is one.
+
+    Only when napari's Qt front end is already imported (a window exists): a headless
+    read never imports Qt from here. Docking goes through napari's own API by the
+    widget's manifest name (one per window); the widget then finds its plates or scenes
+    from the layers. On the GUI thread it docks at once (before napari adds the layers);
+    from a worker thread it docks when napari inserts a layer *wanted* accepts (napari
+    does that on the GUI thread). Never raises.
+    """
+    if "napari._qt" not in sys.modules:
+        return
+    try:
+        import napari
+
+        viewer = napari.current_viewer()
+        window = getattr(viewer, "window", None) if viewer is not None else None
+        if window is None or not hasattr(window, "add_plugin_dock_widget"):
+            return
+        if threading.current_thread() is threading.main_thread():
+            _dock(window, name)
+        else:
+            _dock_on_insert(viewer, name, wanted)
+    except Exception:
+        logger.warning("napari-ozx: could not show the %s", name, exc_info=True)
+
+
+def _dock(window: Any, name: str = NAVIGATOR_NAME) -> None:
+    try:
+        window.add_plugin_dock_widget(PLUGIN_NAME, name)
+    except Exception:
+        logger.warning("napari-ozx: could not show the %s", name, exc_info=True)
+
+
+def _dock_on_insert(
+    viewer: Any, name: str = NAVIGATOR_NAME, wanted: Callable[[LayerSource], bool] | None = None
+) -> None:
+    """Dock when the first wanted layer is inserted (on the GUI thread), once."""
+    emitter = viewer.layers.events.inserted
+    wanted = wanted or (lambda src: src.is_plate)
+
+    def on_inserted(event: Any) -> None:
+        src = LayerSource.of(getattr(event, "value", None))
+        if src is None or not wanted(src):
+            return
+        try:
+            emitter.disconnect(on_inserted)
+        except Exception:  # already gone: nothing to undo
+            logger.debug("%s hook already disconnected", name, exc_info=True)
+        _dock(viewer.window, name)
+
+    emitter.connect(on_inserted)
