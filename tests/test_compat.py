@@ -106,3 +106,27 @@ def test_a_declined_fast_path_is_said_once_with_the_reason(tmp_path, caplog):
         assert [fast_reader(a) for a in arrays] == [None, None]
     said = [r.getMessage() for r in caplog.records if "direct chunk reads" in r.getMessage()]
     assert len(said) == 1 and "filters" in said[0], said
+
+
+def test_under_query_planning_levels_are_plain_dask_and_it_is_said():
+    """dask's array query planning swaps ``dask.array.Array`` for another class: the
+    direct tile path (a subclass of the classic one) declines, says so, and the level is
+    dask's own array (run in a child: the switch is read when dask.array is imported)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, numpy as np, dask.array as da\n"
+        "logging.basicConfig(level=logging.INFO, format='%(message)s')\n"
+        "from napari_ozx.ngff.lazy import LazyArray, lazy_array\n"
+        "a = da.from_array(np.arange(16).reshape(4, 4), chunks=2)\n"
+        "out = lazy_array(a, None)\n"
+        "assert out is a and not isinstance(out, LazyArray), type(out)\n"
+    )
+    env = {**os.environ, "DASK_ARRAY__QUERY_PLANNING": "True"}
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert "query planning is on" in res.stderr, res.stderr
