@@ -10,9 +10,8 @@ Only what changed is written:
   for byte in the kernel (``os.copy_file_range``, ``pread``/``pwrite`` fallback) with its
   recorded CRC-32, which is trusted only when the member is STORED and its local header
   agrees with the central directory (name, method, CRC, sizes; else it is re-read and
-  re-checksummed). On the 143 MiB benchmark this took the save from 6.5x a plain file
-  copy to ~2.8x without its fsync; the fsync it owes before replacing the user's file
-  costs about 2x a copy more (``benchmarks/bench_saveback.py``). The changed
+  re-checksummed). Its cost against a durable copy of the file (copy + fsync + rename)
+  is measured by ``benchmarks/bench_saveback.py`` (the README's table). The changed
   label members are new; the metadata keeps RFC-9's ``zarr.json``-first order (the
   :class:`~napari_ozx.ozx.writer.OzxWriter` enforces it) and the archive comment; the
   new file is renamed onto the old one.

@@ -13,9 +13,9 @@ each). Per node:
   says so; a remote store has no table of sizes, so only the JSON parser limits it there;
 * a local directory's documents are read with plain file reads on a few threads
   (:func:`_prefetch_local`), not through zarr's ``LocalStore.get``: that hops to a
-  thread per document through the event loop, which made a 384-well plate's ~1,150
-  documents cost 0.6-2.6 s against 0.2-0.5 s read directly (loaded 2-core machine);
-  the threads keep a network filesystem's latencies overlapping;
+  thread per document through the event loop, several times slower for a plate's
+  thousands of documents (``benchmarks/bench_plate.py``); the threads keep a network
+  filesystem's latencies overlapping;
 * each document must be a JSON object; ``zarr.json`` must say ``zarr_format: 3``;
 * a ``zarr.json`` goes through the ZEP 10 must-understand pass
   (:func:`.extensions.read_extensions`), which gives the copy zarr-python accepts.
@@ -98,9 +98,9 @@ def run_sync(coro: Any) -> Any:
 
 #: documents of a remote store requested at once (one batch: a plate's wells), and how
 #: often a transient failure (timeout, reset, HTTP 429 / 5xx) is retried, with backoff.
-#: 48 measured best for a 1536-well plate over HTTP at 20 ms per request here: 2.9 s
-#: well served, 4.7 s from a server with a listen backlog of 5 (64: 2.3-2.5 s and 14.6 s,
-#: connections dropped by the small backlog; 32: 3.1 s and 5.0 s)
+#: 48 measured best for a 1536-well plate over HTTP (benchmarks/bench_plate1536.py
+#: --remote): 64 made a server with a small listen backlog drop connections, 32 was slower
+#: well served
 REMOTE_CONCURRENCY = 48
 REMOTE_ATTEMPTS = 4
 REMOTE_BACKOFF_S = 0.25

@@ -2,23 +2,23 @@
 
 Why
 ---
-napari computes one dask chunk per visible tile. Through ``zarr.Array.__getitem__`` each
-such read costs ~2-3 ms of zarr-python machinery (the async event loop hop, the indexer,
-the codec pipeline, a shard-index decode per request) for ~0.2 ms of actual work (one
-``pread`` and a zstd decode). The compiled readers (zarrs through zarrista, tensorstore)
-read the same tile in ~0.5 ms. :class:`FastReader` does what they do, in Python:
+napari reads one tile per visible region. Through ``zarr.Array.__getitem__`` each such
+read pays zarr-python's machinery (the async event loop hop, the indexer, the codec
+pipeline, a shard-index decode per request) several times over the actual work (one
+``pread`` and a zstd decode), which the compiled readers (zarrs through zarrista,
+tensorstore) do not. :class:`FastReader` does what they do, in Python:
 
 * the shard index of each shard is read and decoded once and kept (bounded LRU of
   decoded indexes per array, :data:`INDEX_CACHE_BYTES`);
 * the inner chunks one request needs are read with as few store calls as possible
   (neighbouring byte ranges of one shard are merged when the gap is small) through the
   store's synchronous ``get_sync`` (``OzxStore``, ``LocalStore``), without the event loop;
-* every chunk is decoded by the very numcodecs object zarr-python itself would use
-  (``ZstdCodec._zstd_codec``, ``BloscCodec._blosc_codec``, ``GzipCodec._gzip_codec``, a
-  Zarr v2 ``compressor``), then viewed as the array's data type and reshaped: the same
-  bytes -> the same pixels, and the same exceptions (``ValueError``/``RuntimeError`` from
-  the codec or the reshape) for broken data. Several chunks of one request are decoded
-  on a small thread pool (numcodecs releases the GIL);
+* every chunk is decoded by the numcodecs codec zarr-python itself decodes it with (made
+  from the zarr codec's public configuration, or the Zarr v2 ``compressor``), then
+  viewed as the array's data type and reshaped: the same bytes -> the same pixels, and
+  the same exceptions (``ValueError``/``RuntimeError`` from the codec or the reshape) for
+  broken data. Several chunks of one request are decoded on a small thread pool
+  (numcodecs releases the GIL);
 * for remote stores (``threaded_io``) the requests of one read (shard indexes, then
   byte ranges) run concurrently on a small I/O pool, as dask's threads did per dask
   chunk before napari's reads became direct (:mod:`.lazy`);
@@ -28,10 +28,11 @@ read the same tile in ~0.5 ms. :class:`FastReader` does what they do, in Python:
 
 Anything else — transposes, crc32c on inner chunks, v2 filters or Fortran order, variable
 or object data types, unknown codecs, a store without ``get_sync`` — is refused by
-:func:`fast_reader` (returns ``None``) and read by zarr-python as before.
+:func:`fast_reader` (returns ``None``, saying why once in the log, :mod:`.fastpaths`)
+and read by zarr-python as before.
 
-Measured with ``benchmarks/bench_compiled.py`` (see its docstring and the report in the
-commit that added this module).
+Measured with ``benchmarks/bench_compiled.py`` (numbers in the README's performance
+table, not here: they go stale).
 """
 
 from __future__ import annotations

@@ -4,13 +4,11 @@ Why
 ---
 napari turns a view into pixels as ``np.asarray(level[c][idx][tile])``: up to three basic
 ``__getitem__`` calls, then one ``compute``. Through a plain dask array each
-``__getitem__`` builds a slicing graph (``normalize_index``, ``tokenize``,
-``slice_array``, a ``HighLevelGraph``: ~0.4-0.6 ms each on the 2-core dev machine) and
-the compute pays the scheduler and graph optimisation (~2.5 ms). Worse, napari computes
-inside ``dask.config.set({"optimization.fuse.active": False})`` and slices in several
-steps, and then dask never fuses the tile's slice into the chunk read: a 256x256 tile of
-a 1024x1024 dask chunk read all 16 inner chunks (18-27 ms per tile, against 0.5-1 ms
-for :mod:`.fastread` alone and ~0.7 ms for zarrista).
+``__getitem__`` builds a slicing graph and the compute pays the scheduler and graph
+optimisation, several times the cost of decoding the tile. Worse, napari computes inside
+``dask.config.set({"optimization.fuse.active": False})`` and slices in several steps, and
+then dask never fuses the tile's slice into the chunk read: a 256x256 tile of a
+1024x1024 dask chunk read all 16 inner chunks.
 
 :class:`LazyArray` is a ``dask.array.Array`` — its graph, ``compute``, ``da.stack``,
 ``map_blocks``, pickling all behave as before and give the same pixels — that also
@@ -32,19 +30,16 @@ remembers *which box of which reader* it is:
 
 What it gives up: napari's opportunistic dask cache (``napari.utils._dask_utils``) works
 through scheduler callbacks keyed on task keys; the direct read has neither, so napari
-does not cache these tiles. Locally a re-read tile costs ~0.5 ms (page cache, the shard
-index kept by :mod:`.fastread`), less than one scheduler pass; for remote containers,
-where a re-read costs requests, :mod:`.fastread` keeps the decoded inner chunks
-(``REMOTE_CHUNK_CACHE_BYTES``). ``dask.compute(x)``, ``x.persist()`` and everything
-derived from these arrays (``x + 1``, ``da.stack``) still run through the scheduler,
-callbacks included. ``__dask_optimize__``/``__dask_scheduler__`` are not overridden:
-napari never calls them, and ``dask.compute`` keeps dask's semantics.
+does not cache these tiles. Locally a re-read tile is a page-cache read and a decode (the
+shard index kept by :mod:`.fastread`), less than one scheduler pass; for remote
+containers, where a re-read costs requests, :mod:`.fastread` keeps the decoded inner
+chunks (``REMOTE_CHUNK_CACHE_BYTES``). ``dask.compute(x)``, ``x.persist()`` and
+everything derived from these arrays (``x + 1``, ``da.stack``) still run through the
+scheduler, callbacks included. ``__dask_optimize__``/``__dask_scheduler__`` are not
+overridden: napari never calls them, and ``dask.compute`` keeps dask's semantics.
 
-Measured (``benchmarks/bench_compiled.py``, 2-core machine, medians of one run): a
-256x256 tile through the layer of a sharded ``.ozx`` 0.7-1.0 ms, 1.0-1.3x zarrista (was
-4.8-6 ms through dask, 8x); sliced as napari slices it 0.8-1.0 ms (was 12-16 ms); a
-2-channel 1024x1024 plane 0.7-0.8x zarrista. Building a view costs ~20 us, three
-chained ones ~60 us.
+What it costs and gains is measured by ``benchmarks/bench_compiled.py`` (the README's
+performance table); ``NAPARI_OZX_FAST_PATHS=0`` turns it off (:mod:`.fastpaths`).
 
 An in-place ``x[...] = v`` (dask rewrites the array's graph and name) turns the direct
 path off for that array: it is only taken while the array's name is the one it was made

@@ -24,12 +24,12 @@ and parse -> serialise -> parse gives the same model (tests/test_model_serialise
 real-world corpus too). Writing an image whose transformations 0.4/0.5 cannot express to
 those versions raises :class:`MetadataError` naming the transformation.
 
-Why our own models and not a maintained library (yaozarrs 0.3.4, ome-zarr-models 1.7;
-``benchmarks/bench_models.py``, 2 shared cores, fresh interpreters, median of 7):
+Why our own models and not a maintained library (yaozarrs, ome-zarr-models; compared by
+``benchmarks/bench_models.py``, numbers in the README):
 
-* import + parsing one 0.5 image document at first open, zarr already imported: ours
-  84 ms, yaozarrs 776 ms (9x), ome-zarr-models 1,287 ms (15x; cold 2.5 s): both pull in
-  pydantic, which a napari reader would pay on every first open;
+* import + parsing one image document at first open: both libraries pull in pydantic,
+  an import several times the cost of our whole parse, which a napari reader would pay
+  on every first open;
 * real-world corpus, the entry node's metadata: all three accept the 72 valid (``open``)
   0.4/0.5 cases, but of the 27 ``lenient`` ones (violate a MUST yet can be shown) ours
   accepts 27, yaozarrs 11, ome-zarr-models 10: they are validators and refuse e.g. a

@@ -324,15 +324,15 @@ def _dask_chunks(
     while the array would have more than :data:`_MAX_DASK_CHUNKS` of them), never past
     a shard (so one dask task never straddles two shards).
 
-    Why large: dask costs ~0.4 ms per task and ~2.5 ms per compute on the 2-core dev
-    machine, so a 2-channel 1024x1024 plane in 256x256 tasks took 29 ms, in 1024x1024
-    tasks 13.5 ms (zarrista: 12.4 ms; benchmarks/bench_compiled.py). Why that does not
+    Why large: dask's cost per task and per compute is a multiple of a chunk's decode, so
+    a plane in small tasks is slower than in large ones (benchmarks/bench_compiled.py).
+    Why that does not
     slow tiles: napari's views of a level (:class:`~.lazy.LazyArray`) read their box
     directly, without dask's tasks, and :mod:`.fastread` decodes only the inner chunks
     the box touches. Computations that do go through dask (``da.stack``, writes) fuse a
     slice into the chunk read (``fancy=True``) when dask's task fusion is on; napari
     turns fusion off, and then a 256x256 tile of a 1024x1024 dask chunk read all 16
-    inner chunks (18-27 ms), which is why napari no longer goes through the scheduler.
+    inner chunks, which is why napari no longer goes through the scheduler.
     """
     out = [max(min(c, s), 1) for c, s in zip(chunks, shape, strict=True)]  # 0-size axes
     limit = list(shards) if shards else list(shape)

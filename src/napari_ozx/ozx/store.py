@@ -17,24 +17,14 @@ read) and cached. A STORED member's byte range is then exactly one ``os.pread`` 
 RFC-9, not recommended) are inflated whole with bomb and CRC-32 checks and kept in a small
 byte-bounded LRU.
 
-Measured by ``benchmarks/bench_store.py`` on the 2-core dev machine (sharded uint16
-2x64x1024x1024, shards 1x16x1024x1024, inner chunks 1x1x256x256, zstd; page cache warm,
-median of 50 random tiles / 25 planes, three runs, zarr 3.1.6):
+Against zarr's ``LocalStore`` on the same data as a directory and ``zarr.storage.ZipStore``
+on the same archive: ``benchmarks/bench_store.py`` (numbers in the README, not here).
+``.ozx`` tiles cost less than the directory's (one pread instead of an ``open`` +
+``seek`` + ``read`` + ``close`` per request) and far less than ``ZipStore``'s.
 
-====================  ============  ============  =============
-access                LocalStore    OzxStore      zarr ZipStore
-====================  ============  ============  =============
-one 256x256 tile      1.4-1.8 ms    0.9-1.1 ms    19.5-20.5 ms
-2-channel plane       14-15 ms      11-15 ms      188-241 ms
-====================  ============  ============  =============
-
-i.e. ``.ozx`` tiles at 0.62-0.67x the time of the directory (one pread instead of an
-``open`` + ``seek`` + ``read`` + ``close`` per request) and 18-22x faster than ``ZipStore``.
-
-Async vs threads: for local files the ``async`` methods do the ``pread`` inline. A
-page-cache pread of a 64 KiB chunk costs ~7 us here; the same pread through
-``asyncio.to_thread`` costs ~145 us (thread hop + future), and whole reads measured
-slower: tiles 1.09-1.24x and planes 0.96-1.17x the inline time. Reads from cold storage
+Async vs threads: for local files the ``async`` methods do the ``pread`` inline: a
+page-cache pread costs far less than ``asyncio.to_thread``'s thread hop and future, and
+whole tile and plane reads measured no faster through threads. Reads from cold storage
 block zarr's event loop for the duration of the read (zarr runs that loop on its own
 thread, so only other zarr I/O waits).
 File objects of unknown kind (fsspec/remote files) default to ``to_thread``
