@@ -30,7 +30,8 @@ from napari_ozx.errors import (
     ZipFormatError,
 )
 from napari_ozx.ozx._zip import RangeReader
-from napari_ozx.ozx.store import OzxStore, _ByteLRU
+from napari_ozx.ozx.lru import ByteLRU
+from napari_ozx.ozx.store import OzxStore
 
 PROTO = default_buffer_prototype()
 
@@ -505,7 +506,7 @@ def test_deflate_cache(simple):
 
 
 def test_byte_lru():
-    lru = _ByteLRU(10)
+    lru: ByteLRU[bytes] = ByteLRU(10, len)
     lru.put("a", b"1234")
     lru.put("b", b"5678")
     assert lru.get("a") == b"1234"  # a is now most recent
@@ -517,6 +518,15 @@ def test_byte_lru():
     assert lru.get("big") is None
     lru.clear()
     assert lru.nbytes == 0
+    # None is a value too (an absent shard), sized 0; min_items keeps one over the bound;
+    # a callable bound is read at every put
+    bound = [4]
+    idx: ByteLRU[bytes] = ByteLRU(lambda: bound[0], len, max_item=lambda _: 1 << 62, min_items=1)
+    idx.put("none", None)  # type: ignore[arg-type]
+    assert idx.lookup("none") == (True, None) and idx.lookup("other") == (False, None)
+    bound[0] = 2
+    idx.put("x", b"xyz")  # over the bound: kept alone (min_items), the older None goes
+    assert idx.lookup("x") == (True, b"xyz") and "none" not in idx and len(idx) == 1
 
 
 # ------------------------------------------------------------ threads and descriptors

@@ -40,12 +40,13 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+
+from ..ozx.lru import ByteLRU
 
 if TYPE_CHECKING:
     import zarr
@@ -117,41 +118,9 @@ def _decode_pool() -> ThreadPoolExecutor:
 Decoder = Callable[..., Any]
 
 
-class _ChunkCache:
-    """A byte-bounded, thread-safe LRU of decoded chunks."""
-
-    def __init__(self) -> None:
-        self._data: OrderedDict[Any, np.ndarray] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> np.ndarray | None:
-        with self._lock:
-            arr = self._data.get(key)
-            if arr is not None:
-                self._data.move_to_end(key)
-            return arr
-
-    def put(self, key: Any, arr: np.ndarray) -> None:
-        limit = REMOTE_CHUNK_CACHE_BYTES
-        if arr.nbytes > limit // 4:
-            return
-        arr.flags.writeable = False  # shared by every later read
-        with self._lock:
-            old = self._data.pop(key, None)
-            self._bytes += arr.nbytes - (0 if old is None else old.nbytes)
-            self._data[key] = arr
-            while self._bytes > limit and self._data:
-                _, gone = self._data.popitem(last=False)
-                self._bytes -= gone.nbytes
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self._bytes = 0
-
-
-_remote_chunks = _ChunkCache()
+_remote_chunks: ByteLRU[np.ndarray] = ByteLRU(
+    lambda: REMOTE_CHUNK_CACHE_BYTES, lambda a: int(a.nbytes), max_item=lambda limit: limit // 4
+)
 _reader_ids = itertools.count()
 
 
@@ -327,11 +296,15 @@ class FastReader:
         self._threaded_io = remote
         self._merge_gap = REMOTE_MERGE_GAP if remote else MERGE_GAP
         self._uid = next(_reader_ids)
-        self._indexes: OrderedDict[tuple[int, ...], np.ndarray | None] = OrderedDict()
+        self._indexes: ByteLRU[np.ndarray] = ByteLRU(
+            lambda: INDEX_CACHE_BYTES,
+            lambda a: int(a.nbytes),
+            max_item=lambda _: 1 << 62,  # the newest index is always kept
+            min_items=1,
+        )
         # member sizes of the container's shards (a central-directory lookup costs ~20 us,
         # as much as the read of a tile's bytes); the container is read-only
         self._sizes: dict[tuple[int, ...], int | None] = {}
-        self._index_bytes = 0
         self._lock = threading.Lock()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -353,10 +326,9 @@ class FastReader:
 
     def _shard_index(self, coords: tuple[int, ...]) -> np.ndarray | None:
         """``(chunks..., 2)`` uint64 offsets/lengths of one shard, or None if absent."""
-        with self._lock:
-            if coords in self._indexes:
-                self._indexes.move_to_end(coords)
-                return self._indexes[coords]
+        found, cached = self._indexes.lookup(coords)
+        if found:
+            return cached
         from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 
         lo = self.layout
@@ -364,12 +336,7 @@ class FastReader:
         rng = SuffixByteRequest(size) if lo.index_end else RangeByteRequest(0, size)
         raw = self._get(self._key(coords), rng)
         index = None if raw is None else self._decode_index(raw)
-        with self._lock:
-            self._indexes[coords] = index
-            self._index_bytes += 0 if index is None else index.nbytes
-            while self._index_bytes > INDEX_CACHE_BYTES and len(self._indexes) > 1:
-                _, old = self._indexes.popitem(last=False)
-                self._index_bytes -= 0 if old is None else old.nbytes
+        self._indexes.put(coords, index)  # type: ignore[arg-type]  # (None: no shard)
         return index
 
     def _member_size(self, coords: tuple[int, ...], key: str) -> int | None:
@@ -476,7 +443,9 @@ class FastReader:
                 decoded = self._decode(raw)
                 if cache is not None:
                     # uncompressed chunks are views of the read's buffer: keep a copy
-                    cache.put((self._uid, cc), decoded if lo.decoders else decoded.copy())
+                    keep = decoded if lo.decoders else decoded.copy()
+                    keep.flags.writeable = False  # shared by every later read
+                    cache.put((self._uid, cc), keep)
             out[tuple(dst)] = decoded[tuple(src)]
 
         for cc, hit in cached.items():

@@ -51,7 +51,6 @@ import logging
 import os
 import threading
 import zlib
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -81,6 +80,7 @@ from napari_ozx.ozx._zip import (
     local_header_name,
     read_zip_index,
 )
+from napari_ozx.ozx.lru import ByteLRU
 from napari_ozx.ozx.protocol import ArchiveSummary
 from napari_ozx.ozx.records import (
     FLAG_ENCRYPTED,
@@ -118,45 +118,6 @@ _VERIFY_BLOCK = 4 << 20
 
 #: deflate cannot expand data by more than ~1032:1; a bigger declared ratio is a lie.
 _MAX_DEFLATE_RATIO = 1032
-
-
-class _ByteLRU:
-    """Thread-safe LRU of ``name -> bytes`` bounded by total bytes."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._data: OrderedDict[str, bytes] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> bytes | None:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key: str, value: bytes) -> None:
-        if len(value) > self.max_bytes:
-            return
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old)
-            self._data[key] = value
-            self._bytes += len(value)
-            while self._bytes > self.max_bytes:
-                _, dropped = self._data.popitem(last=False)
-                self._bytes -= len(dropped)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self._bytes = 0
-
-    @property
-    def nbytes(self) -> int:
-        return self._bytes
 
 
 def _resolve_range(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
@@ -375,7 +336,7 @@ class OzxStore(Store):
         self._members = shared.members
         self._cd_offset = shared.index.cd_offset
         self._offsets: dict[str, int] = {}
-        self._inflated = _ByteLRU(self._options["deflate_cache_bytes"])
+        self._inflated: ByteLRU[bytes] = ByteLRU(self._options["deflate_cache_bytes"], len)
         self._max_inflate = self._options["max_inflate_bytes"]
         self._verify_crc_max = self._options["verify_crc_max"]
         threaded = self._options.get("threaded_io")
