@@ -46,6 +46,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import OzxError
+from ..ozx.atomic import fsync_tree, replace_files
 from .provenance import LayerSource
 from .saveback import SaveBackError, refusal, save_errors
 
@@ -281,36 +282,6 @@ def _group_documents(attrs: dict[str, Any], zarr_format: int, existing: bool) ->
 # ----------------------------------------------------------------------- commit
 
 
-def _write_file(dest: Path, data: bytes) -> None:
-    """*dest* replaced atomically: a temporary file beside it, flushed, renamed."""
-    tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:8]}.partial"
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def _fsync_tree(root: Path) -> None:
-    """Every file and folder below *root* flushed to disk."""
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        fd = os.open(dirpath, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _commit_directory(
     root: Path, lpath: str, name: str, prepared: Any, group_docs: dict[str, bytes]
 ) -> None:
@@ -329,12 +300,12 @@ def _commit_directory(
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(doc)
         prepared.write_data(LocalStore(tmp), "")
-        _fsync_tree(tmp)  # on disk before the group document lists it
+        fsync_tree(tmp)  # on disk before the group document lists it
         os.rename(tmp, final)  # refuses to replace a non-empty directory made meanwhile
         renamed = True
         # .zgroup before .zattrs (v2): the attributes make it a labels group last
         for key in sorted(group_docs, key=lambda k: k != ".zgroup"):
-            _write_file(ldir / key, group_docs[key])
+            replace_files({ldir / key: group_docs[key]})
     except BaseException:
         shutil.rmtree(final if renamed else tmp, ignore_errors=True)
         if made_group:

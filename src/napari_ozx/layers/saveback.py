@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OzxError
+from ..ozx.atomic import replace_files
 from .editable import EditableLabels, _chunk_reader, array_on_store, fingerprint, repoint_archive
 
 logger = logging.getLogger(__name__)
@@ -384,25 +384,7 @@ def _merge(boxes: list[tuple[slice, ...]]) -> list[tuple[slice, ...]]:
 
 
 def _commit_directory(root: Path, staged: dict[str, bytes | None]) -> None:
-    temps: list[tuple[Path, Path]] = []
-    try:
-        for key, value in staged.items():
-            if value is None:
-                continue
-            dest = root / key
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:8]}.partial"
-            temps.append((tmp, dest))
-            with open(tmp, "wb") as fh:
-                fh.write(value)
-                fh.flush()
-                os.fsync(fh.fileno())
-    except BaseException:
-        for tmp, _ in temps:
-            tmp.unlink(missing_ok=True)
-        raise
-    for tmp, dest in temps:
-        os.replace(tmp, dest)
+    replace_files({root / k: v for k, v in staged.items() if v is not None})
     for key, value in staged.items():
         if value is None:
             (root / key).unlink(missing_ok=True)

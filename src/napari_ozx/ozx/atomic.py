@@ -17,6 +17,11 @@ concurrent saves each swap their own copy in (the last one wins, neither is lost
 Elsewhere it falls back to two renames, and a process dying between them leaves the old
 copy under a hidden ``.old`` name that :func:`recover_directory` puts back at the next
 save or open.
+
+Files inside a directory hierarchy (a labels group's document, a save-back's changed
+chunks) are replaced by :func:`replace_files`: every new content goes to a temporary
+file beside its destination, all are flushed to disk, and only then renamed into place
+(a full disk fails while writing the temporaries, which are removed: nothing changed).
 """
 
 from __future__ import annotations
@@ -37,11 +42,14 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "create_partial_dir",
+    "fsync_dir",
+    "fsync_tree",
     "hold",
     "partial_name",
     "recover_directory",
     "release",
     "remove_stale_partials",
+    "replace_files",
     "swap_directory",
 ]
 
@@ -226,3 +234,54 @@ def recover_directory(target: Path) -> Path | None:
         logger.warning("%s was missing after an interrupted save: restored", target)
         return olds[-1]
     return None
+
+
+# ------------------------------------------------------------------ files and fsync
+
+
+def replace_files(contents: dict[Path, bytes]) -> None:
+    """Each destination's bytes replaced atomically: all written to temporaries beside
+    them and flushed first, then renamed into place; a failure before the renames
+    removes the temporaries and changes nothing."""
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for dest, data in contents.items():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:8]}.partial"
+            temps.append((tmp, dest))
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+    except BaseException:
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, dest in temps:
+        os.replace(tmp, dest)
+
+
+def fsync_dir(path: Path) -> None:
+    """Persist a rename (POSIX); silently skipped where directories cannot be opened."""
+    try:
+        dfd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def fsync_tree(root: Path) -> None:
+    """Every file and folder below *root* flushed to disk."""
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(Path(dirpath))

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from napari_ozx.errors import MetadataError, OzxError
 from napari_ozx.ozx import rfc9
+from napari_ozx.ozx.atomic import fsync_dir
 from napari_ozx.ozx.records import (
     FLAG_UTF8,
     MAX_COMMENT,
@@ -711,7 +712,7 @@ class OzxWriter:
                 self._inflight -= 1
                 self._cond.notify_all()
         if self._fsync:
-            _fsync_dir(self._target.parent)
+            fsync_dir(self._target.parent)
         logger.debug("wrote %s: %d entries, %d bytes", self._target, len(order), self._bytes_done)
         return self._target
 
@@ -853,17 +854,3 @@ class OzxWriter:
         meta = [e for e in self._entries if is_metadata_name(e.name)]
         meta.sort(key=lambda e: metadata_sort_key(e.name))
         return meta + [e for e in self._entries if not is_metadata_name(e.name)]
-
-
-def _fsync_dir(path: Path) -> None:
-    """Persist a rename (POSIX); silently skipped where directories cannot be opened."""
-    try:
-        dfd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
