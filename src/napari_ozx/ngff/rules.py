@@ -22,8 +22,9 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from ..ozx.findings import Finding, Severity
 from .models import KNOWN_VERSIONS, SPACE_UNITS, TIME_UNITS
 
 __all__ = [
@@ -37,7 +38,6 @@ __all__ = [
     "Rule",
 ]
 
-Severity = Literal["error", "warning", "info"]
 
 #: At most this many findings per code; one summary finding counts the rest.
 MAX_PER_CODE = 20
@@ -609,32 +609,6 @@ RULES: dict[str, Rule] = {
 
 
 # ------------------------------------------------------------------------- findings
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One broken (or not followed) rule at one node of the hierarchy."""
-
-    severity: Severity
-    code: str
-    message: str  #: what was found
-    node: str  #: the node's path in the hierarchy ("/" for the root)
-    rule: str  #: the rule, quoted
-    section: str  #: where the rule is stated
-
-    def to_dict(self) -> dict[str, Any]:
-        """The shape of the RFC-9 findings (``member`` is the node), plus ``section``."""
-        return {
-            "severity": self.severity,
-            "code": self.code,
-            "message": self.message,
-            "member": self.node,
-            "rule": self.rule,
-            "section": self.section,
-        }
-
-    def __str__(self) -> str:
-        return f"{self.severity.upper()} {self.code} [{self.node}]: {self.message}"
 
 
 @dataclass

@@ -32,7 +32,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from napari_ozx.errors import ZipFormatError
 from napari_ozx.ozx import rfc9
@@ -46,6 +46,7 @@ from napari_ozx.ozx._zip import (
     read_local_header,
     read_zip_index,
 )
+from napari_ozx.ozx.findings import Finding, Severity
 from napari_ozx.ozx.records import (
     METHOD_DEFLATED,
     METHOD_STORED,
@@ -59,7 +60,6 @@ __all__ = ["CHECKS", "RULES", "Finding", "Severity", "ValidationReport", "valida
 
 logger = logging.getLogger(__name__)
 
-Severity = Literal["error", "warning", "info"]
 
 #: At most this many findings per code; the rest are counted in one summary finding.
 MAX_PER_CODE = 20
@@ -144,28 +144,6 @@ CHECKS: dict[str, tuple[Severity, rfc9.Rule | str]] = {
 RULES: dict[str, tuple[Severity, str]] = {
     code: (severity, str(rule)) for code, (severity, rule) in CHECKS.items()
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    severity: Severity
-    code: str
-    message: str
-    member: str | None = None
-    rule: str | None = None  #: the RFC-9 (or ZIP) rule, quoted
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "severity": self.severity,
-            "code": self.code,
-            "message": self.message,
-            "member": self.member,
-            "rule": self.rule,
-        }
-
-    def __str__(self) -> str:
-        where = f" [{self.member}]" if self.member else ""
-        return f"{self.severity.upper()} {self.code}{where}: {self.message}"
 
 
 @dataclass
