@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._viewer_hooks import after_read
-from .errors import OzxError, reason_of
+from .errors import OzxError, headline, reason_of
 from .layers.reading import LayerData, read_layer_data
 from .ngff.models import has_ome_keys
 
@@ -138,10 +138,7 @@ def toast_text(path: str, err: BaseException | str, context: str = "") -> str:
     (what a collapsed napari toast shows, so the reason leads it), the full path on the
     next (shown when the toast is expanded or in the notification list)."""
     full = os.fspath(path)
-    reason = reason_of(err, full)
-    name = os.path.basename(full.rstrip("/\\")) or full
-    where = f"{name} {context}".strip()
-    return f"{reason} ({where})\nnapari-ozx cannot open {full}"
+    return f"{headline(reason_of(err, full), full, context)}\nnapari-ozx cannot open {full}"
 
 
 def notify_error(

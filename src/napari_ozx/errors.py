@@ -91,3 +91,15 @@ def reason_of(err: BaseException | str, *paths: str) -> str:
         for sep in (": ", ":"):
             text = text.replace(v + sep, "")
     return text.strip() or str(err)
+
+
+def headline(reason: str, path: str | None = None, context: str = "") -> str:
+    """What a notification says first, for every notification napari-ozx shows:
+    ``"<reason> (<file name>[ context])"`` - the reason leads (a collapsed napari toast
+    shows one line), the file is named by its last part (the full path goes in the
+    details)."""
+    import os
+
+    name = os.path.basename(path.rstrip("/\\")) or path if path else ""
+    where = f"{name} {context}".strip()
+    return f"{reason} ({where})" if where else reason

@@ -36,6 +36,8 @@ from qtpy.QtCore import QEvent, Qt
 from qtpy.QtWidgets import QWidget
 from superqt.utils import WorkerBase, create_worker
 
+from ..errors import headline
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["OzxDockWidget", "notify"]
@@ -262,8 +264,7 @@ def notify(
     (and *Details* button) hold the full path and the exception. Also logged. Returns
     the notification (None without napari)."""
     full = os.fspath(path) if path is not None else None
-    name = os.path.basename(full.rstrip("/\\")) or full if full else None
-    message = f"{reason} ({name})" if name else reason
+    message = headline(reason, full)
     lines = [reason]
     if full:
         lines.append(f"File: {full}")
