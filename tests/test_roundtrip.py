@@ -401,8 +401,15 @@ def _ome_zarr_py_nodes(path: Path) -> Iterator[tuple[list[Any], str]]:
 
 @pytest.mark.parametrize(("case", "target"), PARAMS, ids=IDS)
 def test_roundtrip_ome_zarr_py(case, target, written):
+    import dask
+
     with _ome_zarr_py_nodes(written(case, target)) as (nodes, how):
-        _check_ome_zarr_py(CASES[case], target, nodes, how)
+        # fsspec's zip filesystem shares one file handle between threads: dask's threads
+        # reading through it at once get each other's bytes (seen with zarr 3.4 as shard
+        # index checksum errors; zarr's own ZipStore and ours read the file fine)
+        scheduler = "synchronous" if how == "fsspec-zip" else None
+        with dask.config.set(scheduler=scheduler):
+            _check_ome_zarr_py(CASES[case], target, nodes, how)
 
 
 def _check_ome_zarr_py(cs: Case, target: str, nodes: list[Any], how: str) -> None:

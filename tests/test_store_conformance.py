@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import Buffer, default_buffer_prototype
 from zarr.core.buffer.cpu import Buffer as CpuBuffer
 from zarr.core.sync import _collect_aiterator, sync
@@ -301,6 +302,49 @@ class TestOzxStore(StoreTests[OzxStore, CpuBuffer]):
         """Overridden: refused like :meth:`test_delete_nonexistent_key_does_not_raise`."""
         with pytest.raises(ReadOnlyStoreError):
             store.delete_sync("nonexistent_sync")
+
+    # ---- zarr 3.4's sync / async parity laws write through the store: the write is
+    # refused, and the parity of the reads is checked with data put in by the hook
+
+    @pytest.mark.parametrize("direction", ["set_async_get_sync", "set_sync_get_async"])
+    async def test_sync_async_set_get_parity(self, store: OzxStore, direction: str) -> None:
+        data = self.buffer_cls.from_bytes(b"\x01\x02\x03\x04")
+        with pytest.raises(ReadOnlyStoreError):
+            if direction == "set_async_get_sync":
+                await store.set("parity_set_get", data)
+            else:
+                store.set_sync("parity_set_get", data)
+        await self.set(store, "parity_set_get", data)
+        got_sync = store.get_sync("parity_set_get")
+        got_async = await store.get("parity_set_get", prototype=default_buffer_prototype())
+        assert got_sync is not None and got_async is not None
+        assert_bytes_equal(got_sync, data)
+        assert_bytes_equal(got_async, data)
+
+    @pytest.mark.parametrize(
+        "byte_range",
+        [
+            None,
+            RangeByteRequest(1, 4),
+            OffsetByteRequest(1),
+            SuffixByteRequest(1),
+            RangeByteRequest(10, 20),
+        ],
+        ids=["none", "range", "offset", "suffix", "range-past-eof"],
+    )
+    async def test_get_sync_byte_range_parity(
+        self, store: OzxStore, byte_range: ByteRequest | None
+    ) -> None:
+        await self.set(store, "parity_byte_range", self.buffer_cls.from_bytes(b"\x01\x02\x03\x04"))
+        got_sync = store.get_sync("parity_byte_range", byte_range=byte_range)
+        got_async = await store.get(
+            "parity_byte_range", prototype=default_buffer_prototype(), byte_range=byte_range
+        )
+        if got_async is None:
+            assert got_sync is None
+        else:
+            assert got_sync is not None
+            assert_bytes_equal(got_sync, got_async)
 
     # ---- read tests whose data the base test writes through the store
 

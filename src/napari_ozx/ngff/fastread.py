@@ -151,9 +151,11 @@ def _array_dtype(codec: Any, dtype: np.dtype) -> np.dtype | None:
 
     if type(codec) is not BytesCodec:
         return None
-    if dtype.itemsize == 1 or codec.endian is None:
+    endian = codec.endian
+    if dtype.itemsize == 1 or endian is None:
         return dtype
-    return dtype.newbyteorder("<" if codec.endian.value == "little" else ">")
+    endian = getattr(endian, "value", endian)  # an Endian enum before zarr 3.4, then a str
+    return dtype.newbyteorder("<" if endian == "little" else ">")
 
 
 def _simple_dtype(dtype: np.dtype) -> bool:

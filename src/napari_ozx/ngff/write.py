@@ -370,7 +370,7 @@ def downsample2(block: np.ndarray, axes: tuple[int, ...], method: str) -> np.nda
         # float32 is exact for sums of four <=16-bit values; wider types need float64
         acc = np.float32 if block.dtype.itemsize <= 2 or block.dtype == np.float32 else np.float64
         out = v.sum(axis=tuple(red), dtype=acc)
-        out *= 0.25
+        np.multiply(out, 0.25, out=out)
         if np.issubdtype(block.dtype, np.integer):
             np.rint(out, out=out)
         return out.astype(block.dtype, copy=False)
