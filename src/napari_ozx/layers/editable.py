@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OzxError
+from ..ngff.indexing import basic_box, expand, is_fancy
 
 logger = logging.getLogger(__name__)
 
@@ -129,11 +130,12 @@ class EditableLabels:
 
     # ---------------------------------------------------------------- reading
     def __getitem__(self, key: Any) -> Any:
-        key = _normalize(key, self.ndim)
-        if _is_fancy(key):
+        key = expand(key, self.ndim)
+        if is_fancy(key):
             idx = np.broadcast_arrays(*(np.asarray(k, dtype=np.intp) for k in key))
             return self._get_points(idx)
-        region, post = _basic(key, self.shape)
+        box, post = basic_box(key, self.shape)
+        region = tuple(slice(a, b) for a, b in box)
         return self._read_region(region)[post]
 
     def _read_base(self, region: tuple[slice, ...]) -> np.ndarray:
@@ -218,15 +220,16 @@ class EditableLabels:
 
     # ---------------------------------------------------------------- writing
     def __setitem__(self, key: Any, value: Any) -> None:
-        key = _normalize(key, self.ndim)
-        if _is_fancy(key):
+        key = expand(key, self.ndim)
+        if is_fancy(key):
             idx = np.broadcast_arrays(*(np.asarray(k, dtype=np.intp) for k in key))
             vals = np.broadcast_to(np.asarray(value, dtype=self.dtype), idx[0].shape).ravel()
             with self._lock:
                 for chunk, sel, local in self._group(idx):
                     self._dirty_chunk(chunk)[local] = vals[sel]
             return
-        region, post = _basic(key, self.shape)
+        box, post = basic_box(key, self.shape)
+        region = tuple(slice(a, b) for a, b in box)
         target_shape = np.empty([s.stop - s.start for s in region], dtype=bool)[post].shape
         vals = np.broadcast_to(np.asarray(value, dtype=self.dtype), target_shape)
         full = np.empty([s.stop - s.start for s in region], dtype=self.dtype)
@@ -322,43 +325,6 @@ def _find_reader(obj: Any, depth: int = 0) -> Any:
             if f is not None:
                 return f
     return None
-
-
-def _normalize(key: Any, ndim: int) -> tuple[Any, ...]:
-    if not isinstance(key, tuple):
-        key = (key,)
-    if any(k is Ellipsis for k in key):
-        i = next(i for i, k in enumerate(key) if k is Ellipsis)
-        key = key[:i] + (slice(None),) * (ndim - len(key) + 1) + key[i + 1 :]
-    if len(key) > ndim:
-        raise IndexError(f"too many indices for a {ndim}-D array")
-    return tuple(key) + (slice(None),) * (ndim - len(key))
-
-
-def _is_fancy(key: tuple[Any, ...]) -> bool:
-    return any(isinstance(k, np.ndarray | list) for k in key)
-
-
-def _basic(key: tuple[Any, ...], shape: Sequence[int]) -> tuple[tuple[slice, ...], tuple[Any, ...]]:
-    """A unit-step bounding region and the indexing that turns it into the result."""
-    region: list[slice] = []
-    post: list[Any] = []
-    for k, s in zip(key, shape, strict=True):
-        if isinstance(k, slice):
-            start, stop, step = k.indices(s)
-            if step < 0:
-                raise IndexError("negative steps are not supported")
-            stop = max(start, stop)
-            region.append(slice(start, stop))
-            post.append(slice(None, None, step))
-        else:
-            i = int(k)
-            if i < -s or i >= s:
-                raise IndexError(f"index {i} is out of bounds for size {s}")
-            i %= s
-            region.append(slice(i, i + 1))
-            post.append(0)
-    return tuple(region), tuple(post)
 
 
 def _overlap(a: tuple[slice, ...], b: tuple[slice, ...]) -> bool:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ..ozx.lru import ByteLRU
+from .indexing import plain_box
 
 if TYPE_CHECKING:
     import zarr
@@ -380,34 +381,11 @@ class FastReader:
 
     def __getitem__(self, sel: Any) -> np.ndarray:
         sel = sel if isinstance(sel, tuple) else (sel,)
-        box, drop = self._box(sel)
+        box, drop = plain_box(sel, self.layout.shape)
         if box is None:
             return np.asarray(self.array[sel])  # anything but plain boxes: zarr-python
         out = self._read_box(box)
         return out[tuple(0 if d else slice(None) for d in drop)] if any(drop) else out
-
-    def _box(self, sel: tuple[Any, ...]) -> tuple[list[tuple[int, int]] | None, list[bool]]:
-        """``(start, stop)`` per axis and which axes an integer drops, or ``(None, [])``
-        for anything else (steps, lists, arrays, Ellipsis, newaxis, out of range)."""
-        shape = self.layout.shape
-        if len(sel) != len(shape):
-            return None, []
-        box: list[tuple[int, int]] = []
-        drop: list[bool] = []
-        for s, n in zip(sel, shape, strict=True):
-            if isinstance(s, slice) and s.step in (None, 1):
-                a, b, _ = s.indices(n)
-                box.append((a, max(a, b)))
-                drop.append(False)
-            elif isinstance(s, int | np.integer) and not isinstance(s, bool):
-                i = int(s) + n if s < 0 else int(s)
-                if not 0 <= i < n:
-                    return None, []  # zarr raises its own IndexError
-                box.append((i, i + 1))
-                drop.append(True)
-            else:
-                return None, []
-        return box, drop
 
     def _read_box(self, box: list[tuple[int, int]]) -> np.ndarray:
         lo = self.layout

@@ -61,6 +61,7 @@ import numpy as np
 
 from ..errors import MetadataError, NotOmeZarrError, OzxError
 from .documents import join_path, run_sync
+from .indexing import basic_box, expand
 from .models import (
     Acquisition,
     Axis,
@@ -576,29 +577,8 @@ class _PlateLevel:
         self.dtype = ov.dtype
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        if not isinstance(key, tuple):
-            key = (key,)
-        if any(k is Ellipsis for k in key):
-            i = key.index(Ellipsis)
-            key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1 :]
-        key = key + (slice(None),) * (self.ndim - len(key))
-        box: list[tuple[int, int]] = []
-        squeeze: list[int] = []
-        steps: list[slice] = []
-        for k, (sel, n) in enumerate(zip(key, self.shape, strict=True)):
-            if isinstance(sel, slice):
-                a, b, st = sel.indices(n)
-                b = max(a, b)
-                box.append((a, b))
-                steps.append(slice(None, None, st))
-            else:
-                j = int(sel) + (n if int(sel) < 0 else 0)
-                box.append((j, j + 1))
-                squeeze.append(k)
-                steps.append(slice(None))
-        out = self._read(box)
-        out = out[tuple(steps)]
-        return out.squeeze(axis=tuple(squeeze)) if squeeze else out
+        box, post = basic_box(expand(key, self.ndim), self.shape)
+        return self._read(box)[post]
 
     def _read(self, box: list[tuple[int, int]]) -> np.ndarray:
         ov, lv = self.ov, self.lv
