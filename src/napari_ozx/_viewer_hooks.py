@@ -79,7 +79,8 @@ def apply_3d_levels(viewer: Any) -> None:
     """In 3D, render each napari-ozx multiscale layer from the finest level that fits the
     GPU and the memory budget (:mod:`napari_ozx.layers.levels`) instead of napari's
     coarsest; back in 2D, give napari its automatic choice again. Never raises."""
-    from .layers.levels import LEVEL_3D_KEY, budget_3d, choose_3d_level
+    from .layers.levels import budget_3d, choose_3d_level
+    from .layers.provenance import LEVEL_3D_KEY, LOCKED_3D_KEY
 
     three_d = viewer.dims.ndisplay == 3
     max_texture = 2048
@@ -96,8 +97,8 @@ def apply_3d_levels(viewer: Any) -> None:
             continue
         try:
             if not three_d:
-                if layer.metadata.get("_napari_ozx_locked_3d"):
-                    layer.metadata.pop("_napari_ozx_locked_3d", None)
+                if layer.metadata.get(LOCKED_3D_KEY):
+                    layer.metadata.pop(LOCKED_3D_KEY, None)
                     layer.locked_data_level = None
                 continue
             pinned = layer.metadata.get(LEVEL_3D_KEY)
@@ -113,8 +114,8 @@ def apply_3d_levels(viewer: Any) -> None:
                     budget_3d(),
                 )
             )
-            if layer.locked_data_level is None or layer.metadata.get("_napari_ozx_locked_3d"):
-                layer.metadata["_napari_ozx_locked_3d"] = True
+            if layer.locked_data_level is None or layer.metadata.get(LOCKED_3D_KEY):
+                layer.metadata[LOCKED_3D_KEY] = True
                 layer.locked_data_level = level
         except Exception:
             logger.warning("napari-ozx: 3D level not chosen for %s", layer.name, exc_info=True)

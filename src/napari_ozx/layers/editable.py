@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import OzxError
 from ..ngff.indexing import basic_box, expand, is_fancy
+from .provenance import EDITABLE_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +49,6 @@ __all__ = [
     "repoint_archive",
 ]
 
-#: layer metadata key set on layers whose data is an :class:`EditableLabels`
-EDITABLE_KEY = "ozx_editable"
 #: a labels pyramid whose level-0 plane is at most this many pixels opens editable
 CHEAP_PLANE_PIXELS = 4096 * 4096
 

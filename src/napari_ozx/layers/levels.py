@@ -18,12 +18,13 @@ import math
 import os
 from collections.abc import Sequence
 
+from .provenance import LEVEL_3D_KEY
+
 __all__ = ["DEFAULT_3D_BUDGET", "LEVEL_3D_KEY", "budget_3d", "choose_3d_level"]
 
 #: 512 MiB: a 512³ uint16 volume with room for napari's own texture copy
 DEFAULT_3D_BUDGET = 512 << 20
 #: layer metadata key that pins the 3D level (user override)
-LEVEL_3D_KEY = "napari_ozx_3d_level"
 
 
 def budget_3d() -> int:

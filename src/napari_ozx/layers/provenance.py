@@ -18,10 +18,26 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-__all__ = ["METADATA_KEY", "LayerKind", "LayerSource", "plate_key", "plates_in"]
+__all__ = [
+    "EDITABLE_KEY",
+    "LEVEL_3D_KEY",
+    "LOCKED_3D_KEY",
+    "METADATA_KEY",
+    "LayerKind",
+    "LayerSource",
+    "plate_key",
+    "plates_in",
+]
 
-#: the one key napari-ozx owns in ``layer.metadata``
+#: napari-ozx's keys in ``layer.metadata``, all defined here and all starting with
+#: ``napari_ozx``: the layer's :class:`LayerSource` record ...
 METADATA_KEY = "napari_ozx"
+#: ... True on labels whose data is an editable, saved-back array (layers.editable) ...
+EDITABLE_KEY = "napari_ozx_editable"
+#: ... an int set by the user: the level a multiscale layer renders from in 3D ...
+LEVEL_3D_KEY = "napari_ozx_3d_level"
+#: ... and True while napari-ozx (not the user) holds the layer's 3D level
+LOCKED_3D_KEY = "napari_ozx_locked_3d"
 
 #: image / labels: a plain image or label image; plate-overview: the lazy picture of a
 #: plate and its well-name points; well: a field (or its labels) of a plate's well
