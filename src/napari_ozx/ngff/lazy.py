@@ -65,7 +65,7 @@ _Index = tuple[int | tuple[int, int], ...]
 class _Source:
     """What every view of one level shares: the reader and the level's chunk grid."""
 
-    __slots__ = ("bounds", "chunks", "dtype", "graph", "name", "reader", "shape")
+    __slots__ = ("bounds", "chunks", "dtype", "graph", "name", "reader", "shape", "views")
 
     def __init__(self, reader: Any, root: da.Array) -> None:
         self.reader = reader
@@ -74,6 +74,9 @@ class _Source:
         self.shape: tuple[int, ...] = tuple(int(n) for n in root.shape)
         self.dtype = root.dtype
         self.graph: Any = root.dask  # not the array itself: no reference cycle
+        # recent views by index: napari asks for the same channel / plane views at every
+        # redraw (a view is made by dask's constructor, tens of microseconds)
+        self.views: dict[_Index, LazyArray] = {}
         # chunk boundaries per axis: block i covers [bounds[i], bounds[i + 1])
         self.bounds: list[list[int]] = []
         for c in root.chunks:
@@ -225,7 +228,13 @@ def _axis_chunks(bounds: list[int], a: int, b: int) -> tuple[int, ...]:
     return tuple(min(b, bounds[i + 1]) - max(a, bounds[i]) for i in range(i0, i1 + 1))
 
 
+_MAX_VIEWS = 64  # recent views kept per level
+
+
 def _view(src: _Source, index: _Index) -> LazyArray:
+    hit = src.views.get(index)
+    if hit is not None and hit.name == hit._ozx_name:  # (not rewritten in place since)
+        return hit
     chunks = tuple(
         _axis_chunks(src.bounds[k], *i) for k, i in enumerate(index) if not isinstance(i, int)
     )
@@ -240,6 +249,9 @@ def _view(src: _Source, index: _Index) -> LazyArray:
     obj._ozx_src = src
     obj._ozx_index = index
     obj._ozx_name = name
+    if len(src.views) >= _MAX_VIEWS:
+        src.views.clear()
+    src.views[index] = obj
     return obj
 
 
