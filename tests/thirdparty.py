@@ -128,6 +128,40 @@ class Fixture:
         return self.levels[0].dtype
 
 
+def _without_query_planning(maker: Callable[..., Fixture]) -> Callable[..., Fixture]:
+    """ome-zarr-py and ngff-zarr write through dask functions that dask's array query
+    planning does not implement (``to_zarr``): under it, the tool writes its files in a
+    child process with query planning off, so the files are still the tool's own."""
+    import functools
+
+    @functools.wraps(maker)
+    def run(tmp_dir: Path, *args: Any) -> Fixture:
+        import dask.array as da
+
+        if not da.Array.__module__.startswith("dask.array._array_expr"):
+            return maker(tmp_dir, *args)
+        import os
+        import pickle
+        import subprocess
+        import sys
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "fixture.pickle"
+            code = (
+                "import pickle, sys\n"
+                f"from tests.thirdparty import {maker.__name__} as make\n"
+                f"fx = make.__wrapped__(*pickle.loads({pickle.dumps((tmp_dir, *args))!r}))\n"
+                f"open({str(out)!r}, 'wb').write(pickle.dumps(fx))\n"
+            )
+            env = {**os.environ, "DASK_ARRAY__QUERY_PLANNING": "False"}
+            root = str(Path(__file__).resolve().parents[1])
+            subprocess.run([sys.executable, "-c", code], env=env, cwd=root, check=True, timeout=600)
+            return pickle.loads(out.read_bytes())
+
+    return run
+
+
 # --------------------------------------------------------------------------
 # Shared synthetic content (small, non-square, distinct per axis)
 # --------------------------------------------------------------------------
@@ -316,6 +350,7 @@ def _explicit_transforms(axes: str) -> list[list[dict[str, Any]]]:
     return out
 
 
+@_without_query_planning
 def _omezarr_py_image_labels(tmp_dir: Path, version: str) -> Fixture:
     ome_format, ome_scale, ome_writer = _import_ome_zarr()
     FormatV04, FormatV05 = ome_format.FormatV04, ome_format.FormatV05
@@ -426,6 +461,7 @@ def make_omezarr_py_v05_image_labels(tmp_dir: Path) -> Fixture:
 # --------------------------------------------------------------------------
 
 
+@_without_query_planning
 def make_omezarr_py_v05_write_image_api(tmp_dir: Path) -> Fixture:
     """ome-zarr-py ``write_image`` + ``write_labels`` (the recommended API),
     OME-Zarr 0.5: pyramid via scale_factors (RESIZE for the image, NEAREST
@@ -613,6 +649,7 @@ _NGFF_NOTES = {
 }
 
 
+@_without_query_planning
 def make_ngffzarr_v05_sharded_dir(tmp_dir: Path) -> Fixture:
     """ngff-zarr, OME-Zarr 0.5 directory, tczyx uint16, sharded
     (chunks_per_shard=2), scale + translation, units, omero."""
@@ -624,6 +661,7 @@ def make_ngffzarr_v05_sharded_dir(tmp_dir: Path) -> Fixture:
     return Fixture(**gt, notes={**_NGFF_NOTES, "chunks_per_shard": 2})
 
 
+@_without_query_planning
 def make_ngffzarr_v05_ozx(tmp_dir: Path) -> Fixture:
     """ngff-zarr, the same image written as a single-file RFC-9 ``.ozx``
     (``to_ngff_zarr(<path>.ozx, ...)``; chunks_per_shard defaults to 2)."""
@@ -653,6 +691,7 @@ def make_ngffzarr_v05_ozx(tmp_dir: Path) -> Fixture:
 # --------------------------------------------------------------------------
 
 
+@_without_query_planning
 def make_omezarr_py_v04_2d_yx(tmp_dir: Path) -> Fixture:
     """ome-zarr-py ``write_image``, OME-Zarr 0.4: 2D yx uint8, no omero, no
     units, default scale (1.0) -- a reader must fall back to defaults."""

@@ -281,13 +281,13 @@ def _storage_chunks(base: Any) -> tuple[int, ...]:
 
 def _chunk_reader(base: Any) -> Any:
     """The object our reader's dask arrays read through (``.array`` is the zarr array)."""
-    if not hasattr(base, "__dask_graph__"):
-        return None
     from ..ngff.lazy import source_reader
 
     reader = source_reader(base)  # our levels and their views name it directly
     if reader is not None:
         return reader
+    if not hasattr(base, "__dask_graph__"):
+        return None
     graph = getattr(base, "dask", None)
     if graph is None:
         return None

@@ -56,7 +56,7 @@ import dask.array as da
 import numpy as np
 from dask.highlevelgraph import HighLevelGraph
 
-__all__ = ["LazyArray", "lazy_array", "source_reader"]
+__all__ = ["LazyArray", "LevelArray", "lazy_array", "source_reader"]
 
 #: per root axis: an integer (the axis is dropped) or a ``(start, stop)`` box
 _Index = tuple[int | tuple[int, int], ...]
@@ -65,18 +65,16 @@ _Index = tuple[int | tuple[int, int], ...]
 class _Source:
     """What every view of one level shares: the reader and the level's chunk grid."""
 
-    __slots__ = ("bounds", "chunks", "dtype", "graph", "name", "reader", "shape", "views")
+    __slots__ = ("bounds", "chunks", "dtype", "graph", "name", "reader", "shape")
 
-    def __init__(self, reader: Any, root: da.Array) -> None:
+    def __init__(self, reader: Any, root: da.Array, graph: bool = True) -> None:
         self.reader = reader
         self.name: str = root.name
         self.chunks: tuple[tuple[int, ...], ...] = root.chunks
         self.shape: tuple[int, ...] = tuple(int(n) for n in root.shape)
         self.dtype = root.dtype
-        self.graph: Any = root.dask  # not the array itself: no reference cycle
-        # recent views by index: napari asks for the same channel / plane views at every
-        # redraw (a view is made by dask's constructor, tens of microseconds)
-        self.views: dict[_Index, LazyArray] = {}
+        # not the array itself: no reference cycle (a LevelArray keeps its dask array)
+        self.graph: Any = root.dask if graph else None
         # chunk boundaries per axis: block i covers [bounds[i], bounds[i + 1])
         self.bounds: list[list[int]] = []
         for c in root.chunks:
@@ -89,11 +87,12 @@ class _Source:
 class LazyArray(da.Array):
     """A dask array over one pyramid level's reader (see the module docstring)."""
 
-    __slots__ = ("_ozx_graph", "_ozx_index", "_ozx_name", "_ozx_src")
+    __slots__ = ("_ozx_graph", "_ozx_index", "_ozx_name", "_ozx_src", "_ozx_views")
     _ozx_graph: Any
     _ozx_index: _Index
     _ozx_name: str
     _ozx_src: _Source | None
+    _ozx_views: dict[_Index, LazyArray]
 
     # dask keeps the graph in the ``dask`` slot of ``da.Array``; this property shadows it
     # so that a view builds its graph only when asked
@@ -127,7 +126,20 @@ class LazyArray(da.Array):
         src, old = direct  # type: ignore[misc]
         if new == old:
             return self
-        return _view(src, new)
+        # recent views kept by the array they were taken from: napari asks for the same
+        # channel and plane views at every redraw, and a view made by dask's constructor
+        # costs tens of microseconds (a parent -> child reference only: no cycle, so
+        # dropping a layer still releases its file at once)
+        views: dict[_Index, LazyArray] | None = getattr(self, "_ozx_views", None)
+        if views is None:
+            views = self._ozx_views = {}
+        hit = views.get(new)
+        if hit is not None and hit.name == hit._ozx_name:  # (not rewritten in place)
+            return hit
+        if len(views) >= _MAX_VIEWS:
+            views.clear()
+        out = views[new] = _view(src, new)
+        return out
 
     def _build_graph(self) -> Any:
         """The graph dask builds for this view: the level sliced by dask's own
@@ -228,13 +240,10 @@ def _axis_chunks(bounds: list[int], a: int, b: int) -> tuple[int, ...]:
     return tuple(min(b, bounds[i + 1]) - max(a, bounds[i]) for i in range(i0, i1 + 1))
 
 
-_MAX_VIEWS = 64  # recent views kept per level
+_MAX_VIEWS = 16  # recent views kept per array
 
 
 def _view(src: _Source, index: _Index) -> LazyArray:
-    hit = src.views.get(index)
-    if hit is not None and hit.name == hit._ozx_name:  # (not rewritten in place since)
-        return hit
     chunks = tuple(
         _axis_chunks(src.bounds[k], *i) for k, i in enumerate(index) if not isinstance(i, int)
     )
@@ -249,9 +258,6 @@ def _view(src: _Source, index: _Index) -> LazyArray:
     obj._ozx_src = src
     obj._ozx_index = index
     obj._ozx_name = name
-    if len(src.views) >= _MAX_VIEWS:
-        src.views.clear()
-    src.views[index] = obj
     return obj
 
 
@@ -268,21 +274,27 @@ def _fmt(i: int | tuple[int, int]) -> str:
     return str(i) if isinstance(i, int) else f"{i[0]}:{i[1]}"
 
 
-def lazy_array(arr: da.Array, reader: Any) -> da.Array:
+def lazy_array(arr: da.Array, reader: Any) -> Any:
     """``arr`` (a dask array whose every chunk ``arr[sel]`` equals ``reader[sel]``) as a
     :class:`LazyArray` with the same graph, name and chunks; ``arr`` itself when the
-    direct path is off (:func:`~napari_ozx.ngff.fastpaths.enabled`) or dask's query
-    planning is on (said once in the log)."""
+    direct path is off (:func:`~napari_ozx.ngff.fastpaths.enabled`). Under dask's array
+    query planning, whose arrays do not turn into numpy arrays (``np.asarray`` gives an
+    object array of dask arrays, dask issue #11922) so that napari can show none, a
+    :class:`LevelArray` (said once in the log)."""
     from .._compat import dask_query_planning
     from .fastpaths import declined, enabled
 
+    if dask_query_planning():
+        declined(
+            "tiles through dask",
+            "dask's array query planning is on: levels are napari-ozx arrays read directly "
+            "(its dask arrays do not convert to numpy, which napari needs)",
+        )
+        return LevelArray(_Source(reader, arr, graph=False), arr)
     if not enabled():
         return arr
-    if dask_query_planning():
-        declined("tiles through dask", "dask's array query planning is on")
-        return arr
     graph: Mapping[Any, Any] = arr.dask
-    out = LazyArray(graph, arr.name, arr.chunks, meta=arr._meta)
+    out = LazyArray(graph, arr.name, arr.chunks, meta=np.empty((0,) * arr.ndim, arr.dtype))
     src = _Source(reader, out)
     out._ozx_src = src
     out._ozx_index = tuple((0, n) for n in src.shape)
@@ -290,7 +302,80 @@ def lazy_array(arr: da.Array, reader: Any) -> da.Array:
     return out
 
 
+class LevelArray:
+    """A pyramid level (or a view of one) that napari reads without dask: ``shape``,
+    ``dtype``, ``ndim``, ``chunks``; basic indexing gives views (composed like
+    :class:`LazyArray`'s), any other index reads the bounding view and applies numpy's;
+    ``np.asarray`` / ``compute()`` read the box through the level's reader (falling back
+    to the level's dask array, whose errors a user then sees); ``to_dask()`` is the dask
+    array. Used under dask's array query planning (see :func:`lazy_array`)."""
+
+    def __init__(self, src: _Source, root: Any, index: _Index | None = None) -> None:
+        self._src = src
+        self._root = root  # the level's dask array: the general path and its errors
+        self._index: _Index = index if index is not None else tuple((0, n) for n in src.shape)
+        self.shape: tuple[int, ...] = tuple(
+            b - a for i in self._index if not isinstance(i, int) for a, b in [i]
+        )
+        self.dtype = src.dtype
+        self.ndim = len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def chunks(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(
+            _axis_chunks(self._src.bounds[k], *i)
+            for k, i in enumerate(self._index)
+            if not isinstance(i, int)
+        )
+
+    @property
+    def chunksize(self) -> tuple[int, ...]:
+        return tuple(max(c) for c in self.chunks)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"LevelArray(shape={self.shape}, dtype={self.dtype}, source={self._src.name})"
+
+    def __getitem__(self, key: Any) -> Any:
+        new = _compose(self._index, self._src.shape, key)
+        if new is not None:
+            return LevelArray(self._src, self._root, new)
+        return np.asarray(self)[key]  # numpy's result and numpy's errors
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.asarray(self.compute())
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def compute(self, **_: Any) -> np.ndarray:
+        sel = _selection(self._index)
+        try:
+            out = np.asarray(self._src.reader[sel])
+        except Exception:
+            out = np.asarray(self._root[sel].compute())
+        if out.dtype != self.dtype:  # pragma: no cover - readers return the level dtype
+            out = out.astype(self.dtype)
+        return out[()] if out.ndim == 0 else out
+
+    def to_dask(self) -> Any:
+        return self._root[_selection(self._index)]
+
+
 def source_reader(arr: Any) -> Any:
-    """The reader behind a :class:`LazyArray` (a level or a view of one), else None."""
+    """The reader behind a :class:`LazyArray` or :class:`LevelArray` (a level or a view
+    of one), else None."""
+    if isinstance(arr, LevelArray):
+        return arr._src.reader
     src = getattr(arr, "_ozx_src", None) if isinstance(arr, LazyArray) else None
     return None if src is None else src.reader

@@ -571,10 +571,15 @@ class _PlateLevel:
 
     def __init__(self, ov: Overview, index: int) -> None:
         self.ov = ov
+        self.index = index
         self.lv = ov._levels[index]
         self.shape = self.lv.shape
         self.ndim = len(self.shape)
         self.dtype = ov.dtype
+
+    def __dask_tokenize__(self) -> tuple[str, int, int]:
+        # deterministic: the plate picture is identified by its plate, field and level
+        return ("ozx-plate-level", id(self.ov), self.index)
 
     def __getitem__(self, key: Any) -> np.ndarray:
         box, post = basic_box(expand(key, self.ndim), self.shape)
