@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from napari_ozx._compat import dask_query_planning
 from napari_ozx._sample_data import sample_path
 from napari_ozx.layers.export import load_options
 from napari_ozx.layers.provenance import LayerSource
@@ -246,6 +247,11 @@ def _export_widget(viewer):
     return w
 
 
+@pytest.mark.skipif(
+    dask_query_planning(),
+    reason="napari cannot show a dask array under dask's array query planning "
+    "(its arrays do not convert to numpy, dask issue #11922)",
+)
 def test_editing_options_updates_estimates_and_is_remembered(
     no_leaks, make_napari_viewer, qtbot, tmp_path
 ):
