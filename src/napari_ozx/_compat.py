@@ -19,7 +19,8 @@ gone:
   the reader declines as before.
 * ``dask_query_planning``: whether ``dask.array.Array`` is the query-planning (array
   expression) class, read from dask's own config the way ``dask.array`` reads it. Our
-  direct tile path subclasses the classic ``Array`` and is off under query planning.
+  direct tile path subclasses the classic ``Array``; under query planning levels are
+  ``LevelArray`` instead (:func:`napari_ozx.ngff.lazy.lazy_array`).
 """
 
 from __future__ import annotations
