@@ -271,6 +271,42 @@ def _stage_and_commit(
         raise refusal(target, "the file or its folder is read-only")
 
     base_store = arrays[0].store_path.store
+    # .ozx: the members no save-back changes (everything but the label arrays' chunks)
+    # are copied into the new archive while the changed shards are encoded
+    early = None if target.is_dir() else _EarlyCopy(target, base_store, docs)
+    try:
+        staged = _stage(image, arrays, base_store, dirty)
+    except BaseException:
+        if early is not None:
+            early.abort()
+        raise
+    if early is None:
+        _commit_directory(target, staged)
+    else:
+        before = data.opened
+        _commit_ozx(early, base_store, staged)
+        _repoint_ozx(data, target, before)
+    if target.is_dir():
+        # same store, new shard files: the fast path's cached shard indexes are stale
+        from ..ngff.live import set_array
+
+        base_reader = _chunk_reader(data.base)
+        if base_reader is not None:
+            set_array(base_reader, base_reader.array)
+        data.clear_dirty()
+    data.opened = fingerprint(data)
+    logger.info("saved %d changed keys of %r back into %s", len(staged), name, target)
+    return target
+
+
+def _stage(
+    image: Any,
+    arrays: list[Any],
+    base_store: Any,
+    dirty: list[tuple[tuple[slice, ...], np.ndarray]],
+) -> dict[str, bytes | None]:
+    """The new bytes of every changed storage key (None: deleted), in memory."""
+    lvl0 = arrays[0]
     staging = _staging_store(base_store)
     staged_arrays = [_on_store(a, staging) for a in arrays]
     boxes = [r for r, _ in dirty]
@@ -322,23 +358,7 @@ def _stage_and_commit(
             )
             if not np.array_equal(new_cur, old_cur):  # a level that does not change is not written
                 cur[b] = new_cur
-    if target.is_dir():
-        _commit_directory(target, staging.staged)
-    else:
-        before = data.opened
-        _commit_ozx(target, base_store, staging.staged)
-        _repoint_ozx(data, target, before)
-    if target.is_dir():
-        # same store, new shard files: the fast path's cached shard indexes are stale
-        from ..ngff.live import set_array
-
-        base_reader = _chunk_reader(data.base)
-        if base_reader is not None:
-            set_array(base_reader, base_reader.array)
-        data.clear_dirty()
-    data.opened = fingerprint(data)
-    logger.info("saved %d changed keys of %r back into %s", len(staging.staged), name, target)
-    return target
+    return dict(staging.staged)
 
 
 def _fits(v: np.ndarray, dtype: np.dtype) -> bool:
@@ -390,33 +410,81 @@ def _commit_directory(root: Path, staged: dict[str, bytes | None]) -> None:
             (root / key).unlink(missing_ok=True)
 
 
-def _commit_ozx(target: Path, base_store: Any, staged: dict[str, bytes | None]) -> None:
-    """A new archive beside *target*: staged members written, every other member copied
-    byte for byte (``OzxWriter.add_copy``: ``copy_file_range``, its CRC-32 taken from the
-    source once its local header agrees with the central directory, else re-read and
-    re-checksummed), fsynced, renamed onto *target*."""
-    from ..ozx.writer import OzxWriter
+class _EarlyCopy:
+    """The new ``.ozx`` (an :class:`~napari_ozx.ozx.writer.OzxWriter` beside *target*),
+    its leading members copied on a thread while the changed shards are encoded.
 
-    index = base_store.index
-    comment = base_store.comment
-    entries = sorted(
-        (e for e in index.by_name.values() if not e.is_dir), key=lambda e: e.header_offset
-    )
-    names = {e.name for e in entries}
-    writer = OzxWriter(target, comment=comment or None)
+    Members are copied in the archive's order (RFC-9's order is kept) up to the first
+    that a save-back may change: a chunk or shard of one of the label arrays (*arrays*,
+    their paths). Metadata documents and every other array's members never change."""
+
+    def __init__(self, target: Path, base_store: Any, arrays: list[str]) -> None:
+        import threading
+
+        from ..ozx.rfc9 import is_metadata_name
+        from ..ozx.writer import OzxWriter
+
+        self.base_store = base_store
+        self.entries = sorted(
+            (e for e in base_store.index.by_name.values() if not e.is_dir),
+            key=lambda e: e.header_offset,
+        )
+        prefixes = tuple(p.strip("/") + "/" for p in arrays)
+        self.may_change = lambda name: name.startswith(prefixes) and not is_metadata_name(name)
+        self.writer = OzxWriter(target, comment=base_store.comment or None)
+        self.copied = 0  # entries[:copied] are in the new archive
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="napari-ozx save-back copy")
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for e in self.entries:
+                if self.may_change(e.name):
+                    return
+                _copy_member(self.writer, self.base_store, e.name)
+                self.copied += 1
+        except BaseException as e:  # re-raised by join() on the saving thread
+            self._error = e
+
+    def join(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def abort(self) -> None:
+        self._thread.join()
+        self.writer.abort()
+
+
+def _copy_member(writer: Any, base_store: Any, name: str) -> None:
+    """One unchanged member byte for byte (``OzxWriter.add_copy_from``: kernel copy, CRC-32
+    from the source once its local header agrees), else re-read and re-checksummed."""
+    if writer.add_copy_from(base_store, name):
+        return
+    raw = base_store.get_sync(name)  # decoded bytes; the writer re-checksums them
+    if raw is None:
+        raise OzxError(f"member {name!r} could not be read")
+    writer.add(name, raw.as_numpy_array().data)
+
+
+def _commit_ozx(early: _EarlyCopy, base_store: Any, staged: dict[str, bytes | None]) -> None:
+    """The rest of the new archive beside the target: staged members written, every
+    other member copied byte for byte, fsynced, renamed onto the target."""
+    writer = early.writer
     try:
-        for e in entries:
+        early.join()
+        done = early.entries[: early.copied]
+        if any(e.name in staged for e in done):  # pragma: no cover - our invariant
+            raise OzxError("a member copied early was changed by the save (not saved)")
+        names = {e.name for e in early.entries}
+        for e in early.entries[early.copied :]:
             if e.name in staged:
                 value = staged[e.name]
                 if value is not None:
                     writer.add(e.name, value)
                 continue
-            if writer.add_copy_from(base_store, e.name):
-                continue
-            raw = base_store.get_sync(e.name)  # decoded bytes; the writer re-checksums them
-            if raw is None:
-                raise OzxError(f"member {e.name!r} could not be read")
-            writer.add(e.name, raw.as_numpy_array().data)
+            _copy_member(writer, base_store, e.name)
         for key, value in staged.items():
             if key not in names and value is not None:
                 writer.add(key, value)
