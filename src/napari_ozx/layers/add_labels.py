@@ -45,7 +45,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import OzxError
 from ..ozx.atomic import fsync_tree, replace_files
 from .provenance import LayerSource
 from .saveback import SaveBackError, refusal, save_errors
@@ -335,18 +334,10 @@ def _commit_ozx(
     replaced = {f"{lpath}/{k}" for k in group_docs}
     writer = OzxWriter(target, comment=base_store.comment or None)
 
-    def copy(member: str) -> None:
-        if writer.add_copy_from(base_store, member):
-            return
-        raw = base_store.get_sync(member)  # decoded bytes; the writer re-checksums them
-        if raw is None:
-            raise OzxError(f"member {member!r} could not be read")
-        writer.add(member, raw.as_numpy_array().data)
-
     try:
         for e in entries:
             if is_metadata_name(e.name) and e.name not in replaced:
-                copy(e.name)
+                writer.copy_member(base_store, e.name)
         prefix = f"{lpath}/{name}"
         for key, doc in prepared.documents.items():
             writer.add(f"{prefix}/{key}", doc)
@@ -354,7 +345,7 @@ def _commit_ozx(
             writer.add(f"{lpath}/{key}", doc, overwrite=True)
         for e in entries:
             if not is_metadata_name(e.name):
-                copy(e.name)
+                writer.copy_member(base_store, e.name)
         prepared.write_data(OzxWriteStore(writer), prefix)
         writer.commit()
     except BaseException:

@@ -442,7 +442,7 @@ class _EarlyCopy:
             for e in self.entries:
                 if self.may_change(e.name):
                     return
-                _copy_member(self.writer, self.base_store, e.name)
+                self.writer.copy_member(self.base_store, e.name)
                 self.copied += 1
         except BaseException as e:  # re-raised by join() on the saving thread
             self._error = e
@@ -455,17 +455,6 @@ class _EarlyCopy:
     def abort(self) -> None:
         self._thread.join()
         self.writer.abort()
-
-
-def _copy_member(writer: Any, base_store: Any, name: str) -> None:
-    """One unchanged member byte for byte (``OzxWriter.add_copy_from``: kernel copy, CRC-32
-    from the source once its local header agrees), else re-read and re-checksummed."""
-    if writer.add_copy_from(base_store, name):
-        return
-    raw = base_store.get_sync(name)  # decoded bytes; the writer re-checksums them
-    if raw is None:
-        raise OzxError(f"member {name!r} could not be read")
-    writer.add(name, raw.as_numpy_array().data)
 
 
 def _commit_ozx(early: _EarlyCopy, base_store: Any, staged: dict[str, bytes | None]) -> None:
@@ -484,7 +473,7 @@ def _commit_ozx(early: _EarlyCopy, base_store: Any, staged: dict[str, bytes | No
                 if value is not None:
                     writer.add(e.name, value)
                 continue
-            _copy_member(writer, base_store, e.name)
+            writer.copy_member(base_store, e.name)
         for key, value in staged.items():
             if key not in names and value is not None:
                 writer.add(key, value)

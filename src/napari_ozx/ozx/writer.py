@@ -606,6 +606,17 @@ class OzxWriter:
         self.add_copy(name, reader.fd, off, entry.compressed_size, entry.crc32)
         return True
 
+    def copy_member(self, store: Any, name: str) -> None:
+        """Member *name* of *store* (an open OzxStore) byte for byte: the kernel copy of
+        :meth:`add_copy_from` where its CRC-32 can be trusted, else read and re-checksummed
+        by :meth:`add`."""
+        if self.add_copy_from(store, name):
+            return
+        raw = store.get_sync(name)  # decoded bytes
+        if raw is None:
+            raise OzxError(f"member {name!r} could not be read")
+        self.add(name, raw.as_numpy_array().data)
+
     def add_metadata(self, mapping: Mapping[str, bytes | bytearray | memoryview]) -> None:
         """Add (or replace, while still buffered) several metadata documents at once."""
         for name, data in mapping.items():
