@@ -499,16 +499,9 @@ class Overview:
             with self._lock:
                 self._nodes[key] = node
 
-    def _group(self, pos: tuple[int, int]) -> GroupNode | None:
-        """A field's group, read when first needed (a large plate's overview, see
-        :data:`LAZY_FIELDS_FROM`); None when it cannot be shown (said once)."""
-        self._prepare([pos])
-        with self._lock:
-            return self.fields.get(pos, (None, None))[1]
-
     def _node(self, pos: tuple[int, int], level: int) -> ArrayNode | None:
-        """The array of a well's field at one pyramid level (its document read once)."""
-        self._prepare([pos], level)
+        """The array of a well's field at one pyramid level, as read by :meth:`_prepare`
+        (None: not read, or it cannot be shown)."""
         with self._lock:
             ref, g = self.fields.get(pos, (None, None))
             if ref is None or g is None:
@@ -893,22 +886,19 @@ class HcsPlate:
             refs: list[tuple[WellInfo, FieldRef]] = []
             for w, _ in head:
                 w = self.well(w.path)
-                pos, found = (w.row, w.column), w.fields_in(acquisition)
+                found = w.fields_in(acquisition)
                 if w.error:
                     skipped[w.path] = w.error
                 elif field_index < len(found):
                     refs.append((w, found[field_index]))
-                    fields[pos] = (found[field_index], None)
-                    continue
+                    fields[(w.row, w.column)] = (found[field_index], None)
                 else:
                     skipped[w.path] = f"no field {field_index}"
                     empty.add(w.path)
-                fields.pop(pos, None)
             groups = self._groups([f.path for _, f in refs])
             for (w, _), g in zip(refs, groups, strict=True):
                 if isinstance(g, OzxError):
                     skipped[w.path] = str(g)
-                    fields.pop((w.row, w.column), None)
             try:
                 rep = self._representative(refs, groups, skipped, field_index)
                 break
@@ -917,7 +907,7 @@ class HcsPlate:
                     raise
         assert rep is not None
         for pos, (f, _) in list(fields.items()):
-            if self.by_position[pos].path in skipped:
+            if self.by_position[pos].path in skipped:  # failed, or without the field
                 del fields[pos]
             elif f is not None and f.path == rep.path:
                 fields[pos] = (f, rep.group)
