@@ -148,3 +148,31 @@ def test_under_query_planning_levels_are_our_arrays_with_the_same_pixels():
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def test_dask_views_made_fast_equal_dask_s_own_constructor():
+    """``new_dask_view`` skips ``Array.__new__`` for speed where dask's slots are as
+    checked; the array it makes must be the one the public constructor makes."""
+    import dask.array as da
+
+    from napari_ozx import _compat
+
+    if _compat.dask_query_planning():
+        return  # (no classic Array to make)
+    assert _compat.fast_dask_views(), "dask's Array slots changed: re-check new_dask_view"
+    chunks = ((2, 2, 1), (3,))  # those of the source below
+    meta = np.empty((0, 0), dtype="u2")
+    fast = _compat.new_dask_view(da.Array, "view-x", chunks, meta)
+    slow = da.Array.__new__(da.Array, {}, "view-x", chunks, meta=meta)
+    src = da.from_array(np.arange(15, dtype="u2").reshape(5, 3), chunks=(2, 3), name="view-x")
+    for a in (fast, slow):
+        a.dask = src.dask
+    assert (fast.name, fast.chunks, fast.shape, fast.dtype, fast.numblocks) == (
+        slow.name,
+        slow.chunks,
+        slow.shape,
+        slow.dtype,
+        slow.numblocks,
+    )
+    assert fast.__dask_keys__() == slow.__dask_keys__()
+    np.testing.assert_array_equal(fast.compute(), slow.compute())

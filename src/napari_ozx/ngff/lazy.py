@@ -56,6 +56,8 @@ import dask.array as da
 import numpy as np
 from dask.highlevelgraph import HighLevelGraph
 
+from .._compat import new_dask_view
+
 __all__ = ["LazyArray", "LevelArray", "lazy_array", "source_reader"]
 
 #: per root axis: an integer (the axis is dropped) or a ``(start, stop)`` box
@@ -87,12 +89,11 @@ class _Source:
 class LazyArray(da.Array):
     """A dask array over one pyramid level's reader (see the module docstring)."""
 
-    __slots__ = ("_ozx_graph", "_ozx_index", "_ozx_name", "_ozx_src", "_ozx_views")
+    __slots__ = ("_ozx_graph", "_ozx_index", "_ozx_name", "_ozx_src")
     _ozx_graph: Any
     _ozx_index: _Index
     _ozx_name: str
     _ozx_src: _Source | None
-    _ozx_views: dict[_Index, LazyArray]
 
     # dask keeps the graph in the ``dask`` slot of ``da.Array``; this property shadows it
     # so that a view builds its graph only when asked
@@ -126,20 +127,7 @@ class LazyArray(da.Array):
         src, old = direct  # type: ignore[misc]
         if new == old:
             return self
-        # recent views kept by the array they were taken from: napari asks for the same
-        # channel and plane views at every redraw, and a view made by dask's constructor
-        # costs tens of microseconds (a parent -> child reference only: no cycle, so
-        # dropping a layer still releases its file at once)
-        views: dict[_Index, LazyArray] | None = getattr(self, "_ozx_views", None)
-        if views is None:
-            views = self._ozx_views = {}
-        hit = views.get(new)
-        if hit is not None and hit.name == hit._ozx_name:  # (not rewritten in place)
-            return hit
-        if len(views) >= _MAX_VIEWS:
-            views.clear()
-        out = views[new] = _view(src, new)
-        return out
+        return _view(src, new)
 
     def _build_graph(self) -> Any:
         """The graph dask builds for this view: the level sliced by dask's own
@@ -228,7 +216,6 @@ def _compose(old: _Index, shape: Sequence[int], index: Any) -> _Index | None:
 
 
 _ALL = slice(None)
-_NO_GRAPH = HighLevelGraph({}, {})  # what a view is made with (see _view)
 
 
 def _axis_chunks(bounds: list[int], a: int, b: int) -> tuple[int, ...]:
@@ -240,19 +227,15 @@ def _axis_chunks(bounds: list[int], a: int, b: int) -> tuple[int, ...]:
     return tuple(min(b, bounds[i + 1]) - max(a, bounds[i]) for i in range(i0, i1 + 1))
 
 
-_MAX_VIEWS = 16  # recent views kept per array
-
-
 def _view(src: _Source, index: _Index) -> LazyArray:
     chunks = tuple(
         _axis_chunks(src.bounds[k], *i) for k, i in enumerate(index) if not isinstance(i, int)
     )
     # deterministic and exact (equal views share task keys, as with dask's tokenize)
     name = "getitem-" + src.name + "[" + ",".join(map(_fmt, index)) + "]"
-    # dask's public constructor with an empty graph (the view's graph is built when
-    # something asks for it, see LazyArray.dask)
-    obj: LazyArray = da.Array.__new__(
-        LazyArray, _NO_GRAPH, name, chunks, meta=np.empty((0,) * len(chunks), dtype=src.dtype)
+    # no graph yet: built when something asks for it (see LazyArray.dask)
+    obj: LazyArray = new_dask_view(
+        LazyArray, name, chunks, np.empty((0,) * len(chunks), dtype=src.dtype)
     )
     obj._ozx_graph = None
     obj._ozx_src = src
@@ -305,7 +288,7 @@ def lazy_array(arr: da.Array, reader: Any) -> Any:
 class LevelArray:
     """A pyramid level (or a view of one) that napari reads without dask: ``shape``,
     ``dtype``, ``ndim``, ``chunks``; basic indexing gives views (composed like
-    :class:`LazyArray`'s), any other index reads the bounding view and applies numpy's;
+    :class:`LazyArray`'s), any other index reads the whole view and applies numpy's;
     ``np.asarray`` / ``compute()`` read the box through the level's reader (falling back
     to the level's dask array, whose errors a user then sees); ``to_dask()`` is the dask
     array. Used under dask's array query planning (see :func:`lazy_array`)."""
