@@ -262,6 +262,7 @@ def test_worker_lost_mid_run_is_retried(client, tmp_path):
     from napari_ozx.ngff.models import Axis
     from napari_ozx.ngff.write import ImageSpec, write_ome_zarr
 
+    client.wait_for_workers(2, timeout=60)  # both there (an earlier test may restart one)
     marker = str(tmp_path / "died-once")
 
     def die_once(block: np.ndarray) -> np.ndarray:
