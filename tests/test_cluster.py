@@ -247,11 +247,16 @@ def test_cancel_leaves_target_untouched(client, source, tmp_path, name):
     assert stored(target) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == listing  # no partial left behind
     if target.suffix != ".ozx":
-        # a directory's partial copy goes only once no task of this write runs any more
-        running = client.run(
-            lambda dask_worker: [str(t.key) for t in dask_worker.state.all_running_tasks]
+        # a directory's partial copy goes only once no task of this write runs or waits
+        # to run on a worker (one queued can start before it hears of the release)
+        live = client.run(
+            lambda dask_worker: [
+                str(k)
+                for k, ts in dask_worker.state.tasks.items()
+                if ts.state not in ("memory", "error", "released", "forgotten")
+            ]
         )
-        assert not [k for keys in running.values() for k in keys if k.startswith("ozx-")]
+        assert not [k for keys in live.values() for k in keys if k.startswith("ozx-")]
 
 
 def test_worker_lost_mid_run_is_retried(client, tmp_path):
@@ -274,7 +279,9 @@ def test_worker_lost_mid_run_is_retried(client, tmp_path):
         return block
 
     data = np.arange(4 * 96 * 80, dtype=np.uint16).reshape(4, 96, 80)
-    lazy = da.from_array(data, chunks=(1, 96, 80)).map_blocks(die_once, dtype=data.dtype)
+    lazy = da.from_array(data, chunks=(1, 96, 80)).map_blocks(
+        die_once, dtype=data.dtype, meta=np.empty((0, 0, 0), data.dtype)
+    )
     axes = [Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
     write_ome_zarr(tmp_path / "local.ozx", ImageSpec(data, axes), options=OPTS)
     write_ome_zarr_on_cluster(
@@ -303,6 +310,28 @@ def test_worker_error_is_one_clear_message(client, source, tmp_path, name):
     assert str(src) in msg and str(target) in msg
     assert not target.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.zarr"]
+
+
+@pytest.mark.parametrize("name", ["out.ozx", "out.ome.zarr"])
+def test_a_cluster_without_workers_is_a_clear_error_not_a_hang(source, tmp_path, monkeypatch, name):
+    """Every worker gone and none coming back (a scheduler with no workers at all here):
+    the write stops after NO_WORKERS_TIMEOUT with one error saying so, nothing written."""
+    from napari_ozx.ngff import cluster
+
+    monkeypatch.setattr(cluster, "NO_WORKERS_TIMEOUT", 0.5)
+    monkeypatch.setattr(cluster, "_WORKER_CHECK", 0.1)
+    src, *_ = source
+    target = tmp_path / name
+    with (
+        distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as lc,
+        distributed.Client(lc, set_as_default=False) as c,
+    ):
+        with pytest.raises(ClusterWriteError) as err:
+            convert(src, target, OPTS, client=c)
+    msg = str(err.value)
+    assert msg.startswith("the dask cluster has had no workers for 0.5 s")
+    assert str(src) in msg and str(target) in msg
+    assert not target.exists() and list(tmp_path.iterdir()) == []
 
 
 def test_unreachable_scheduler_is_a_clear_error_after_the_timeout(tmp_path):

@@ -32,8 +32,8 @@ Where the encoded shards go:
 
 Cancel and errors: *cancel* is looked at every 0.2 s while results are awaited; then the
 client releases the outstanding futures (the scheduler forgets them and the workers
-cancel them, see :meth:`_Run._stop`), waits until no task of this write is still running
-on a worker (a directory target's partial copy is removed only then, so nothing writes
+cancel them, see :meth:`_Run._stop`), waits until no task of this write runs or is
+queued on a worker (a directory target's partial copy is removed only then, so nothing writes
 into it afterwards) and raises :class:`WriteCancelled` or a :class:`ClusterWriteError`
 naming the reason, the array region, the source and the target. A failed task is run
 again (``retries=2``); one whose worker died is rescheduled by dask itself (up to
@@ -50,6 +50,7 @@ import math
 import operator
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ..errors import OzxError
+from .lazy import LevelArray
 from .write import (
     ImageSpec,
     LabelsSpec,
@@ -100,6 +102,12 @@ WINDOW_PER_THREAD = 2
 _POLL = 0.2
 #: how long the client waits for cancelled tasks still running on workers to end
 _DRAIN_TIMEOUT = 300.0
+#: a write stops with :class:`ClusterWriteError` once the scheduler has had no worker for
+#: this long (seconds): every worker died or left and none came back, and it would
+#: otherwise wait for them for ever. Long enough for an adaptive cluster to start one.
+NO_WORKERS_TIMEOUT = 120.0
+#: how often the client asks the scheduler how many workers it has while it waits
+_WORKER_CHECK = 5.0
 
 
 class ClusterWriteError(OzxError, RuntimeError):
@@ -310,19 +318,25 @@ def _run_region(task: _Task, source: Any, *pieces: np.ndarray) -> tuple[Any, Any
         ) from None
 
 
+#: a worker's task states in which it will not run (again) unless the scheduler asks
+_SETTLED = frozenset({"memory", "error", "released", "forgotten"})
+
+
 async def _quiet(prefix: str, timeout: float, dask_worker: Any = None) -> int:
-    """On a worker: wait until none of its running tasks belongs to this write (a
-    cancelled task keeps its thread until its function returns)."""
+    """On a worker: wait until none of its tasks of this write runs or may still start
+    (a cancelled task keeps its thread until its function returns, and one still queued
+    there when the write stopped can start before the worker hears it was released:
+    either could write a shard). Returns how many there still were at the timeout."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
-        running = [
-            ts
-            for ts in getattr(dask_worker.state, "all_running_tasks", ())
-            if str(ts.key).startswith(prefix)
+        live = [
+            key
+            for key, ts in dask_worker.state.tasks.items()
+            if str(key).startswith(prefix) and ts.state not in _SETTLED
         ]
-        if not running or loop.time() > deadline:
-            return len(running)
+        if not live or loop.time() > deadline:
+            return len(live)
         await asyncio.sleep(0.05)
 
 
@@ -393,7 +407,11 @@ def _source_arg(data: Any, region: tuple[slice, ...]) -> Any:
     """The level-0 input of one task: a lazy source's region as a dask expression (a few
     KiB whatever the source's size: slicing and optimising happen on the worker); an
     in-memory source's pixels (they have nowhere else to come from)."""
-    if hasattr(data, "dask"):
+    from dask import is_dask_collection
+
+    if isinstance(data, LevelArray):  # an opened level under dask's query planning
+        data = data.to_dask()
+    if is_dask_collection(data):
         return _Lazy(data[region])
     return np.asarray(data[region])
 
@@ -454,6 +472,8 @@ class _Run:
         self.pending: dict[Future, tuple[Future, int]] = {}  # and its level
         self.down: dict[tuple[int, int, int], Future] = {}  # (job, level, region)
         self.waiting: dict[tuple[int, int, int], int] = {}  # dependents not yet submitted
+        self.checked = time.monotonic()  # when the workers were last counted
+        self.workerless_since: float | None = None
 
     def run(self) -> None:
         import distributed
@@ -485,6 +505,7 @@ class _Run:
                             list(self.pending), timeout=_POLL, return_when="FIRST_COMPLETED"
                         ).done
                 except TimeoutError:
+                    self._check_workers()
                     continue
                 for fut in finished:
                     self._finish(fut)
@@ -495,6 +516,27 @@ class _Run:
     def _check_cancel(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
             raise WriteCancelled("save cancelled")
+
+    def _check_workers(self) -> None:
+        """Raise once the scheduler has had no worker for :data:`NO_WORKERS_TIMEOUT`."""
+        now = time.monotonic()
+        if now - self.checked < _WORKER_CHECK:
+            return
+        self.checked = now
+        try:
+            workers = len(self.client.nthreads())
+        except Exception as e:  # the scheduler itself is away: distributed's wait says so
+            logger.debug("cluster write: cannot count the workers: %s", e)
+            return
+        if workers:
+            self.workerless_since = None
+        elif self.workerless_since is None:
+            self.workerless_since = now
+        elif now - self.workerless_since >= NO_WORKERS_TIMEOUT:
+            raise ClusterWriteError(
+                f"the dask cluster has had no workers for {NO_WORKERS_TIMEOUT:g} s (they "
+                f"died or left and none came back) (cluster write {self.where})"
+            )
 
     def _submit(self, j: int, lvl: int, i: int) -> None:
         job, plan = self.jobs[j], self.plans[j]
@@ -565,7 +607,8 @@ class _Run:
 
     def _stop(self) -> None:
         """Stop everything still outstanding; with a directory target, wait until no task
-        of this write runs on a worker any more (it could still write a shard).
+        of this write runs or is queued on a worker any more (it could still write a
+        shard).
 
         The futures are released, not ``client.cancel``-ed: cancelling walks a key's
         dependents and asserts that someone wants each of them (distributed's
@@ -583,6 +626,6 @@ class _Run:
             if self.root is not None:
                 left = self.client.run(_quiet, self.prefix, _DRAIN_TIMEOUT)
                 if any(left.values()):
-                    logger.warning("cluster write: tasks still running on %s", left)
+                    logger.warning("cluster write: tasks of it still run on %s", left)
         except Exception as e:  # the cluster is gone: nothing of ours runs there either
             logger.debug("cluster write: cancelling on the cluster failed: %s", e)
