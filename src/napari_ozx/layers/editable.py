@@ -139,7 +139,9 @@ class EditableLabels:
 
     def _read_base(self, region: tuple[slice, ...]) -> np.ndarray:
         block = self.base[region]
-        if hasattr(block, "compute") and hasattr(block, "dask"):
+        from dask import is_dask_collection
+
+        if is_dask_collection(block):
             # private callbacks: napari's global dask cache must not see (or keep) these
             block = block.compute(scheduler="synchronous", callbacks=())
         return np.asarray(block, dtype=self.dtype)
@@ -273,7 +275,9 @@ def _storage_chunks(base: Any) -> tuple[int, ...]:
     reader = _chunk_reader(base)
     if reader is not None and len(reader.array.chunks) == len(base.shape):
         return tuple(int(c) for c in reader.array.chunks)
-    chunks = getattr(base, "chunksize", None) or getattr(base, "chunks", None)
+    chunks = getattr(base, "chunks", None)  # a dask array's blocks, or a zarr array's chunks
+    if chunks and all(isinstance(c, tuple) and c for c in chunks):
+        return tuple(max(c) for c in chunks)
     if chunks and all(isinstance(c, int) for c in chunks):
         return tuple(chunks)
     return tuple(min(s, 256) for s in base.shape)

@@ -169,9 +169,10 @@ def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
     axes = layer_axes(first_meta.get("axis_labels"), first_meta.get("units"), len(shape), multi)
     if multi:
         import dask.array as da
+        from dask import is_dask_collection
 
         c = next(i for i, a in enumerate(axes) if a.type == "channel")
-        data = da.stack([da.asarray(d) if not hasattr(d, "dask") else d for d in datas], axis=c)
+        data = da.stack([d if is_dask_collection(d) else da.asarray(d) for d in datas], axis=c)
         scale.insert(c, 1.0)
         translate.insert(c, 0.0)
         to_world = _with_channel(to_world, c)

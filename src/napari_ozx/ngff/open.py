@@ -155,7 +155,7 @@ class ArrayNode:
                 f"{self.path}: shape {a.shape} needs {counts} chunks per axis: too many to index"
             )
         name = "ozx-" + hashlib.sha1(f"{name_token}/{self.path}".encode()).hexdigest()[:16]
-        reader = _ChunkReader(a, source or name_token)
+        reader = _ChunkReader(a, source or name_token, name)
         from .live import register  # a save over this directory re-points the reader
 
         register(reader, self.store)
@@ -361,15 +361,22 @@ class _ChunkReader:
     raises :class:`ChunkDecodeError` naming the source, the array and the chunk, instead
     of zarr's bare ``RuntimeError``/``ValueError`` (never garbage pixels either way)."""
 
-    def __init__(self, array: zarr.Array, source: str) -> None:
+    def __init__(self, array: zarr.Array, source: str, token: str = "") -> None:
         self.array = array
         self.source = source
+        self.token = token or f"{source}/{array.path}"
         self.shape = array.shape
         self.dtype = array.dtype
         self.ndim = array.ndim
         from .fastread import fast_reader
 
         self.reader: Any = fast_reader(array) or array
+
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        # dask's query planning tokenises every operand, by default by pickling it and
+        # loading it back (a remote store would be reopened each time): the opened
+        # source and the array's path identify what it reads
+        return ("ozx-chunk-reader", self.token)
 
     def __getitem__(self, sel: Any) -> Any:
         sel = sel if isinstance(sel, tuple) else (sel,)

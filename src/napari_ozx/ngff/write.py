@@ -939,8 +939,10 @@ def _source_region(
 ) -> np.ndarray:
     """One shard of the source, computed plane by plane (y/x slabs) for a lazy source so a
     cancel is seen between planes; numpy sources are sliced at once (no work to split)."""
+    from dask import is_dask_collection
+
     region_data = data[region]
-    if not hasattr(region_data, "dask"):
+    if not is_dask_collection(region_data):
         return np.asarray(region_data)
     outer = [i for i in range(len(region)) if i not in ds_axes]
     if not outer or any(max(region_data.chunks[i]) > 1 for i in outer):
@@ -1012,6 +1014,8 @@ def _compute(x: Any) -> Any:
     napari's callbacks would see half of the export's tasks). An empty tuple leaves the
     global set alone and keeps the export's tasks out of napari's cache.
     """
-    if hasattr(x, "compute") and hasattr(x, "dask"):
+    from dask import is_dask_collection
+
+    if is_dask_collection(x):
         return x.compute(scheduler="synchronous", callbacks=())
     return x
