@@ -10,6 +10,9 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+from napari_ozx._compat import dask_query_planning
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "napari_ozx"
 PRIVATE = re.compile(r"zarr\.core|_Array__|sys\._getframe")
@@ -176,3 +179,29 @@ def test_dask_views_made_fast_equal_dask_s_own_constructor():
     )
     assert fast.__dask_keys__() == slow.__dask_keys__()
     np.testing.assert_array_equal(fast.compute(), slow.compute())
+
+
+@pytest.mark.parametrize(
+    ("key", "want"),
+    [
+        # a list and integers: the list keeps its own axis (numpy would move it first)
+        ((0, slice(None), [3, 40], 5), lambda a: np.take(a[0, :, :, 5], [3, 40], axis=1)),
+        ((1, [2, 0]), lambda a: a[1][[2, 0]]),
+        ((Ellipsis, 3), lambda a: a[..., 3]),
+        ((0, [1], slice(2, 9, 3), 2), lambda a: a[0][[1]][:, 2:9:3, 2]),
+        ((np.array([True, False]), 0), lambda a: a[[0], 0]),
+    ],
+)
+def test_other_indexes_are_dask_s_orthogonal_ones(key, want):
+    """What LevelArray (our levels under dask's query planning) does with a list: as a
+    dask array (LazyArray) does, so a key means the same with query planning on or off."""
+    from napari_ozx.ngff.indexing import orthogonal
+
+    a = np.arange(2 * 3 * 50 * 7).reshape(2, 3, 50, 7)
+    np.testing.assert_array_equal(orthogonal(a, key), want(a))
+    if not dask_query_planning():  # dask itself, where its lists work
+        import dask.array as da
+
+        np.testing.assert_array_equal(
+            orthogonal(a, key), da.from_array(a, chunks=(1, 1, 25, 7))[key]
+        )

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["basic_box", "expand", "is_fancy", "plain_box"]
+__all__ = ["basic_box", "expand", "is_fancy", "orthogonal", "plain_box"]
 
 
 def expand(key: Any, ndim: int) -> tuple[Any, ...]:
@@ -37,6 +37,30 @@ def expand(key: Any, ndim: int) -> tuple[Any, ...]:
 def is_fancy(key: tuple[Any, ...]) -> bool:
     """Lists or arrays among the indices (not basic indexing)."""
     return any(isinstance(k, np.ndarray | list) for k in key)
+
+
+def orthogonal(a: np.ndarray, key: Any) -> np.ndarray:
+    """``a[key]`` as a dask array indexes: each list or 1-D array picks along its own
+    axis (orthogonal), where numpy would broadcast several of them (and an integer)
+    together. Keys with ``None`` or multi-dimensional index arrays are numpy's."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(k is None for k in key):
+        return a[key]
+    key = expand(key, a.ndim)
+    picks = [np.asarray(k) if isinstance(k, list | np.ndarray) else None for k in key]
+    n_picks = sum(p is not None for p in picks)
+    n_ints = sum(isinstance(k, int | np.integer) for k in key)
+    if not n_picks or n_picks + n_ints < 2 or any(p is not None and p.ndim != 1 for p in picks):
+        return a[key]  # numpy and dask agree (or numpy's rules are the only ones)
+    out = a
+    for axis in range(len(key) - 1, -1, -1):  # last first: earlier axes keep their number
+        k = key[axis]
+        pick = picks[axis]
+        if pick is not None and pick.dtype == bool:
+            k = np.flatnonzero(pick) if len(pick) == a.shape[axis] else pick
+        out = out[(slice(None),) * axis + (k,)]
+    return out
 
 
 def basic_box(

@@ -57,6 +57,7 @@ import numpy as np
 from dask.highlevelgraph import HighLevelGraph
 
 from .._compat import new_dask_view
+from .indexing import orthogonal
 
 __all__ = ["LazyArray", "LevelArray", "lazy_array", "source_reader"]
 
@@ -288,7 +289,8 @@ def lazy_array(arr: da.Array, reader: Any) -> Any:
 class LevelArray:
     """A pyramid level (or a view of one) that napari reads without dask: ``shape``,
     ``dtype``, ``ndim``, ``chunks``; basic indexing gives views (composed like
-    :class:`LazyArray`'s), any other index reads the whole view and applies numpy's;
+    :class:`LazyArray`'s), any other index reads the whole view and indexes it as dask
+    does (a list picks along its own axis);
     ``np.asarray`` / ``compute()`` read the box through the level's reader (falling back
     to the level's dask array, whose errors a user then sees); ``to_dask()`` is the dask
     array. Used under dask's array query planning (see :func:`lazy_array`)."""
@@ -335,7 +337,7 @@ class LevelArray:
         new = _compose(self._index, self._src.shape, key)
         if new is not None:
             return LevelArray(self._src, self._root, new)
-        return np.asarray(self)[key]  # numpy's result and numpy's errors
+        return orthogonal(np.asarray(self), key)  # as a dask array indexes; numpy's errors
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         out = np.asarray(self.compute())
