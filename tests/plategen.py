@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from .classic_dask import in_child_without_query_planning
+
 OMERO = {
     "channels": [
         {
@@ -454,6 +456,7 @@ def write_well(path: Path, spec: PlateSpec, version: str = "0.5", r: int = 0, c:
 # ------------------------------------------------------------- ome-zarr-py
 
 
+@in_child_without_query_planning  # ome-zarr-py writes through dask
 def write_plate_omezarr_py(path: Path, spec: PlateSpec) -> Path:
     """OME-Zarr 0.4 by ome-zarr-py (see the module docstring for the template copies)."""
     import zarr
@@ -747,6 +750,7 @@ def _session_dir(tmp_path_factory: Any, name: str) -> Path:
         _RAM_DIRS[base] = d
     if base in _RAM_DIRS:
         d = _RAM_DIRS[base] / name
+        shutil.rmtree(d, ignore_errors=True)  # what a failed build left
         d.mkdir()
         return d
     return tmp_path_factory.mktemp(name)

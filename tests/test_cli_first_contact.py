@@ -19,6 +19,8 @@ from napari_ozx import __version__
 from napari_ozx.__main__ import build_parser, main
 from napari_ozx.layers.reading import read_layer_data
 
+from .classic_dask import peer_in_process
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "resources" / "cells.ozx"
 EXE = [sys.executable, "-m", "napari_ozx"]
@@ -136,6 +138,7 @@ def test_convert_keeps_06_and_its_transform(tmp_path):
     with zipfile.ZipFile(tmp_path / "rot3.ozx") as z:
         assert json.loads(z.comment)["ome"]["version"] == "0.6"
     nz = pytest.importorskip("ngff_zarr")
+    peer_in_process("ngff-zarr reading")
     ms = nz.from_ngff_zarr(str(tmp_path / "rot2.ome.zarr"))
     assert ms.images[0].data.shape == (64, 64)
 

@@ -17,6 +17,8 @@ from napari_ozx.errors import OzxError
 from napari_ozx.ngff.models import Axis
 from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
 
+from .classic_dask import tokened
+
 AXES = [Axis("y", "space"), Axis("x", "space")]
 
 
@@ -629,7 +631,7 @@ def test_cancel_is_seen_between_planes_of_a_running_shard(tmp_path: Path, name: 
         return block
 
     src = da.ones((8, 64, 64), dtype=np.uint16, chunks=(1, 64, 64)).map_blocks(
-        plane, meta=np.empty((0, 0, 0), np.uint16)
+        tokened(plane), meta=np.empty((0, 0, 0), np.uint16)
     )
     assert not computed and not cancel.is_set()
     axes = [Axis("z", "space"), *AXES]

@@ -39,6 +39,8 @@ from napari_ozx.ozx.writer import (
     WriterClosedError,
 )
 
+from .classic_dask import peer_in_process
+
 OME_COMMENT = {"ome": {"version": "0.5"}}
 
 # ----------------------------------------------------------------------------- raw parser
@@ -601,6 +603,7 @@ def test_dask_store_two_threads_aligned_to_shards(tmp_path):
             compressors=zarr.codecs.ZstdCodec(),
         )
         darr = da.from_array(src, chunks=(2, 64, 64))
+        peer_in_process("dask's store() and to_zarr() (query planning has neither)")
         with dask.config.set(scheduler="threads", num_workers=2):
             da.store(darr, arr, lock=False)
             da.to_zarr(da.from_array(src2, chunks=(4, 64, 128)), arr2)
@@ -706,6 +709,7 @@ def test_exception_in_dask_task_leaves_target_intact(existing_target):
             raise RuntimeError("injected failure")
         return block
 
+    peer_in_process("dask's store() (query planning has none)")
     darr = da.from_array(src, chunks=(2, 64, 64)).map_blocks(boom, dtype=src.dtype)
     with pytest.raises(RuntimeError, match="injected"):
         with OzxWriteStore(path) as store:

@@ -21,6 +21,7 @@ import pytest
 import zarr
 
 from . import thirdparty as tp
+from .classic_dask import peer_in_process
 from .thirdparty import ALL_FIXTURES, Fixture
 
 # Import the writers/readers up front so the time budget below measures
@@ -339,6 +340,7 @@ def _read_with_ome_zarr(path: Path):
 @pytest.mark.parametrize("name", OME_ZARR_READABLE)
 def test_pixels_match_ome_zarr_reader(name, _cache, tmp_path_factory):
     fx, _ = _get(name, _cache, tmp_path_factory)
+    peer_in_process("ome-zarr-py reading")
     image, labels = _read_with_ome_zarr(fx.path)
     assert len(image.data) == len(fx.levels)
     for got, want in zip(image.data, fx.levels):
@@ -359,6 +361,7 @@ def test_pixels_match_ome_zarr_reader(name, _cache, tmp_path_factory):
 @pytest.mark.parametrize("name", NGFF_ZARR_FIXTURES)
 def test_pixels_match_ngff_zarr_reader(name, _cache, tmp_path_factory):
     fx, _ = _get(name, _cache, tmp_path_factory)
+    peer_in_process("ngff-zarr reading")
     ms = ngff_zarr.from_ngff_zarr(str(fx.path))
     assert len(ms.images) == len(fx.levels)
     for i, (img, want) in enumerate(zip(ms.images, fx.levels)):

@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import zarr
 
+from .classic_dask import in_child_without_query_planning
+
 __all__ = [
     "ALL_FIXTURES",
     "Fixture",
@@ -126,40 +128,6 @@ class Fixture:
     @property
     def dtype(self) -> np.dtype:
         return self.levels[0].dtype
-
-
-def _without_query_planning(maker: Callable[..., Fixture]) -> Callable[..., Fixture]:
-    """ome-zarr-py and ngff-zarr write through dask functions that dask's array query
-    planning does not implement (``to_zarr``): under it, the tool writes its files in a
-    child process with query planning off, so the files are still the tool's own."""
-    import functools
-
-    @functools.wraps(maker)
-    def run(tmp_dir: Path, *args: Any) -> Fixture:
-        import dask.array as da
-
-        if not da.Array.__module__.startswith("dask.array._array_expr"):
-            return maker(tmp_dir, *args)
-        import os
-        import pickle
-        import subprocess
-        import sys
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "fixture.pickle"
-            code = (
-                "import pickle, sys\n"
-                f"from tests.thirdparty import {maker.__name__} as make\n"
-                f"fx = make.__wrapped__(*pickle.loads({pickle.dumps((tmp_dir, *args))!r}))\n"
-                f"open({str(out)!r}, 'wb').write(pickle.dumps(fx))\n"
-            )
-            env = {**os.environ, "DASK_ARRAY__QUERY_PLANNING": "False"}
-            root = str(Path(__file__).resolve().parents[1])
-            subprocess.run([sys.executable, "-c", code], env=env, cwd=root, check=True, timeout=600)
-            return pickle.loads(out.read_bytes())
-
-    return run
 
 
 # --------------------------------------------------------------------------
@@ -350,7 +318,7 @@ def _explicit_transforms(axes: str) -> list[list[dict[str, Any]]]:
     return out
 
 
-@_without_query_planning
+@in_child_without_query_planning
 def _omezarr_py_image_labels(tmp_dir: Path, version: str) -> Fixture:
     ome_format, ome_scale, ome_writer = _import_ome_zarr()
     FormatV04, FormatV05 = ome_format.FormatV04, ome_format.FormatV05
@@ -461,7 +429,7 @@ def make_omezarr_py_v05_image_labels(tmp_dir: Path) -> Fixture:
 # --------------------------------------------------------------------------
 
 
-@_without_query_planning
+@in_child_without_query_planning
 def make_omezarr_py_v05_write_image_api(tmp_dir: Path) -> Fixture:
     """ome-zarr-py ``write_image`` + ``write_labels`` (the recommended API),
     OME-Zarr 0.5: pyramid via scale_factors (RESIZE for the image, NEAREST
@@ -649,7 +617,7 @@ _NGFF_NOTES = {
 }
 
 
-@_without_query_planning
+@in_child_without_query_planning
 def make_ngffzarr_v05_sharded_dir(tmp_dir: Path) -> Fixture:
     """ngff-zarr, OME-Zarr 0.5 directory, tczyx uint16, sharded
     (chunks_per_shard=2), scale + translation, units, omero."""
@@ -661,7 +629,7 @@ def make_ngffzarr_v05_sharded_dir(tmp_dir: Path) -> Fixture:
     return Fixture(**gt, notes={**_NGFF_NOTES, "chunks_per_shard": 2})
 
 
-@_without_query_planning
+@in_child_without_query_planning
 def make_ngffzarr_v05_ozx(tmp_dir: Path) -> Fixture:
     """ngff-zarr, the same image written as a single-file RFC-9 ``.ozx``
     (``to_ngff_zarr(<path>.ozx, ...)``; chunks_per_shard defaults to 2)."""
@@ -691,7 +659,7 @@ def make_ngffzarr_v05_ozx(tmp_dir: Path) -> Fixture:
 # --------------------------------------------------------------------------
 
 
-@_without_query_planning
+@in_child_without_query_planning
 def make_omezarr_py_v04_2d_yx(tmp_dir: Path) -> Fixture:
     """ome-zarr-py ``write_image``, OME-Zarr 0.4: 2D yx uint8, no omero, no
     units, default scale (1.0) -- a reader must fall back to defaults."""
@@ -742,6 +710,7 @@ SIDE_V05_SCALE0 = {"c": 1.0, "z": 2.0, "y": 0.5, "x": 0.25}
 SIDE_V04_SCALE0 = {"c": 1.0, "z": 3.0, "y": 0.7, "x": 0.3}  # the decoy
 
 
+@in_child_without_query_planning
 def make_zarr_v2_and_v3_side_by_side(tmp_dir: Path) -> Fixture:
     """One directory holding BOTH OME-Zarr 0.4 (.zgroup/.zattrs/.zarray, Zarr
     v2 chunk keys ``s0/0/0/0/0``) and OME-Zarr 0.5 (zarr.json, chunk keys
@@ -1006,3 +975,20 @@ ALL_FIXTURES: dict[str, Callable[[Path], Fixture]] = {
     "v02_image": make_v02_image,
     "v03_image": make_v03_image,
 }
+
+
+@in_child_without_query_planning
+def write_ngff_zarr_image(
+    path: Path,
+    data: np.ndarray,
+    dims: list[str],
+    version: str,
+    scale: dict[str, float] | None = None,
+    translation: dict[str, float] | None = None,
+) -> None:
+    """*data* written by ngff-zarr (two levels) at *path* (a directory or ``.ozx``)."""
+    import ngff_zarr as nz
+
+    img = nz.to_ngff_image(data, dims=dims, scale=scale, translation=translation)
+    ms = nz.to_multiscales(img, scale_factors=[2])
+    nz.to_ngff_zarr(str(path), ms, version=version)
