@@ -328,8 +328,22 @@ def _open(source: Any) -> tuple[RangeReader, ZipIndex, str | None, str | None, b
 def _validate(
     reader: RangeReader, index: ZipIndex, path: str | None, deep: bool, col: _Collector
 ) -> None:
-    entries = index.entries
-    # ---- container-level
+    """Every check, in report order: container, entries, local headers, metadata."""
+    _check_container(index, path, col)
+    _check_entries(index, col)
+    locals_ = _check_local_headers(reader, index, deep, col)
+    metadata = _read_metadata(reader, index, locals_, col)
+    by_name = index.by_name
+    _check_root(by_name, col)
+    _check_hierarchy(metadata, by_name, col)
+    _check_order(index.entries, locals_, col, have_root="zarr.json" in by_name)
+    _check_sharding(metadata, col)
+    version = _check_version(metadata.get("zarr.json"), index.comment, col)
+    _add_summary(index, metadata, version, col)
+
+
+def _check_container(index: ZipIndex, path: str | None, col: _Collector) -> None:
+    """Container-level: parts, ZIP64 end records, trailing bytes, file extension."""
     if index.multi_part:
         col.add("multi-part", "the end records' disk numbers say this archive is split/spanned")
     if not index.zip64:
@@ -343,7 +357,11 @@ def _validate(
     if path is not None and not rfc9.has_ozx_extension(path):
         col.add("file-extension", f"file name {os.path.basename(path)!r} does not end in .ozx")
 
-    # ---- names and entry flags
+
+def _check_entries(index: ZipIndex, col: _Collector) -> None:
+    """Names and entry flags: duplicates, unsafe names, encryption, compression methods,
+    data descriptors, directory entries."""
+    entries = index.entries
     if index.duplicates:
         name_counts = Counter(e.name for e in entries)
         for name in index.duplicates:
@@ -386,51 +404,74 @@ def _validate(
     if dirs:
         col.add("directory-entries", f"{dirs} directory entries (ignored)")
 
-    # ---- local headers: overlaps, nested archives, CRCs
+
+def _check_local_headers(
+    reader: RangeReader, index: ZipIndex, deep: bool, col: _Collector
+) -> dict[int, LocalExtent]:
+    """Local headers: each checked against its central record, overlaps, nested archives
+    and (``deep``) the CRC-32 of every member but the zarr.json documents. Returns the
+    local extents by entry index (none for a multi-part archive)."""
     locals_: dict[int, LocalExtent] = {}
-    if not index.multi_part:
-        for e in entries:
-            try:
-                locals_[e.index] = _read_local(reader, e, index.cd_offset)
-            except ZipFormatError as exc:
-                col.add("bad-local-header", str(exc), e.name)
-        ordered = sorted((e for e in entries if e.index in locals_), key=lambda e: e.header_offset)
-        for prev, cur in itertools.pairwise(ordered):
-            if cur.header_offset < locals_[prev.index].end:
-                col.add(
-                    "overlapping-entries",
-                    f"member {cur.name!r} (offset {cur.header_offset}) starts inside member "
-                    f"{prev.name!r} (ends at {locals_[prev.index].end})",
-                    cur.name,
-                )
+    if index.multi_part:
+        return locals_
+    entries = index.entries
+    for e in entries:
+        try:
+            locals_[e.index] = _read_local(reader, e, index.cd_offset)
+        except ZipFormatError as exc:
+            col.add("bad-local-header", str(exc), e.name)
+    ordered = sorted((e for e in entries if e.index in locals_), key=lambda e: e.header_offset)
+    for prev, cur in itertools.pairwise(ordered):
+        if cur.header_offset < locals_[prev.index].end:
+            col.add(
+                "overlapping-entries",
+                f"member {cur.name!r} (offset {cur.header_offset}) starts inside member "
+                f"{prev.name!r} (ends at {locals_[prev.index].end})",
+                cur.name,
+            )
+    _check_nested(reader, entries, locals_, col)
+    if deep:
         for e in entries:
             loc = locals_.get(e.index)
-            if e.is_dir or e.is_encrypted:
+            if loc is None or e.is_dir or e.is_encrypted or e.method not in (0, 8):
                 continue
-            if rfc9.is_nested_archive_name(e.name):
-                col.add("nested-archive", f"member {e.name!r} is named like an .ozx", e.name)
-                continue
-            if loc is None or e.compressed_size == 0 or e.method not in (0, 8):
-                continue
-            try:
-                head = _head_bytes(reader, e, loc)
-            except ZipFormatError:
-                head = b""
-            if head[:4] in _ZIP_MAGICS:
-                col.add("nested-archive", f"member {e.name!r} is itself a ZIP archive", e.name)
-        if deep:
-            for e in entries:
-                loc = locals_.get(e.index)
-                if loc is None or e.is_dir or e.is_encrypted or e.method not in (0, 8):
-                    continue
-                if rfc9.is_zarr_json(e.name):
-                    continue  # checked below with the metadata
-                _check_crc(reader, e, loc, col)
+            if rfc9.is_zarr_json(e.name):
+                continue  # checked by _read_metadata
+            _check_crc(reader, e, loc, col)
+    return locals_
 
-    # ---- metadata: root, hierarchy, order, sharding, comment
-    by_name = index.by_name
+
+def _check_nested(
+    reader: RangeReader,
+    entries: Sequence[ZipEntry],
+    locals_: dict[int, LocalExtent],
+    col: _Collector,
+) -> None:
+    """Members named like an ``.ozx``, or whose data starts like a ZIP archive."""
+    for e in entries:
+        loc = locals_.get(e.index)
+        if e.is_dir or e.is_encrypted:
+            continue
+        if rfc9.is_nested_archive_name(e.name):
+            col.add("nested-archive", f"member {e.name!r} is named like an .ozx", e.name)
+            continue
+        if loc is None or e.compressed_size == 0 or e.method not in (0, 8):
+            continue
+        try:
+            head = _head_bytes(reader, e, loc)
+        except ZipFormatError:
+            head = b""
+        if head[:4] in _ZIP_MAGICS:
+            col.add("nested-archive", f"member {e.name!r} is itself a ZIP archive", e.name)
+
+
+def _read_metadata(
+    reader: RangeReader, index: ZipIndex, locals_: dict[int, LocalExtent], col: _Collector
+) -> dict[str, dict[str, Any]]:
+    """Read every readable zarr.json (size-capped, CRC-checked, parsed, shape-checked):
+    ``name -> document`` of the valid ones."""
     metadata: dict[str, dict[str, Any]] = {}
-    for name, e in by_name.items():
+    for name, e in index.by_name.items():
         if not rfc9.is_zarr_json(name):
             continue
         loc = locals_.get(e.index)
@@ -461,24 +502,33 @@ def _validate(
             col.add(code, f"{name!r}: {problem}", name)
             continue
         metadata[name] = doc
+    return metadata
 
-    root = metadata.get("zarr.json")
-    if "zarr.json" not in by_name:
-        nested = sorted((n for n in by_name if rfc9.is_zarr_json(n)), key=rfc9.name_depth)
-        hint = (
-            f"; found {nested[0]!r}: zip the contents of the hierarchy's directory, not the "
-            "directory itself"
-            if nested
-            else ""
-        )
-        col.add("root-zarr-json-missing", f"no zarr.json at the archive root{hint}", None)
 
-    _check_hierarchy(metadata, by_name, col)
-    _check_order(entries, locals_, col, have_root="zarr.json" in by_name)
+def _check_root(by_name: Any, col: _Collector) -> None:
+    """A root zarr.json, or a hint where the hierarchy is instead."""
+    if "zarr.json" in by_name:
+        return
+    nested = sorted((n for n in by_name if rfc9.is_zarr_json(n)), key=rfc9.name_depth)
+    hint = (
+        f"; found {nested[0]!r}: zip the contents of the hierarchy's directory, not the "
+        "directory itself"
+        if nested
+        else ""
+    )
+    col.add("root-zarr-json-missing", f"no zarr.json at the archive root{hint}", None)
+
+
+def _check_sharding(metadata: dict[str, dict[str, Any]], col: _Collector) -> None:
+    """Every array sharded (RFC-9 SHOULD)."""
     for name, doc in metadata.items():
         if doc.get("node_type") == "array" and not _uses_sharding(doc):
             col.add("sharding-not-used", f"array {_node_dir(name) or '/'!r} is not sharded", name)
 
+
+def _check_version(root: dict[str, Any] | None, comment: bytes, col: _Collector) -> Any:
+    """The root's ``attributes.ome``, the archive comment and whether their OME-Zarr
+    versions agree. Returns the version (the root's, else the comment's), or None."""
     root_version = None
     if root is not None:
         attrs = root.get("attributes")
@@ -491,7 +541,7 @@ def _validate(
                 "root zarr.json has no attributes.ome: a Zarr hierarchy, but not OME-Zarr",
                 "zarr.json",
             )
-    comment_version = _check_comment(index.comment, col)
+    comment_version = _check_comment(comment, col)
     if (
         comment_version is not None
         and root_version is not None
@@ -503,14 +553,20 @@ def _validate(
             f"{root_version!r}",
             "zarr.json",
         )
+    return root_version or comment_version
 
+
+def _add_summary(
+    index: ZipIndex, metadata: dict[str, dict[str, Any]], version: Any, col: _Collector
+) -> None:
+    """The closing info finding: entries, groups, arrays, ZIP64, OME-Zarr version."""
     arrays = sum(1 for d in metadata.values() if d.get("node_type") == "array")
     groups = sum(1 for d in metadata.values() if d.get("node_type") == "group")
     col.add(
         "summary",
-        f"{len(entries)} entries, {groups} groups, {arrays} arrays, "
+        f"{len(index.entries)} entries, {groups} groups, {arrays} arrays, "
         f"ZIP64 end records {'present' if index.zip64 else 'absent'}, "
-        f"OME-Zarr version {root_version or comment_version or 'unknown'}",
+        f"OME-Zarr version {version or 'unknown'}",
     )
 
 
