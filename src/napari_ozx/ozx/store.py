@@ -39,6 +39,11 @@ whose codec carries no checksum (zstd without the checksum flag, blosc, raw) wou
 otherwise show a flipped bit as wrong pixels. The first tile of each shard pays for
 reading the shard once (page-cache speed; see ``benchmarks/bench_store.py``); later
 tiles pay nothing. Remote archives skip it by default: it would download whole shards.
+
+This class is the zarr store interface. Reading a member (data offsets, refusing what
+cannot be read, CRC checks, inflating within the inflate limits) is
+:class:`~napari_ozx.ozx.members.MemberReader`'s; telling a missing key from a corrupted
+member name is :class:`~napari_ozx.ozx.lookalikes.MissingKeys`'.
 """
 
 from __future__ import annotations
@@ -50,7 +55,6 @@ import io
 import logging
 import os
 import threading
-import zlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -64,11 +68,7 @@ from zarr.abc.store import (
 )
 from zarr.buffer import default_buffer_prototype
 
-from napari_ozx.errors import (
-    ReadOnlyStoreError,
-    UnsupportedZipFeature,
-    ZipFormatError,
-)
+from napari_ozx.errors import ReadOnlyStoreError, ZipFormatError
 from napari_ozx.ozx import rfc9
 from napari_ozx.ozx._zip import (
     FileObjRangeReader,
@@ -76,19 +76,13 @@ from napari_ozx.ozx._zip import (
     RangeReader,
     ZipEntry,
     ZipIndex,
-    data_offset,
-    local_header_name,
     read_zip_index,
 )
+from napari_ozx.ozx.lookalikes import MissingKeys
 from napari_ozx.ozx.lru import ByteLRU
+from napari_ozx.ozx.members import MAX_DEFLATE_RATIO, MemberChecks, MemberReader
 from napari_ozx.ozx.protocol import ArchiveSummary
-from napari_ozx.ozx.records import (
-    FLAG_ENCRYPTED,
-    FLAG_STRONG_ENCRYPTION,
-    METHOD_DEFLATED,
-    METHOD_STORED,
-    method_name,
-)
+from napari_ozx.ozx.records import METHOD_DEFLATED, method_name
 
 __all__ = ["OzxStore"]
 
@@ -103,21 +97,6 @@ logger = logging.getLogger(__name__)
 
 #: file objects whose reads are local (page cache / memory): read inline
 _LOCAL_FILE_TYPES = (io.BytesIO, io.BufferedReader, io.BufferedRandom, io.FileIO)
-
-#: encrypted members take the checked (refusing) path
-_UNREADABLE_FLAGS = FLAG_ENCRYPTED | FLAG_STRONG_ENCRYPTION
-
-_METADATA_NAMES = ("zarr.json", ".zattrs", ".zgroup", ".zarray", ".zmetadata")
-
-#: above this many same-length member names, look-alikes of a missing key are sought
-#: among its siblings only
-_MAX_LOOKALIKE_SCAN = 20_000
-
-#: piece size of the one-time CRC pass over a STORED member
-_VERIFY_BLOCK = 4 << 20
-
-#: deflate cannot expand data by more than ~1032:1; a bigger declared ratio is a lie.
-_MAX_DEFLATE_RATIO = 1032
 
 
 def _resolve_range(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
@@ -173,23 +152,9 @@ class _Shared:
         self._keys: list[str] | None = None
         self._children: dict[str, tuple[str, ...]] | None = None
         self._lock = threading.RLock()  # children() builds on keys
-        #: STORED members whose whole-member CRC-32 was checked (see ``verify_members``)
-        self.verified: set[str] = set()
-        self.verify_lock = threading.Lock()
-        #: missing keys already found to have no corrupted look-alike member
-        self.missing_ok: set[str] = set()
-        #: array prefix ("0/", "labels/x/1/") -> most bytes one member there may declare
-        self.inflate_limits: dict[str, int] = {}
-        self._by_len: dict[int, list[str]] | None = None
-
-    def same_length(self, n: int) -> list[str]:
-        by_len = self._by_len
-        if by_len is None:
-            by_len = {}
-            for key in self.keys:
-                by_len.setdefault(len(key), []).append(key)
-            self._by_len = by_len
-        return by_len.get(n, [])
+        #: CRC-checked members and inflate limits, shared by the stores' member readers
+        self.checks = MemberChecks()
+        self.missing = MissingKeys(lambda: self.keys, self.members.__getitem__)
 
     @property
     def keys(self) -> list[str]:
@@ -331,29 +296,32 @@ class OzxStore(Store):
             )
 
     def _setup(self, reader: RangeReader, shared: _Shared) -> None:
-        self._reader = reader
         self._shared = shared
         self._members = shared.members
-        self._cd_offset = shared.index.cd_offset
-        self._offsets: dict[str, int] = {}
-        self._inflated: ByteLRU[bytes] = ByteLRU(self._options["deflate_cache_bytes"], len)
-        self._max_inflate = self._options["max_inflate_bytes"]
-        self._verify_crc_max = self._options["verify_crc_max"]
-        threaded = self._options.get("threaded_io")
+        options = self._options
+        local = isinstance(reader, FileRangeReader) or isinstance(
+            getattr(reader, "fobj", None), _LOCAL_FILE_TYPES
+        )
+        threaded = options.get("threaded_io")
         if threaded is None:
-            threaded = not (
-                isinstance(reader, FileRangeReader)
-                or isinstance(getattr(reader, "fobj", None), _LOCAL_FILE_TYPES)
-            )
+            threaded = not local
         self._threaded = bool(threaded)
-        verify = self._options.get("verify_members")
+        verify = options.get("verify_members")
         if verify is None:
             # local: the first partial read of a member checks its whole CRC-32 (one
             # sequential pass, cached); remote: that pass would download the whole shard
-            verify = isinstance(reader, FileRangeReader) or isinstance(
-                getattr(reader, "fobj", None), _LOCAL_FILE_TYPES
-            )
-        self._verify_members = bool(verify)
+            verify = local
+        self._member_reader = MemberReader(
+            reader,
+            shared.checks,
+            cd_offset=shared.index.cd_offset,
+            path=self._path,
+            fobj=self._fobj,
+            deflate_cache_bytes=options["deflate_cache_bytes"],
+            max_inflate_bytes=options["max_inflate_bytes"],
+            verify_crc_max=options["verify_crc_max"],
+            verify_members=bool(verify),
+        )
         self._closed = False
         self._is_open = True
 
@@ -373,7 +341,7 @@ class OzxStore(Store):
             return None
         if (
             entry.method == METHOD_DEFLATED
-            and entry.uncompressed_size > _MAX_DEFLATE_RATIO * entry.compressed_size + 1024
+            and entry.uncompressed_size > MAX_DEFLATE_RATIO * entry.compressed_size + 1024
         ):
             return None  # a size deflate cannot produce: reading it reports that lie precisely
         return entry.uncompressed_size
@@ -434,7 +402,21 @@ class OzxStore(Store):
 
     @property
     def reader(self) -> RangeReader:
-        return self._reader
+        return self._member_reader.reader
+
+    @property
+    def _reader(self) -> RangeReader:
+        """:attr:`reader`, settable (the member reader then reads through the new one)."""
+        return self._member_reader.reader
+
+    @_reader.setter
+    def _reader(self, reader: RangeReader) -> None:
+        self._member_reader.reader = reader
+
+    @property
+    def _inflated(self) -> ByteLRU[bytes]:
+        """The LRU of inflated DEFLATED members."""
+        return self._member_reader.inflated
 
     @property
     def closed(self) -> bool:
@@ -446,9 +428,7 @@ class OzxStore(Store):
         return self._threaded
 
     def _label(self) -> str:
-        if self._path is not None:
-            return self._path
-        return self._reader.name or repr(self._fobj)
+        return self._member_reader.label()
 
     def __repr__(self) -> str:
         state = ", closed" if self._closed else ""
@@ -489,8 +469,7 @@ class OzxStore(Store):
                 f"{self._path}: file changed size since it was opened "
                 f"({self._shared.index.file_size} -> {reader.size} bytes)"
             )
-        self._reader = reader
-        self._offsets.clear()
+        self._member_reader.reopen(reader)
         self._closed = False
 
     def close(self) -> None:
@@ -533,199 +512,22 @@ class OzxStore(Store):
 
     # ------------------------------------------------------------------ reading
 
-    def _data_offset(self, entry: ZipEntry) -> int:
-        off = data_offset(self._reader, entry, limit=self._cd_offset)
-        self._offsets[entry.name] = off
-        return off
-
-    def _check_readable(self, entry: ZipEntry) -> None:
-        if entry.is_encrypted:
-            raise UnsupportedZipFeature(
-                f"{self._label()}: member {entry.name!r} is encrypted; encrypted ZIP entries "
-                "are not supported"
-            )
-        if entry.method not in (METHOD_STORED, METHOD_DEFLATED):
-            raise UnsupportedZipFeature(
-                f"{self._label()}: member {entry.name!r} uses compression "
-                f"{method_name(entry.method)}; only stored and deflated members are supported"
-            )
-
     def _read_bytes(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
         """The bytes of ``key`` (optionally a range), or None if there is no such member."""
         if self._closed:
             raise ValueError(f"I/O operation on closed {self!r}")
         entry = self._members.get(key)
         if entry is None:
-            if key not in self._shared.missing_ok:
-                self._check_missing(key)
+            self._shared.missing.check(key, self._reader, self._label)
             return None
-        if entry.method == METHOD_STORED and not entry.flags & _UNREADABLE_FLAGS:
-            off = self._offsets.get(key)
-            if off is None:
-                if entry.compressed_size != entry.uncompressed_size:
-                    raise ZipFormatError(
-                        f"{self._label()}: stored member {key!r} has compressed size "
-                        f"{entry.compressed_size} != uncompressed size "
-                        f"{entry.uncompressed_size}"
-                    )
-                off = self._data_offset(entry)
-            size = entry.uncompressed_size
-            if byte_range is None:
-                data = self._reader.read(off, size)
-                verified = self._shared.verified
-                if size <= self._verify_crc_max or (self._verify_members and key not in verified):
-                    if zlib.crc32(data) != entry.crc32:
-                        raise ZipFormatError(
-                            f"{self._label()}: CRC-32 mismatch in member {key!r} (corrupt file)"
-                        )
-                    if self._verify_members:
-                        with self._shared.verify_lock:
-                            verified.add(key)
-                return data
-            start, stop = _resolve_range(byte_range, size)
-            if self._verify_members and key not in self._shared.verified:
-                self._verify_member(entry, off)
-            return self._reader.read(off + start, stop - start)
-        self._check_readable(entry)
-        data = self._inflate(entry)
-        if byte_range is None:
-            return data
-        start, stop = _resolve_range(byte_range, len(data))
-        return data[start:stop]
-
-    def _check_missing(self, key: str) -> None:
-        """A missing key reads as the fill value; make sure it is really missing.
-
-        A corrupted central-directory name ("0/c/0/0/0" stored as "0/c/0/0/p") would make
-        that shard read as zeros without an error. So, once per missing key, look at the
-        members whose names are near-identical (same length, at most two characters
-        differ): if the local header of one of them names ``key``, or disagrees with its
-        own central-directory name, the archive is corrupt there and this raises
-        :class:`ZipFormatError` instead of returning fill. Checked look-alikes are few
-        (same-length names; their local headers are read once, 30 bytes + name).
-        """
-        shared = self._shared
-        if key.endswith(_METADATA_NAMES):
-            shared.missing_ok.add(key)  # metadata probes miss all the time (v2/v3 guesses)
-            return
-        names = shared.same_length(len(key))
-        if len(names) > _MAX_LOOKALIKE_SCAN:
-            parent = key.rpartition("/")[0]
-            names = [n for n in names if n.rpartition("/")[0] == parent]
-        for name in names:
-            diff = 0
-            for a, b in zip(name, key, strict=True):
-                if a != b:
-                    diff += 1
-                    if diff > 2:
-                        break
-            if diff > 2 or diff == 0:
-                continue
-            entry = self._members[name]
-            try:
-                local = local_header_name(self._reader, entry)
-            except ZipFormatError:
-                local = b""
-            if local != name.encode("utf-8") and local != name.encode("cp437", "replace"):
-                said = local.decode("utf-8", "replace")
-                raise ZipFormatError(
-                    f"{self._label()}: member {key!r} is missing, and the near-identical "
-                    f"member {name!r} has a local header naming {said!r} (corrupt central "
-                    "directory); refusing to read it as fill value"
-                )
-        shared.missing_ok.add(key)
+        span = None if byte_range is None else functools.partial(_resolve_range, byte_range)
+        return self._member_reader.read(entry, span)
 
     def limit_inflate(self, prefix: str, max_bytes: int) -> None:
         """Refuse to inflate members under ``prefix`` (an array's chunk keys) that declare
         more than ``max_bytes``: the OME layer knows from the array metadata how big an
         encoded chunk or shard can be, the store alone only knows its global cap."""
-        prefix = prefix.strip("/")
-        limits = dict(self._shared.inflate_limits)
-        limits[f"{prefix}/" if prefix else ""] = int(max_bytes)
-        self._shared.inflate_limits = limits
-
-    def _inflate_limit(self, key: str) -> int:
-        limits = self._shared.inflate_limits
-        if limits:
-            parent = key
-            while True:
-                parent = parent.rpartition("/")[0]
-                cap = limits.get(f"{parent}/" if parent else "")
-                if cap is not None:
-                    return min(cap, self._max_inflate)
-                if not parent:
-                    break
-        return self._max_inflate
-
-    def _verify_member(self, entry: ZipEntry, off: int) -> None:
-        """Check the CRC-32 of a whole STORED member once, before serving any range of it.
-
-        A ZIP CRC covers the whole member, so this is one sequential pass over it (in
-        :data:`_VERIFY_BLOCK` pieces, so memory stays bounded), done synchronously on the
-        first read and remembered per member for every store sharing this index: a flipped
-        bit in a shard is an error on first sight, never wrong pixels. Cost measured by
-        ``benchmarks/bench_store.py`` (first vs later tile reads of a shard).
-        """
-        crc = 0
-        pos, end = off, off + entry.uncompressed_size
-        while pos < end:  # outside any lock: two threads may both check a member, harmlessly
-            n = min(_VERIFY_BLOCK, end - pos)
-            crc = zlib.crc32(self._reader.read(pos, n), crc)
-            pos += n
-        if crc != entry.crc32:
-            raise ZipFormatError(
-                f"CRC-32 mismatch in member {entry.name!r} of {self._label()} "
-                "(corrupt file: its bytes are not what was written)"
-            )
-        with self._shared.verify_lock:
-            self._shared.verified.add(entry.name)
-
-    def _inflate(self, entry: ZipEntry) -> bytes:
-        key = entry.name
-        cached = self._inflated.get(key)
-        if cached is not None:
-            return cached
-        usize, csize = entry.uncompressed_size, entry.compressed_size
-        if usize > self._max_inflate:
-            raise UnsupportedZipFeature(
-                f"{self._label()}: deflated member {key!r} declares {usize} bytes; refusing to "
-                f"inflate more than {self._max_inflate} bytes (store it uncompressed)"
-            )
-        cap = self._inflate_limit(key) if not key.endswith(_METADATA_NAMES) else usize
-        if usize > cap:
-            raise ZipFormatError(
-                f"{self._label()}: deflated member {key!r} declares {usize} bytes, more than "
-                f"its array allows for one chunk or shard ({cap} bytes): corrupt or hostile"
-            )
-        if usize > csize * _MAX_DEFLATE_RATIO + 1024:
-            raise ZipFormatError(
-                f"{self._label()}: deflated member {key!r} claims {csize} -> {usize} bytes, "
-                "more than deflate can expand (corrupt or hostile file)"
-            )
-        off = self._offsets.get(key)
-        if off is None:
-            off = self._data_offset(entry)
-        raw = self._reader.read(off, csize)
-        inflater = zlib.decompressobj(-15)
-        try:
-            data = inflater.decompress(raw, usize + 1)
-        except zlib.error as exc:
-            raise ZipFormatError(
-                f"{self._label()}: member {key!r} is not a valid deflate stream ({exc})"
-            ) from None
-        if len(data) != usize or not inflater.eof:
-            raise ZipFormatError(
-                f"{self._label()}: member {key!r} inflates to "
-                f"{'more than ' if len(data) > usize or not inflater.eof else ''}{len(data)} "
-                f"bytes, central directory says {usize}"
-            )
-        if zlib.crc32(data) != entry.crc32:
-            raise ZipFormatError(
-                f"{self._label()}: CRC-32 mismatch in member {key!r} (corrupt file)"
-            )
-        if usize <= self._inflated.max_bytes // 4:
-            self._inflated.put(key, data)
-        return data
+        self._member_reader.limit_inflate(prefix, max_bytes)
 
     def get_sync(
         self,
