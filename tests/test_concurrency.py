@@ -228,6 +228,7 @@ def _use(path: Path) -> None:
 
 def test_no_fd_left_after_close(sample: Sample) -> None:
     _use(sample.stored)  # warm up zarr's loop and dask's pool (they keep their own fds)
+    gc.collect()  # what earlier tests left for the collector goes first
     before = n_fds()
     oz = open_ome_zarr(sample.stored)
     (img,) = oz.images()
@@ -246,6 +247,7 @@ def test_no_fd_left_after_close(sample: Sample) -> None:
 
 def test_no_fd_growth_over_open_close_cycles(sample: Sample) -> None:
     _use(sample.stored)
+    gc.collect()  # what earlier tests left for the collector goes first
     before = n_fds()
     for _ in range(15):
         _use(sample.stored)
@@ -260,6 +262,7 @@ def test_no_fd_growth_over_open_close_cycles(sample: Sample) -> None:
 def test_read_layer_data_releases_descriptors(sample: Sample) -> None:
     """Layers hold the archive open while napari uses them; dropping them releases it."""
     _use(sample.stored)
+    gc.collect()  # what earlier tests left for the collector goes first
     before = n_fds()
     for _ in range(10):
         layers = read_layer_data(str(sample.stored))
