@@ -193,6 +193,42 @@ def test_ozx_source_local_or_over_http_is_reopened_by_the_workers(client, source
     assert stored(out) == stored(local)
 
 
+def test_a_source_the_workers_cannot_reopen_fails_its_tasks_not_the_workers(
+    client, source, tmp_path
+):
+    """A remote source gone before the workers reopen it (its server stopped): the write
+    fails with the reason, the region and the source, and the same workers live on
+    (reopening happens in the task, not while a worker reads the scheduler's messages:
+    there it broke the worker's connection and both workers shut down)."""
+    pytest.importorskip("aiohttp")
+    from napari_ozx.ngff.convert import image_spec
+
+    from .httpserver import Server
+    from .omegen import zip_dir
+
+    src, *_ = source
+    www = tmp_path / "www"
+    www.mkdir()
+    zip_dir(src, www / "in.ozx")
+    client.wait_for_workers(2, timeout=60)
+    workers = set(client.nthreads())
+    with Server(www) as srv:
+        url = f"{srv.url}/in.ozx"
+        oz = open_ome_zarr(url)
+        spec = image_spec(oz.images()[0], with_labels=False)
+    target = tmp_path / "out.ozx"
+    try:
+        with pytest.raises(ClusterWriteError) as err:
+            write_ome_zarr_on_cluster(target, spec, options=OPTS, client=client, source_name=url)
+    finally:
+        oz.close()
+    msg = str(err.value)
+    assert msg.startswith(f"{url}: ") and "failed" in msg.split("(on a dask worker")[0], msg
+    assert "region [" in msg and str(target) in msg
+    assert set(client.nthreads()) == workers  # none died or was restarted
+    assert not target.exists()
+
+
 def test_a_lazy_source_region_travels_as_its_recipe_not_its_pixels(tmp_path):
     """What a level-0 task carries for an opened OME-Zarr: the region's dask expression
     (reader + path), a few KiB however big the region; the worker reads the pixels."""

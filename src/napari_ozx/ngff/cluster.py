@@ -162,9 +162,28 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1) -> Any:
 @dataclass(frozen=True)
 class _Lazy:
     """A source region's dask graph, wrapped so distributed ships it to the task as an
-    object (evaluated there) instead of computing it as a collection of its own."""
+    object (evaluated there) instead of computing it as a collection of its own.
 
-    array: Any
+    It travels as bytes and is unpickled only when the task runs (:attr:`array`).
+    Unpickling reopens the source (a remote ``.ozx`` connects): done while a worker reads
+    its messages from the scheduler, a source that cannot be reopened (a server gone)
+    broke the worker's connection, and both workers of a cluster shut down when the
+    scheduler moved such a task between them. Failing in the task, it is the task's
+    error, reported with the region and the source."""
+
+    recipe: bytes
+
+    @classmethod
+    def of(cls, array: Any) -> _Lazy:
+        import cloudpickle  # type: ignore[import-untyped]  # distributed's own dependency
+
+        return cls(cloudpickle.dumps(array))
+
+    @property
+    def array(self) -> Any:
+        import pickle
+
+        return pickle.loads(self.recipe)
 
 
 @dataclass(frozen=True)
@@ -412,7 +431,7 @@ def _source_arg(data: Any, region: tuple[slice, ...]) -> Any:
     if isinstance(data, LevelArray):  # an opened level under dask's query planning
         data = data.to_dask()
     if is_dask_collection(data):
-        return _Lazy(data[region])
+        return _Lazy.of(data[region])
     return np.asarray(data[region])
 
 
@@ -507,6 +526,10 @@ class _Run:
                 except TimeoutError:
                     self._check_workers()
                     continue
+                except Exception as e:  # e.g. futures cancelled: their inputs were lost
+                    raise ClusterWriteError(
+                        f"{type(e).__name__}: {e} (cluster write {self.where})"
+                    ) from e
                 for fut in finished:
                     self._finish(fut)
         except BaseException:
