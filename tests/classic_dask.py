@@ -38,12 +38,6 @@ from napari_ozx._compat import dask_query_planning
 
 QUERY_PLANNING = dask_query_planning()
 
-#: why napari cannot show a plain dask array under query planning
-NAPARI_CANNOT_SHOW = (
-    "napari cannot show a dask array under dask's query planning: np.asarray of one is an "
-    "object array of dask arrays (dask issue #11922)"
-)
-
 T = TypeVar("T")
 
 

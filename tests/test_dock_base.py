@@ -239,7 +239,7 @@ def test_closing_the_export_panel_cancels_its_export(qtbot, viewer, tmp_path):
         dtype=np.uint8,
         meta=np.empty((0, 0, 0), np.uint8),  # query planning would not infer it
     )
-    # NAPARI_CANNOT_SHOW: hidden under query planning (hidden layers are not sliced)
+    # hidden under query planning: napari cannot show its dask arrays (classic_dask.py)
     viewer.add_image(big, name="lazy", contrast_limits=[0, 1], visible=not QUERY_PLANNING)
     w = ExportWidget(viewer)
     qtbot.addWidget(w)

@@ -666,3 +666,22 @@ def test_fuzz_store_reads_raise_only_ozx_errors(mutations):
         for br in (None, RangeByteRequest(1, 5), OffsetByteRequest(3), SuffixByteRequest(7)):
             with contextlib.suppress(OzxError):
                 store.get_sync(key, byte_range=br)
+
+
+def test_parsed_index_goes_with_its_last_store_without_the_collector():
+    """A store's parsed archive (its index: ~100 MiB for a million members) is freed when
+    the last store using it goes, by reference counting: nothing in it refers back to it."""
+    import gc
+    import weakref
+
+    from napari_ozx._sample_data import sample_path
+
+    store = OzxStore(str(sample_path()))
+    shared = weakref.ref(store._shared)
+    gc.disable()
+    try:
+        store.close()
+        del store
+        assert shared() is None
+    finally:
+        gc.enable()

@@ -255,7 +255,7 @@ def test_editing_options_updates_estimates_and_is_remembered(
 
     viewer = make_napari_viewer()
     chunks = (1, 2048, 2048)
-    shown = not QUERY_PLANNING  # NAPARI_CANNOT_SHOW: hidden layers are not sliced
+    shown = not QUERY_PLANNING  # napari cannot show those dask arrays (classic_dask.py)
     viewer.add_image(
         da.zeros((32, 2048, 2048), dtype=np.uint16, chunks=chunks),
         name="big",
@@ -400,8 +400,8 @@ def test_cancel_leaves_nothing_behind(no_leaks, make_napari_viewer, qtbot, tmp_p
         meta=np.empty((0, 0, 0), np.uint16),  # query planning would not infer it
     )  # 64x2048x2048, 512 MiB
     viewer = make_napari_viewer()
-    # NAPARI_CANNOT_SHOW: under query planning the layer is hidden (hidden layers are
-    # not sliced); the export reads it the same way
+    # hidden under query planning, where napari cannot show a dask array (classic_dask.py);
+    # the export reads it the same way
     viewer.add_image(big, name="lazy", contrast_limits=[0, 200], visible=not QUERY_PLANNING)
     w = _export_widget(viewer)
     w.shard_z_spin.setValue(1)

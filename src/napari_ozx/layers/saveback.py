@@ -434,13 +434,14 @@ class _EarlyCopy:
         self.writer = OzxWriter(target, comment=base_store.comment or None)
         self.copied = 0  # entries[:copied] are in the new archive
         self._error: BaseException | None = None
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="napari-ozx save-back copy")
         self._thread.start()
 
     def _run(self) -> None:
         try:
             for e in self.entries:
-                if self.may_change(e.name):
+                if self.may_change(e.name) or self._stopping.is_set():
                     return
                 self.writer.copy_member(self.base_store, e.name)
                 self.copied += 1
@@ -453,6 +454,8 @@ class _EarlyCopy:
             raise self._error
 
     def abort(self) -> None:
+        """Stop copying (after the member being copied) and remove the new archive."""
+        self._stopping.set()
         self._thread.join()
         self.writer.abort()
 

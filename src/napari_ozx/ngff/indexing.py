@@ -55,11 +55,7 @@ def orthogonal(a: np.ndarray, key: Any) -> np.ndarray:
         return a[key]  # numpy and dask agree (or numpy's rules are the only ones)
     out = a
     for axis in range(len(key) - 1, -1, -1):  # last first: earlier axes keep their number
-        k = key[axis]
-        pick = picks[axis]
-        if pick is not None and pick.dtype == bool:
-            k = np.flatnonzero(pick) if len(pick) == a.shape[axis] else pick
-        out = out[(slice(None),) * axis + (k,)]
+        out = out[(slice(None),) * axis + (key[axis],)]
     return out
 
 

@@ -143,6 +143,11 @@ class _Members:
         return entry
 
 
+def _file_names(index: ZipIndex) -> list[str]:
+    """Sorted names of the file members (directory records excluded)."""
+    return sorted(n for n in index.by_name if not n.endswith("/"))
+
+
 class _Shared:
     """Parsed state shared by stores cloned from one another (immutable after build)."""
 
@@ -154,7 +159,8 @@ class _Shared:
         self._lock = threading.RLock()  # children() builds on keys
         #: CRC-checked members and inflate limits, shared by the stores' member readers
         self.checks = MemberChecks()
-        self.missing = MissingKeys(lambda: self.keys, self.members.__getitem__)
+        # (given the index, not this object: no reference cycle keeps a large index alive)
+        self.missing = MissingKeys(functools.partial(_file_names, index), self.members.__getitem__)
 
     @property
     def keys(self) -> list[str]:
@@ -163,8 +169,7 @@ class _Shared:
         if keys is None:
             with self._lock:
                 if self._keys is None:
-                    by_name = self.index.by_name
-                    self._keys = sorted(n for n in by_name if not n.endswith("/"))
+                    self._keys = _file_names(self.index)
                 keys = self._keys
         return keys
 
