@@ -26,7 +26,7 @@ tensorstore) do not. :class:`FastReader` does what they do, in Python:
   :data:`REMOTE_CHUNK_CACHE_BYTES`): napari's dask cache does not see the direct reads of
   :mod:`.lazy`, and a re-read there costs requests.
 
-Anything else — transposes, crc32c on inner chunks, v2 filters or Fortran order, variable
+Anything else — transposes, v2 filters or Fortran order, variable
 or object data types, unknown codecs, a store without ``get_sync`` — is refused by
 :func:`fast_reader` (returns ``None``, saying why once in the log, :mod:`.fastpaths`)
 and read by zarr-python as before.
@@ -40,8 +40,8 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -77,17 +77,26 @@ _THREAD_MIN_CHUNKS = 4
 #: decoded inner chunks of remote arrays kept (one LRU for the process): napari's
 #: opportunistic dask cache never sees the direct reads of :mod:`.lazy`, and remotely a
 #: re-read (a pan back, a re-slice) costs requests. Local arrays are not cached: a
-#: re-read is a page-cache pread and one decode (~0.5 ms per 256x256 chunk).
-REMOTE_CHUNK_CACHE_BYTES = 256 << 20
+#: re-read is a page-cache pread and one decode (~0.5 ms per 256x256 chunk). The cache
+#: holds this much plus the read-ahead budget (:func:`.fastpaths.readahead_budget`),
+#: where read-ahead (:mod:`.browse`) puts the planes it fetches.
+REMOTE_CHUNK_CACHE_BYTES = 64 << 20
 _MAX_U64 = np.uint64(2**64 - 1)
 _MAX_SIZES = 1 << 16
 
 _pool: ThreadPoolExecutor | None = None
 _io: ThreadPoolExecutor | None = None
-#: concurrent requests of one read from a remote store
-IO_THREADS = 8
+_ahead: ThreadPoolExecutor | None = None
+#: requests to remote stores in flight at once for reads someone waits for (napari's
+#: tiles and the same tiles of their sibling channels): a new plane's chunks in one round
+#: trip. fsspec/aiohttp reuse their connections (keep-alive) between them.
+IO_THREADS = 32
+#: requests in flight at once for read-ahead (:mod:`.browse`), on their own threads so
+#: that a read napari waits for never queues behind them
+READAHEAD_IO_THREADS = 8
 _T = TypeVar("_T")
 _pool_lock = threading.Lock()
+_POOL_PREFIXES = ("ozx-io", "ozx-ahead")
 
 
 def _io_pool() -> ThreadPoolExecutor:
@@ -97,6 +106,17 @@ def _io_pool() -> ThreadPoolExecutor:
             if _io is None:
                 _io = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="ozx-io")
     return _io
+
+
+def _readahead_pool() -> ThreadPoolExecutor:
+    global _ahead
+    if _ahead is None:
+        with _pool_lock:
+            if _ahead is None:
+                _ahead = ThreadPoolExecutor(
+                    max_workers=READAHEAD_IO_THREADS, thread_name_prefix="ozx-ahead"
+                )
+    return _ahead
 
 
 def _decode_threads() -> int:
@@ -119,8 +139,14 @@ def _decode_pool() -> ThreadPoolExecutor:
 Decoder = Callable[..., Any]
 
 
+def _remote_cache_bytes() -> int:
+    from .fastpaths import readahead_budget
+
+    return REMOTE_CHUNK_CACHE_BYTES + readahead_budget()
+
+
 _remote_chunks: ByteLRU[np.ndarray] = ByteLRU(
-    lambda: REMOTE_CHUNK_CACHE_BYTES, lambda a: int(a.nbytes), max_item=lambda limit: limit // 4
+    _remote_cache_bytes, lambda a: int(a.nbytes), max_item=lambda limit: limit // 4
 )
 _reader_ids = itertools.count()
 
@@ -131,11 +157,13 @@ def _bytes_decoders(codecs: Sequence[Any]) -> list[Decoder] | None:
     made from the codec's public configuration (a zstd, blosc or gzip stream carries
     what its decoder needs; level, shuffle and block size only matter for encoding)."""
     import numcodecs
-    from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
+    from zarr.codecs import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
 
     out: list[Decoder] = []
     for c in codecs:
-        if type(c) is ZstdCodec:
+        if type(c) is Crc32cCodec:
+            out.append(_crc32c_decode)
+        elif type(c) is ZstdCodec:
             out.append(numcodecs.Zstd(level=c.level, checksum=c.checksum).decode)
         elif type(c) is BloscCodec:
             out.append(numcodecs.Blosc().decode)
@@ -144,6 +172,24 @@ def _bytes_decoders(codecs: Sequence[Any]) -> list[Decoder] | None:
         else:
             return None
     return out[::-1]  # decode runs the codecs backwards
+
+
+def _crc32c_decode(data: Any) -> np.ndarray:
+    """The ``crc32c`` codec's decode: the bytes without their 4-byte little-endian CRC-32C
+    trailer, after checking it (zarr-python's check, with its error message)."""
+    import google_crc32c
+
+    view = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
+    if len(view) < 4:
+        raise ValueError(f"crc32c: {len(view)} bytes, too short to hold a checksum")
+    body, stored = view[:-4], view[-4:].tobytes()
+    computed = np.uint32(google_crc32c.value(body)).tobytes()
+    if computed != stored:
+        raise ValueError(
+            f"Stored and computed checksum do not match. Stored: {stored!r}. "
+            f"Computed: {computed!r}."
+        )
+    return body
 
 
 def _array_dtype(codec: Any, dtype: np.dtype) -> np.dtype | None:
@@ -387,24 +433,24 @@ class FastReader:
         out = self._read_box(box)
         return out[tuple(0 if d else slice(None) for d in drop)] if any(drop) else out
 
+    def chunk_coords(self, box: Sequence[tuple[int, int]]) -> list[tuple[int, ...]]:
+        """The decoded units (inner chunks) a box touches, in C order."""
+        chunk = self.layout.chunk
+        ranges = [range(a // c, -(-b // c)) for (a, b), c in zip(box, chunk, strict=True)]
+        return list(itertools.product(*ranges))  # C order, as np.ndindex
+
+    @property
+    def remote(self) -> bool:
+        """Whether chunks come over the network (kept decoded, fetched concurrently)."""
+        return self._cache is not None
+
     def _read_box(self, box: list[tuple[int, int]]) -> np.ndarray:
         lo = self.layout
         out = np.empty([max(b - a, 0) for a, b in box], dtype=self.dtype)
         if out.size == 0:
             return out
         chunk = lo.chunk
-        ranges = [range(a // c, -(-b // c)) for (a, b), c in zip(box, chunk, strict=True)]
-        coords_list = list(itertools.product(*ranges))  # C order, as np.ndindex
-        cache = self._cache
-        cached: dict[tuple[int, ...], np.ndarray] = {}
-        if cache is not None:
-            for cc in coords_list:
-                hit = cache.get((self._uid, cc))
-                if hit is not None:
-                    cached[cc] = hit
-            coords_list = [cc for cc in coords_list if cc not in cached]
-        raws = self._read_raw(coords_list)
-        todo = [(cc, raw) for cc, raw in zip(coords_list, raws, strict=True)]
+        coords_list = self.chunk_coords(box)
 
         def place(cc: tuple[int, ...], raw: memoryview | np.ndarray | None) -> None:
             src: list[slice] = []
@@ -417,19 +463,19 @@ class FastReader:
             if raw is None:
                 out[tuple(dst)] = self.fill
                 return
-            if isinstance(raw, np.ndarray):
-                decoded = raw
-            else:
-                decoded = self._decode(raw)
-                if cache is not None:
-                    # uncompressed chunks are views of the read's buffer: keep a copy
-                    keep = decoded if lo.decoders else decoded.copy()
-                    keep.flags.writeable = False  # shared by every later read
-                    cache.put((self._uid, cc), keep)
+            decoded = raw if isinstance(raw, np.ndarray) else self._decode(raw)
             out[tuple(dst)] = decoded[tuple(src)]
 
-        for cc, hit in cached.items():
-            place(cc, hit)
+        if self._cache is not None:
+            # remote: every chunk fetched once (cache, a fetch in flight, or now), all
+            # requests of the box concurrently and decoded as they arrive
+            for cc, decoded in zip(coords_list, self.remote_chunks(coords_list), strict=True):
+                place(cc, decoded)
+            return out
+
+        raws: list[memoryview | None] = [None] * len(coords_list)
+        self._run(self._raw_jobs(coords_list, raws.__setitem__, self._run))
+        todo = list(zip(coords_list, raws, strict=True))
 
         def run(batch: list[tuple[tuple[int, ...], memoryview | None]]) -> None:
             for cc, raw in batch:
@@ -459,84 +505,237 @@ class FastReader:
             raise first
         return out
 
-    def _read_raw(self, coords_list: list[tuple[int, ...]]) -> list[memoryview | None]:
-        lo = self.layout
-        if lo.shard is None:
-            return self._run([functools.partial(self._get, self._key(cc)) for cc in coords_list])
-        from zarr.abc.store import RangeByteRequest
+    # ------------------------------------------------------------------ remote chunks
 
+    def remote_chunks(
+        self, coords_list: list[tuple[int, ...]], *, wait: bool = True, wanted: Any = None
+    ) -> list[np.ndarray | None]:
+        """The decoded chunks of a remote array (None: fill value), each fetched at most
+        once at a time: from the cache, else by waiting for the fetch already in flight
+        (a sibling or read-ahead fetch), else fetched now, all concurrently.
+
+        ``wait=False`` (prefetch): start the fetches and return at once (an empty list);
+        ``wanted`` is then asked before each request is sent: a request no longer wanted
+        (read-ahead for a plane the user has moved away from) is dropped unsent, and a
+        reader waiting for it fetches it itself."""
+        cache = self._cache
+        assert cache is not None
+        found: dict[tuple[int, ...], np.ndarray | None] = {}
+        waits: dict[tuple[int, ...], Future[np.ndarray | None]] = {}
+        mine: dict[tuple[int, ...], Future[np.ndarray | None]] = {}
+        with _inflight_lock:
+            for cc in coords_list:
+                hit, value = cache.lookup((self._uid, cc))
+                if hit:
+                    found[cc] = value
+                    continue
+                fut = _inflight.get((self._uid, cc))
+                if fut is not None and wait and getattr(fut, "readahead", False) and fut.cancel():
+                    fut = None  # a read-ahead request not sent yet: this read sends it now
+                if fut is None:
+                    fut = _inflight[(self._uid, cc)] = Future()
+                    fut.readahead = wanted is not None  # type: ignore[attr-defined]
+                    mine[cc] = fut
+                elif wait:
+                    waits[cc] = fut
+        if mine:
+            io = _io_pool() if wanted is None else _readahead_pool()
+            self._fetch(mine, io, wanted)
+        if not wait:
+            return []
+        dropped = []
+        for cc, fut in {**mine, **waits}.items():
+            try:
+                found[cc] = fut.result()
+            except _Dropped:
+                dropped.append(cc)  # a read-ahead dropped unsent: fetched by this read
+        if dropped:
+            found.update(zip(dropped, self.remote_chunks(dropped), strict=True))
+        return [found[cc] for cc in coords_list]
+
+    def _fetch(
+        self,
+        futures: dict[tuple[int, ...], Future[np.ndarray | None]],
+        io: ThreadPoolExecutor,
+        wanted: Any,
+    ) -> None:
+        """Send the requests of ``futures``' chunks on ``io`` (not waiting for them); each
+        arriving chunk is decoded on the I/O thread, kept and handed to its future."""
+        coords = list(futures)
+        cache = self._cache
+        assert cache is not None
+
+        def settle(
+            cc: tuple[int, ...], value: Any = None, error: BaseException | None = None
+        ) -> None:
+            fut = futures[cc]
+            if fut.cancelled():
+                return  # taken over by a read that could not wait (see remote_chunks)
+            if error is None:
+                cache.put((self._uid, cc), value)
+            with _inflight_lock:
+                if _inflight.get((self._uid, cc)) is fut:
+                    del _inflight[(self._uid, cc)]
+            if error is None:
+                fut.set_result(value)
+            else:
+                fut.set_exception(error)
+
+        def sink(i: int, raw: memoryview | None) -> None:
+            cc = coords[i]
+            if futures[cc].done():
+                return
+            try:
+                value = None if raw is None else self._decode(raw)
+                if value is not None:
+                    # uncompressed chunks are views of the request's buffer: keep a copy
+                    value = value if self.layout.decoders else value.copy()
+                    value.flags.writeable = False  # shared by every later read
+            except Exception as e:
+                settle(cc, error=e)
+                return
+            settle(cc, value)
+
+        def guarded(job: Callable[[], Any], members: list[int]) -> Callable[[], None]:
+            def run() -> None:
+                live = [i for i in members if futures[coords[i]].set_running_or_notify_cancel()]
+                if not live:
+                    return  # every chunk was taken over by a read that could not wait
+                if wanted is not None and not wanted():
+                    for i in live:
+                        settle(coords[i], error=_Dropped())
+                    return
+                try:
+                    job()
+                except BaseException as e:
+                    for i in live:
+                        settle(coords[i], error=e)
+                    return
+                for i in live:  # a member the job did not deliver is the fill value
+                    if not futures[coords[i]].done():
+                        settle(coords[i], None)
+
+            return run
+
+        def run_all(jobs: list[tuple[Callable[[], Any], list[int]]]) -> None:
+            for job, members in jobs:
+                io.submit(guarded(job, members))
+
+        try:
+            self._raw_jobs(coords, sink, lambda jobs: _wait_all(io, jobs), run_all)
+        except BaseException as e:  # a shard index failed: every chunk of the request
+            for cc in coords:
+                fut = futures[cc]
+                if not fut.done() and (fut.running() or fut.set_running_or_notify_cancel()):
+                    settle(cc, error=e)
+
+    # ------------------------------------------------------------------ requests
+
+    def _raw_jobs(
+        self,
+        coords_list: list[tuple[int, ...]],
+        sink: Callable[[int, memoryview | None], None],
+        run_indexes: Callable[[list[Callable[[], Any]]], list[Any]],
+        submit: Callable[[list[tuple[Callable[[], Any], list[int]]]], None] | None = None,
+    ) -> list[Callable[[], Any]]:
+        """The store requests that bring ``coords_list``'s raw chunks to ``sink(i, raw)``
+        (raw None: the fill value): one per unsharded chunk, per small or wholly wanted
+        shard, per merged byte range of a shard (its index read first through
+        ``run_indexes``, cached). With ``submit`` the requests (each with the positions
+        it delivers) go there as soon as their shard's index is known; else returned."""
+        lo = self.layout
+        jobs: list[tuple[Callable[[], Any], list[int]]] = []
+
+        def flush() -> None:
+            if submit is not None and jobs:
+                submit(list(jobs))
+                jobs.clear()
+
+        if lo.shard is None:
+            for i, cc in enumerate(coords_list):
+                jobs.append((functools.partial(self._read_chunk, self._key(cc), i, sink), [i]))
+            flush()
+            return [j for j, _ in jobs]
         per = lo.per_shard
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, cc in enumerate(coords_list):
             groups.setdefault(tuple(c // p for c, p in zip(cc, per, strict=True)), []).append(i)
-        out: list[memoryview | None] = [None] * len(coords_list)
-        jobs: list[Callable[[], None]] = []
         ranged: list[tuple[tuple[int, ...], str, list[int]]] = []
         for scoords, members in groups.items():
             key = self._key(scoords)
             size = None if self._container is None else self._member_size(scoords, key)
             if len(members) == lo.n_per_shard or (size is not None and size <= WHOLE_SHARD_BYTES):
-                jobs.append(functools.partial(self._read_whole, key, members, coords_list, out))
+                job = functools.partial(self._read_whole, key, members, coords_list, sink)
+                jobs.append((job, members))
             else:
                 ranged.append((scoords, key, members))
+        flush()
         # the indexes of the shards read by ranges (remote: one request each, concurrent)
-        indexes = self._run([functools.partial(self._shard_index, sc) for sc, _, _ in ranged])
+        indexes = run_indexes([functools.partial(self._shard_index, sc) for sc, _, _ in ranged])
         for (_, key, members), index in zip(ranged, indexes, strict=True):
             if index is None:
-                continue  # missing shard: fill value
+                for i in members:
+                    sink(i, None)  # missing shard: fill value
+                continue
             spans = []
             for i in members:
                 local = tuple(c % p for c, p in zip(coords_list[i], per, strict=True))
                 off, n = index[local]
                 if off == _MAX_U64 and n == _MAX_U64:
-                    continue  # empty inner chunk: fill value
+                    sink(i, None)  # empty inner chunk: fill value
+                    continue
                 spans.append((int(off), int(off) + int(n), i))
             spans.sort()
-            j = 0
-            while j < len(spans):
-                start, stop = spans[j][0], spans[j][1]
-                k = j + 1
-                while k < len(spans) and spans[k][0] - stop <= self._merge_gap:
-                    stop = max(stop, spans[k][1])
-                    k += 1
-                rng = RangeByteRequest(start, stop)
-                jobs.append(functools.partial(self._read_span, key, rng, spans[j:k], out))
-                j = k
-        self._run(jobs)
-        return out
+            for group in _merge_spans(spans, self._merge_gap):
+                rng = (group[0][0], max(s1 for _, s1, _ in group))
+                job = functools.partial(self._read_span, key, rng, group, sink)
+                jobs.append((job, [i for _, _, i in group]))
+        flush()
+        return [j for j, _ in jobs]
+
+    def _read_chunk(self, key: str, i: int, sink: Callable[[int, memoryview | None], None]) -> None:
+        sink(i, self._get(key))
 
     def _read_whole(
         self,
         key: str,
         members: list[int],
         coords_list: list[tuple[int, ...]],
-        out: list[memoryview | None],
+        sink: Callable[[int, memoryview | None], None],
     ) -> None:
         """The whole shard, read as one member like zarr-python does (so a container
         store verifies its checksum), its index taken from its bytes."""
         lo = self.layout
         whole = self._get(key)
         if whole is None:
-            return  # missing shard: fill value
+            for i in members:
+                sink(i, None)  # missing shard: fill value
+            return
         isize = lo.index_size
         raw_index = whole[-isize:] if lo.index_end else whole[:isize]
         whole_index = self._decode_index(raw_index if len(whole) >= isize else whole)
         for i in members:
             local = tuple(c % p for c, p in zip(coords_list[i], lo.per_shard, strict=True))
             off, n = whole_index[local]
-            if not (off == _MAX_U64 and n == _MAX_U64):
-                out[i] = whole[int(off) : int(off) + int(n)]
+            empty = off == _MAX_U64 and n == _MAX_U64
+            sink(i, None if empty else whole[int(off) : int(off) + int(n)])
 
     def _read_span(
-        self, key: str, rng: Any, spans: list[tuple[int, int, int]], out: list[memoryview | None]
+        self,
+        key: str,
+        rng: tuple[int, int],
+        spans: list[tuple[int, int, int]],
+        sink: Callable[[int, memoryview | None], None],
     ) -> None:
         """One byte range of a shard holding the inner chunks of ``spans``."""
-        data = self._get(key, rng)
+        from zarr.abc.store import RangeByteRequest
+
+        start, stop = rng
+        data = self._get(key, RangeByteRequest(start, stop))
         if data is None:
             raise ValueError(f"shard {key} vanished while reading")
-        start = rng.start
         for s0, s1, i in spans:
-            out[i] = data[s0 - start : s1 - start]
+            sink(i, data[s0 - start : s1 - start])
 
     def _run(self, jobs: list[Callable[[], _T]]) -> list[_T]:
         """Run store reads: concurrently where one read can take milliseconds (remote
@@ -544,6 +743,39 @@ class FastReader:
         if self._threaded_io and len(jobs) > 1:
             return list(_io_pool().map(_call, jobs))
         return [f() for f in jobs]
+
+
+class _Dropped(Exception):
+    """A read-ahead request dropped unsent (no longer wanted)."""
+
+
+#: (reader id, chunk coords) -> the fetch in flight of that remote chunk
+_inflight: dict[tuple[int, tuple[int, ...]], Future[Any]] = {}
+_inflight_lock = threading.Lock()
+
+
+def _merge_spans(
+    spans: list[tuple[int, int, int]], gap: int
+) -> Iterator[list[tuple[int, int, int]]]:
+    """Sorted ``(start, stop, i)`` byte spans grouped where they are at most ``gap`` apart."""
+    j = 0
+    while j < len(spans):
+        stop = spans[j][1]
+        k = j + 1
+        while k < len(spans) and spans[k][0] - stop <= gap:
+            stop = max(stop, spans[k][1])
+            k += 1
+        yield spans[j:k]
+        j = k
+
+
+def _wait_all(io: ThreadPoolExecutor, jobs: list[Callable[[], _T]]) -> list[_T]:
+    """Run ``jobs`` concurrently on ``io`` and return their results in order. Called from
+    a thread that is not one of ``io``'s, or with one job (run here): a pool waiting on
+    itself could deadlock."""
+    if len(jobs) <= 1 or threading.current_thread().name.startswith(_POOL_PREFIXES):
+        return [f() for f in jobs]
+    return list(io.map(_call, jobs))
 
 
 def _call(f: Callable[[], _T]) -> _T:
