@@ -20,11 +20,22 @@ import logging
 import os
 import threading
 
-__all__ = ["ENV", "declined", "enabled"]
+__all__ = [
+    "ENV",
+    "READAHEAD_DEFAULT_MB",
+    "READAHEAD_ENV",
+    "declined",
+    "enabled",
+    "readahead_budget",
+    "set_readahead_mb",
+]
 
 logger = logging.getLogger(__name__)
 
 ENV = "NAPARI_OZX_FAST_PATHS"
+#: MiB of remote planes fetched ahead of the one shown (:mod:`.browse`); 0 turns it off
+READAHEAD_ENV = "NAPARI_OZX_READAHEAD_MB"
+READAHEAD_DEFAULT_MB = 192
 _said: set[tuple[str, str]] = set()
 _lock = threading.Lock()
 
@@ -44,3 +55,33 @@ def declined(path: str, reason: str) -> None:
             return
         _said.add((path, reason))
     logger.info("napari-ozx fast path '%s' not used: %s (the general path reads)", path, reason)
+
+
+_budget: int | None = None
+
+
+def readahead_budget() -> int:
+    """Bytes of remote planes :mod:`.browse` fetches ahead of the one shown:
+    ``NAPARI_OZX_READAHEAD_MB`` (MiB, 0 turns read-ahead off; default
+    :data:`READAHEAD_DEFAULT_MB`), else what :func:`set_readahead_mb` set."""
+    if _budget is not None:
+        return _budget
+    raw = os.environ.get(READAHEAD_ENV, "").strip()
+    if raw:
+        try:
+            mb = float(raw)
+            if mb >= 0:
+                return int(mb * 2**20)
+        except ValueError:
+            pass
+        declined("read-ahead", f"{READAHEAD_ENV}={raw!r} is not a number of MiB >= 0: default used")
+    return READAHEAD_DEFAULT_MB << 20
+
+
+def set_readahead_mb(mb: float | None) -> None:
+    """Set the read-ahead budget in MiB for this process (0: off; None: back to
+    ``NAPARI_OZX_READAHEAD_MB`` / the default)."""
+    global _budget
+    if mb is not None and not mb >= 0:
+        raise ValueError(f"read-ahead budget must be >= 0 MiB, got {mb!r}")
+    _budget = None if mb is None else int(mb * 2**20)

@@ -150,14 +150,33 @@ class LazyArray(da.Array):
         if direct is None:
             return super().compute(**kwargs)
         src, index = direct
+        _tell_browse(src, index)
         try:
             out = np.asarray(src.reader[_selection(index)])
         except Exception:
             # the same read through dask: the same pixels, or exactly dask's error
             return super().compute(**kwargs)
+        _tell_browse(src, index, served=True)
         if out.dtype != self.dtype:  # pragma: no cover - readers return the level dtype
             out = out.astype(self.dtype)
         return out[()] if out.ndim == 0 else out
+
+
+def _tell_browse(src: _Source, index: _Index, served: bool = False) -> None:
+    """A view is about to be read (napari's tiles), or was: tell the image's
+    :class:`~napari_ozx.ngff.browse.Browse` (remote images), which fetches what comes
+    next. Never raises: prefetching is a hint."""
+    hint = getattr(src.reader, "browse", None)
+    if hint is not None:
+        try:
+            if served:
+                hint[0].served(hint[1], index)
+            else:
+                hint[0].demand(hint[1], index)
+        except Exception:  # pragma: no cover - a hint; the read itself goes on
+            import logging
+
+            logging.getLogger(__name__).debug("browse hint failed", exc_info=True)
 
 
 def _selection(index: _Index) -> tuple[int | slice, ...]:
@@ -345,10 +364,13 @@ class LevelArray:
 
     def compute(self, **_: Any) -> np.ndarray:
         sel = _selection(self._index)
+        _tell_browse(self._src, self._index)
         try:
             out = np.asarray(self._src.reader[sel])
         except Exception:
             out = np.asarray(self._root[sel].compute())
+        else:
+            _tell_browse(self._src, self._index, served=True)
         if out.dtype != self.dtype:  # pragma: no cover - readers return the level dtype
             out = out.astype(self.dtype)
         return out[()] if out.ndim == 0 else out

@@ -72,7 +72,8 @@ def open_store(source: str | os.PathLike[str] | Store) -> Store:
 
     if isinstance(source, Store):
         return source
-    from ..ozx.remote import is_url, open_remote_store
+    from ..ozx.remote import is_url
+    from ..ozx.remote_store import open_remote_store
 
     if is_url(source):
         return open_remote_store(str(source))
@@ -175,6 +176,22 @@ class ArrayNode:
             meta=np.empty((0,) * a.ndim, dtype=a.dtype),
         )
         return lazy_array(arr, reader)
+
+
+def _browse(levels: list[Any], channel_axis: int | None) -> None:
+    """Remote levels read directly: one :class:`~napari_ozx.ngff.browse.Browse` for the
+    image, which fetches a plane's sibling reads and reads ahead (see there)."""
+    from .lazy import source_reader
+
+    chunk_readers = [source_reader(lv) for lv in levels]
+    fast = [getattr(r, "reader", None) for r in chunk_readers]
+    if not fast or not all(getattr(f, "remote", False) for f in fast):
+        return
+    from .browse import Browse
+
+    browse = Browse(fast, channel_axis)
+    for i, r in enumerate(chunk_readers):
+        r.browse = (browse, i)
 
 
 def array_node(store: Store, source: str, docs: NodeDocuments) -> ArrayNode:
@@ -371,6 +388,8 @@ class _ChunkReader:
         from .fastread import fast_reader
 
         self.reader: Any = fast_reader(array) or array
+        #: (the image's Browse, this level) for remote images read directly (``_browse``)
+        self.browse: tuple[Any, int] | None = None
 
     def __dask_tokenize__(self) -> tuple[str, str]:
         # dask's query planning tokenises every operand, by default by pickling it and
@@ -467,6 +486,7 @@ class Image:
             lvl = a.dask(token, self.root.source)
             crop = self.crops[i] if i < len(self.crops) else None
             out.append(lvl if crop is None else lvl[tuple(slice(0, n) for n in crop)])
+        _browse(out, self.multiscale.channel_axis)
         return out
 
     @property

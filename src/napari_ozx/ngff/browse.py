@@ -1,0 +1,262 @@
+"""Browsing a remote image: a plane's sibling reads and read-ahead along the moved axis.
+
+Why
+---
+Over the network every request costs a round trip (tens of milliseconds to a cloud
+bucket), and napari asks for a new plane one layer at a time: channel A's tile, channel
+A's thumbnail (the coarsest level), then channel B's ... Read one after another, a z step
+of a 2-channel image cost four round trips or more, and every step paid all of them.
+:class:`Browse` (one per opened remote image, shared by its levels) watches napari's
+reads and fetches ahead of them into the remote chunk cache of :mod:`.fastread`:
+
+* **Siblings.** The reads napari made at the previous position (every visible channel's
+  tile at the level shown, and its thumbnail) are requested for the new position as soon
+  as the first of them arrives, all concurrently: the whole plane costs one round trip.
+  Which channels are visible is learnt from the reads themselves (napari reads only the
+  visible layers), so a hidden channel stops being fetched after one step.
+* **Read-ahead.** After a step of one along an axis (z or t), the next planes in the
+  direction of travel and the previous one are fetched in the background, nearest
+  first (3 planes after the first step, 2 more with every further step the same way,
+  up to :data:`MAX_AHEAD`), after napari's own read and on their own request threads
+  (``READAHEAD_IO_THREADS``), within a byte budget (``NAPARI_OZX_READAHEAD_MB``; 0
+  turns it off). A read-ahead request is dropped unsent once it is no longer wanted
+  (the user jumped elsewhere, changed level or panned), and a read napari waits for
+  never queues behind one: it takes over a read-ahead request not yet sent. The chunks
+  kept are bounded by the remote chunk cache, whose size grows with the budget, so
+  memory stays within it over any browse. Closing the layer frees its readers (held
+  weakly here), and what was queued for them is dropped.
+
+Only napari's direct view reads (:mod:`.lazy`) are watched: ``dask.compute``, saves
+and exports read exactly what they ask for.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from .fastpaths import readahead_budget
+
+__all__ = ["MAX_AHEAD", "Browse"]
+
+logger = logging.getLogger(__name__)
+
+#: planes fetched ahead at most (however large the budget)
+MAX_AHEAD = 16
+
+#: per root axis: an integer (the axis is dropped) or a ``(start, stop)`` box
+Index = tuple[int | tuple[int, int], ...]
+
+_planner: ThreadPoolExecutor | None = None
+_planner_lock = threading.Lock()
+
+
+def _planner_pool() -> ThreadPoolExecutor:
+    """Threads that start prefetches (a shard index may have to be read first)."""
+    global _planner
+    if _planner is None:
+        with _planner_lock:
+            if _planner is None:
+                _planner = ThreadPoolExecutor(4, thread_name_prefix="ozx-browse")
+    return _planner
+
+
+class Browse:
+    """The reads napari makes of one remote image (all its levels), and what to fetch
+    before it asks (see the module docstring). Thread-safe."""
+
+    def __init__(self, readers: Sequence[Any], channel_axis: int | None) -> None:
+        # weakly: dropping the layers frees the readers (and their store) at once
+        self._readers = [weakref.ref(r) for r in readers]
+        self._coarsest = len(readers) - 1
+        self._channel = channel_axis
+        self._lock = threading.Lock()
+        self._pos: tuple[tuple[int, int], ...] | None = None
+        self._step: tuple[int, int] | None = None  # (axis, +1 / -1) of the last move
+        self._run = 0  # steps made in a row along it
+        #: slot (channel, thumbnail level?) -> (level, index): reads at this position
+        self._cur: dict[tuple[int | None, bool], tuple[int, Index]] = {}
+        #: the same at the previous position (what the next position will need)
+        self._prev: dict[tuple[int | None, bool], tuple[int, Index]] = {}
+        #: positions read ahead are wanted for, with the (level, slot)s planned
+        self._window: set[tuple[int, ...]] = set()
+        self._levels: set[int] = set()
+
+    # ------------------------------------------------------------------ napari's reads
+
+    def demand(self, level: int, index: Index) -> None:
+        """napari is about to read ``index`` (on the level's root) of ``level``."""
+        if not 0 <= level <= self._coarsest:
+            return
+        pos = _position(index, self._channel)
+        slot = self._slot(level, index)
+        siblings: list[tuple[int, Index]] = []
+        with self._lock:
+            if pos != self._pos:
+                step = _one_step(self._pos, pos)
+                self._run = self._run + 1 if step is not None and step == self._step else 1
+                if self._cur:
+                    self._prev = self._cur
+                self._cur = {}
+                self._pos = pos
+                self._step = step
+                siblings = [(lv, _at(ix, pos)) for s, (lv, ix) in self._prev.items() if s != slot]
+            self._cur[slot] = (level, index)
+        if siblings:
+            _planner_pool().submit(_prefetch, weakref.ref(self), siblings, False)
+
+    def served(self, level: int, index: Index) -> None:
+        """napari's read of ``index`` is done: read ahead of it (after it, so that its
+        requests and their siblings' go first; on one connection pool and one I/O loop,
+        what is sent first comes back first)."""
+        with self._lock:
+            if self._cur.get(self._slot(level, index)) != (level, index):
+                return  # napari has moved on meanwhile
+            plan = self._plan()
+        if plan:
+            _planner_pool().submit(_prefetch, weakref.ref(self), plan, True)
+
+    def _slot(self, level: int, index: Index) -> tuple[int | None, bool]:
+        """Which of napari's reads at a position this is: a channel's view or its
+        thumbnail (the coarsest level, which napari reads at every step too)."""
+        ch = self._channel
+        c = _single(index[ch]) if ch is not None else None
+        return (c, level == self._coarsest and level > 0)
+
+    def _plan(self) -> list[tuple[int, Index]]:
+        """Read-ahead for the current position, nearest first, within the budget (lock
+        held): the next planes along the moved axis and the previous one."""
+        self._window = set()
+        self._levels = set()
+        step, pos = self._step, self._pos
+        budget = readahead_budget()
+        if step is None or pos is None or budget <= 0:
+            return []
+        items = {**self._prev, **self._cur}
+        self._levels = {lv for lv, _ in items.values()}
+        plane = sum(self._nbytes(lv, ix) for lv, ix in items.values())
+        # ramped up while the user keeps stepping the same way: the first step of a run
+        # does not flood the network (and this 2-core machine's decoder) with 16 planes
+        ahead = min(MAX_AHEAD, 1 + 2 * self._run, budget // max(plane, 1) - 1)
+        if ahead < 1:
+            return []
+        axis, d = step
+        now = dict(pos)[axis]
+        self._window.add(tuple(i for _, i in pos))  # what is queued for here: still wanted
+        order = [now + d, now - d] + [now + k * d for k in range(2, ahead + 1)]
+        out: list[tuple[int, Index]] = []
+        for q in order:
+            new = tuple((k, q if k == axis else i) for k, i in pos)
+            for lv, ix in items.values():
+                shape = self._shape(lv)
+                if shape is None or not 0 <= q < shape[axis]:
+                    continue
+                self._window.add(tuple(i for _, i in new))
+                out.append((lv, _at(ix, new)))
+        return out
+
+    def wanted(self, level: int, index: Index) -> bool:
+        """Whether a read-ahead of ``index`` is still worth sending."""
+        with self._lock:
+            if level not in self._levels:
+                return False
+            return tuple(i for _, i in _position(index, self._channel)) in self._window
+
+    # ------------------------------------------------------------------ helpers
+
+    def reader(self, level: int) -> Any:
+        return self._readers[level]() if 0 <= level < len(self._readers) else None
+
+    def _shape(self, level: int) -> tuple[int, ...] | None:
+        r = self.reader(level)
+        return None if r is None else r.layout.shape
+
+    def _nbytes(self, level: int, index: Index) -> int:
+        r = self.reader(level)
+        if r is None:
+            return 0
+        n = int(np.prod([b - a for i in index if type(i) is tuple for a, b in [i]]))
+        return n * r.dtype.itemsize
+
+
+def _one_step(
+    old: tuple[tuple[int, int], ...] | None, new: tuple[tuple[int, int], ...]
+) -> tuple[int, int] | None:
+    """``(axis, +1 / -1)`` when ``new`` is ``old`` moved by one along one axis."""
+    if old is None or len(old) != len(new):
+        return None
+    moved = [(k, b - a) for (k, a), (k2, b) in zip(old, new, strict=True) if a != b or k != k2]
+    if len(moved) == 1 and moved[0][1] in (1, -1):
+        return moved[0]
+    return None
+
+
+def _single(i: int | tuple[int, int]) -> int | None:
+    """The one index an axis is read at (an integer, or a range of one), else None."""
+    if isinstance(i, int):
+        return i
+    return i[0] if i[1] - i[0] == 1 else None
+
+
+def _position(index: Index, channel: int | None) -> tuple[tuple[int, int], ...]:
+    """``(axis, index)`` of the axes other than the channel read at one index: where a
+    plane is (napari reads z as ``z:z+1``)."""
+    out = []
+    for k, i in enumerate(index):
+        j = _single(i)
+        if j is not None and k != channel:
+            out.append((k, j))
+    return tuple(out)
+
+
+def _at(index: Index, pos: tuple[tuple[int, int], ...]) -> Index:
+    """``index`` with the position axes set to ``pos`` (in the form each was read in)."""
+    out = list(index)
+    for k, i in pos:
+        out[k] = i if isinstance(out[k], int) else (i, i + 1)
+    return tuple(out)
+
+
+def _prefetch(
+    ref: Callable[[], Browse | None], items: list[tuple[int, Index]], ahead: bool
+) -> None:
+    """Start the fetches of ``items`` (siblings: at once; read-ahead: each request sent
+    only while still wanted). Runs on the planner's threads; never raises (a failed
+    prefetch is read again, and reported, by the read napari makes)."""
+    for level, index in items:
+        browse = ref()
+        if browse is None:
+            return  # the layers are gone
+        reader = browse.reader(level)
+        if reader is None:
+            continue
+        box = [(i, i + 1) if type(i) is int else i for i in index]
+        wanted = None
+        if ahead:
+            if not browse.wanted(level, index):
+                continue
+            wanted = _Wanted(ref, level, index)
+        del browse
+        try:
+            reader.remote_chunks(reader.chunk_coords(box), wait=False, wanted=wanted)
+        except Exception as e:  # pragma: no cover - failures are settled on the futures
+            logger.debug("prefetch of level %d %s failed: %s", level, index, e)
+
+
+class _Wanted:
+    """``wanted()`` of one read-ahead request, holding its :class:`Browse` weakly."""
+
+    __slots__ = ("index", "level", "ref")
+
+    def __init__(self, ref: Callable[[], Browse | None], level: int, index: Index) -> None:
+        self.ref, self.level, self.index = ref, level, index
+
+    def __call__(self) -> bool:
+        browse = self.ref()
+        return browse is not None and browse.wanted(self.level, self.index)

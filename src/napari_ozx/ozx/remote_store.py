@@ -1,0 +1,145 @@
+"""Remote stores: :func:`open_remote_store` (a remote ``.ozx`` as an
+:class:`~napari_ozx.ozx.store.OzxStore` over range requests, a remote directory as a
+:class:`RemoteDirectoryStore`).
+
+``RemoteDirectoryStore`` is zarr's ``FsspecStore`` for a remote directory (HTTP, S3 ...)
+that can also read synchronously.
+
+zarr-python reads an ``FsspecStore`` on its event loop; napari-ozx's direct chunk reader
+(:mod:`napari_ozx.ngff.fastread`) reads from its own threads, a plane's requests all at
+once (``threaded_io``). :meth:`RemoteDirectoryStore.get_sync` is that read: through a
+synchronous twin of the store's filesystem (fsspec runs it on its own I/O loop, with
+pooled keep-alive connections), retried like every remote read
+(:func:`~napari_ozx.ozx.remote.call_with_retries`), failures naming the object's URL. A
+missing object is None (the fill value), as in zarr. A server that ignores ``Range``
+(answers 200 with the whole object) still gives the range asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zarr.storage import FsspecStore
+
+from .remote import FsspecRangeReader, RemoteError, _options, call_with_retries, filesystem
+
+__all__ = ["RemoteDirectoryStore", "open_remote_store"]
+
+
+class RemoteDirectoryStore(FsspecStore):
+    """A read-only ``FsspecStore`` with ``get_sync`` (see the module docstring)."""
+
+    #: reads can take a round trip: the direct reader runs them concurrently
+    threaded_io = True
+
+    url: str = ""
+    _ozx_options: dict[str, Any] | None = None
+    _ozx_timeout: float | None = None
+    _ozx_sync_fs: Any = None
+
+    @classmethod
+    def for_url(
+        cls,
+        url: str,
+        storage_options: dict[str, Any] | None,
+        fs_options: dict[str, Any],
+        timeout: float | None,
+    ) -> RemoteDirectoryStore:
+        store = cls.from_url(url, storage_options=fs_options, read_only=True)
+        assert isinstance(store, RemoteDirectoryStore)
+        store.url = url
+        store._ozx_options = storage_options
+        store._ozx_timeout = timeout
+        return store
+
+    def with_read_only(self, read_only: bool = False) -> RemoteDirectoryStore:
+        clone = super().with_read_only(read_only)
+        assert isinstance(clone, RemoteDirectoryStore)
+        clone.url, clone._ozx_options, clone._ozx_timeout = (
+            self.url,
+            self._ozx_options,
+            self._ozx_timeout,
+        )
+        return clone
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_ozx_sync_fs", None)  # made again where it is loaded
+        return state
+
+    def _sync_fs(self) -> Any:
+        fs = self._ozx_sync_fs
+        if fs is None:
+            # the store's own filesystem is zarr's, asynchronous; fsspec caches instances
+            fs, _ = filesystem(self.url, self._ozx_options, self._ozx_timeout)
+            self._ozx_sync_fs = fs
+        return fs
+
+    def get_sync(self, key: str, *, prototype: Any = None, byte_range: Any = None) -> Any:
+        """Synchronous :meth:`get` (zarr's ``SupportsGetSync`` protocol)."""
+        from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+        from zarr.buffer import default_buffer_prototype
+
+        start: int | None = None
+        end: int | None = None
+        if isinstance(byte_range, RangeByteRequest):
+            start, end = byte_range.start, byte_range.end
+        elif isinstance(byte_range, OffsetByteRequest):
+            start = byte_range.offset
+        elif isinstance(byte_range, SuffixByteRequest):
+            start = -byte_range.suffix
+        elif byte_range is not None:
+            raise ValueError(f"Unexpected byte_range, got {byte_range}.")
+        data = self._read(key, start, end)
+        if data is None:
+            return None
+        return (prototype or default_buffer_prototype()).buffer.from_bytes(data)
+
+    def _read(self, key: str, start: int | None, end: int | None) -> bytes | None:
+        """Bytes ``[start, end)`` of the object ``key`` (a negative start alone: that
+        many final bytes), None when there is no such object."""
+        if start is not None and start == end:
+            return b""
+        fs = self._sync_fs()
+        path = f"{self.path.rstrip('/')}/{key}"
+        url = f"{self.url}/{key}"
+        try:
+            data = call_with_retries(
+                "read", url, fs.cat_file, path, start=start, end=end,
+                timeout=self._ozx_timeout, missing_ok=True,
+            )  # fmt: skip
+        except RemoteError as e:
+            if "not satisfiable" in str(e):  # a range of an empty object (as zarr does)
+                return b""
+            raise
+        if data is None:
+            return None
+        if start is not None and start >= 0 and end is not None and len(data) > end - start:
+            data = data[start:end]  # the server ignored Range and sent the whole object
+        elif start is not None and start < 0 and end is None and len(data) > -start:
+            data = data[start:]
+        return bytes(data)
+
+
+def open_remote_store(
+    url: str, storage_options: dict[str, Any] | None = None, *, timeout: float | None = None
+) -> Any:
+    """A read-only zarr store for a remote ``.ozx``/``.zip`` file or OME-Zarr directory.
+
+    ``timeout``: seconds a connection or read may go without data (default
+    :data:`TIMEOUT_S`)."""
+    path = url.split("?", 1)[0].rstrip("/").lower()
+    if path.endswith((".ozx", ".zip")):
+        from .store import OzxStore
+
+        return OzxStore(FsspecRangeReader(url, storage_options, timeout=timeout))
+    return remote_directory_store(url, storage_options, timeout=timeout)
+
+
+def remote_directory_store(
+    url: str, storage_options: dict[str, Any] | None = None, *, timeout: float | None = None
+) -> Any:
+    """A read-only zarr store for a remote directory (:class:`RemoteDirectoryStore`)."""
+    return RemoteDirectoryStore.for_url(
+        url.rstrip("/"), storage_options, _options(url, storage_options, timeout), timeout
+    )
