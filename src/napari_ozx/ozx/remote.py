@@ -81,14 +81,23 @@ def _transient(exc: BaseException) -> bool:
 
 
 def call_with_retries(
-    what: str, url: str, fn: Any, *args: Any, timeout: float | None = None, **kwargs: Any
+    what: str,
+    url: str,
+    fn: Any,
+    *args: Any,
+    timeout: float | None = None,
+    missing_ok: bool = False,
+    **kwargs: Any,
 ) -> Any:
-    """Run *fn*; retry transient failures; raise :class:`RemoteError` naming *url*."""
+    """Run *fn*; retry transient failures; raise :class:`RemoteError` naming *url*
+    (``missing_ok``: None for a missing object)."""
     delay = 0.2
     for attempt in range(1, RETRIES + 1):
         try:
             return fn(*args, **kwargs)
-        except FileNotFoundError:
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            if missing_ok:
+                return None
             raise RemoteError(f"{url}: not found (HTTP 404 or no such object)") from None
         except PermissionError as e:
             raise RemoteError(f"{url}: access denied ({e})") from None
@@ -116,10 +125,96 @@ def call_with_retries(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+S3_SCHEMES = ("s3://", "s3a://")
+#: storage options (of s3fs) by which a caller decides how to authenticate: when any is
+#: given it is used as it is, never overridden by :func:`_s3_anonymous`
+_S3_AUTH_OPTIONS = ("anon", "key", "secret", "token", "username", "password", "session")
+_S3_AUTH_CLIENT_KWARGS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
+_s3_anon_cache: dict[tuple[Any, ...], bool] = {}
+_s3_anon_lock = threading.Lock()
+
+
+def _s3_credentials_key(profile: str | None) -> tuple[Any, ...]:
+    """What botocore's credential lookup depends on, cheaply: the profile, ``HOME`` and
+    the ``AWS_*`` variables (values of the profile and file ones, only the presence of
+    the others, so no secret is kept)."""
+    import os
+
+    env = tuple(
+        sorted(
+            (k, v if k.endswith(("_FILE", "PROFILE")) else None)
+            for k, v in os.environ.items()
+            if k.startswith("AWS_") and "ENDPOINT" not in k
+        )
+    )
+    return (profile, os.environ.get("HOME"), env)
+
+
+def _s3_anonymous(url: str, profile: str | None) -> bool:
+    """Whether to read *url* anonymously: True when botocore finds no credentials in the
+    standard places (environment, ``AWS_PROFILE`` / *profile*, the shared credentials and
+    config files, container or instance roles ...). Decided once per process for a
+    profile and environment (the lookup can probe the instance metadata service), and
+    said once in the log. Credentials that are found are used as they are: if they are
+    wrong, the read fails naming them, never retried anonymously."""
+    import importlib
+
+    key = _s3_credentials_key(profile)
+    anon = _s3_anon_cache.get(key)
+    if anon is not None:
+        return anon
+    with _s3_anon_lock:
+        anon = _s3_anon_cache.get(key)
+        if anon is not None:
+            return anon
+        try:  # (imported by name: botocore ships no type information)
+            session = importlib.import_module("botocore.session")
+        except ImportError:  # pragma: no cover - s3fs needs botocore
+            return False
+        try:
+            credentials = session.Session(profile=profile).get_credentials()
+        except Exception as e:  # a missing profile, a broken config file, SSO ...
+            import os
+
+            name = profile or os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE")
+            detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise RemoteError(
+                f"{url}: AWS credentials could not be loaded"
+                f"{f' (profile {name!r})' if name else ''}: {detail}"
+            ) from None
+        anon = credentials is None
+        _s3_anon_cache[key] = anon
+    if anon:
+        logger.info(
+            "%s: no AWS credentials found (environment, AWS profile, ~/.aws files): "
+            "reading S3 anonymously, which works for public buckets only",
+            url,
+        )
+    return anon
+
+
+def _s3_options(url: str, opts: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """s3fs options: anonymous when the caller gave no credentials and none are found,
+    the read timeout. The endpoint (``AWS_ENDPOINT_URL``, ``AWS_ENDPOINT_URL_S3``, a
+    profile's ``endpoint_url``) is botocore's own setting: not repeated here."""
+    client_kwargs = opts.get("client_kwargs") or {}
+    explicit = any(k in opts for k in _S3_AUTH_OPTIONS) or any(
+        k in client_kwargs for k in _S3_AUTH_CLIENT_KWARGS
+    )
+    if not explicit and _s3_anonymous(url, opts.get("profile") or None):
+        opts["anon"] = True
+    opts["config_kwargs"] = dict(opts.get("config_kwargs") or {})
+    opts["config_kwargs"].setdefault("connect_timeout", timeout)
+    opts["config_kwargs"].setdefault("read_timeout", timeout)
+    return opts
+
+
 def _options(
     url: str, storage_options: dict[str, Any] | None, timeout: float | None = None
 ) -> dict[str, Any]:
     opts = dict(storage_options or {})
+    if url.lower().startswith(S3_SCHEMES):
+        return _s3_options(url, opts, TIMEOUT_S if timeout is None else float(timeout))
     if url.lower().startswith(("http://", "https://")):
         try:
             import aiohttp
@@ -202,6 +297,7 @@ class FsspecRangeReader(RangeReader):
         head = self._head
         if offset + length <= len(head):
             return head[offset : offset + length]
+        pin: dict[str, Any] = {"headers": self._pin} if self._pin else {}
         data = call_with_retries(
             "range read",
             self.url,
@@ -210,7 +306,7 @@ class FsspecRangeReader(RangeReader):
             start=offset,
             end=offset + length,
             timeout=self.timeout,
-            **({"headers": self._pin} if self._pin else {}),
+            **pin,
         )
         with self._lock:
             self.requests += 1
@@ -280,22 +376,3 @@ class FsspecRangeReader(RangeReader):
 
 def _rebuild(url: str, storage_options: dict[str, Any] | None, timeout: float) -> FsspecRangeReader:
     return FsspecRangeReader(url, storage_options, timeout=timeout)
-
-
-def open_remote_store(
-    url: str, storage_options: dict[str, Any] | None = None, *, timeout: float | None = None
-) -> Any:
-    """A read-only zarr store for a remote ``.ozx``/``.zip`` file or OME-Zarr directory.
-
-    ``timeout``: seconds a connection or read may go without data (default
-    :data:`TIMEOUT_S`)."""
-    path = url.split("?", 1)[0].rstrip("/").lower()
-    if path.endswith((".ozx", ".zip")):
-        from .store import OzxStore
-
-        return OzxStore(FsspecRangeReader(url, storage_options, timeout=timeout))
-    from zarr.storage import FsspecStore
-
-    return FsspecStore.from_url(
-        url.rstrip("/"), storage_options=_options(url, storage_options, timeout), read_only=True
-    )
