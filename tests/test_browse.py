@@ -20,6 +20,7 @@ from napari_ozx.layers.reading import read_layer_data
 from napari_ozx.ngff import fastread
 from napari_ozx.ngff.fastpaths import readahead_budget, set_readahead_mb
 from napari_ozx.ngff.lazy import source_reader
+from napari_ozx.ozx import store as ozx_store
 
 from .httpserver import Server
 from .omegen import write_image
@@ -51,7 +52,9 @@ def served(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _budget():
+def _budget(monkeypatch):
+    # these archives are small: the leading bytes fetched at open would hold them whole
+    monkeypatch.setattr(ozx_store, "SPECULATIVE_HEAD", 4096)
     set_readahead_mb(None)
     yield
     set_readahead_mb(None)
@@ -284,3 +287,91 @@ def test_remote_directory_store_get_sync_reads_what_zarr_reads(served):
         finally:
             srv.ignore_range = False
     assert store.get_sync("0/c/9/9/9/9", prototype=proto) is None  # missing: fill value
+
+
+def test_first_read_brings_the_channels_shown_at_open(served):
+    """Before napari has moved, a channel's first read brings the same tile of the other
+    channels shown at open: napari reads them next."""
+    srv, data = served
+    set_readahead_mb(0)
+    levels = _levels(f"{srv.url}/stack.ozx")
+    np.testing.assert_array_equal(_plane(levels, 0, 4), data[0, 4])
+    _idle()
+    srv.reset()
+    np.testing.assert_array_equal(_plane(levels, 1, 4), data[1, 4])
+    assert srv.requests == []
+
+
+def test_first_read_skips_channels_hidden_at_open(tmp_path):
+    data = np.random.default_rng(31).integers(0, 4000, SHAPE, dtype=np.uint16)
+    omero = {
+        "channels": [
+            {"label": "a", "color": "FF0000", "active": True},
+            {"label": "b", "color": "00FF00", "active": False},
+        ]
+    }
+    write_image(tmp_path / "h.ome.zarr", data, levels=2, chunks=(1, 1, 32, 32), omero=omero)
+    set_readahead_mb(0)
+    with Server(tmp_path) as srv:
+        levels = _levels(f"{srv.url}/h.ome.zarr")
+        _plane(levels, 0, 2)
+        _idle()
+        srv.reset()
+        np.testing.assert_array_equal(_plane(levels, 1, 2), data[1, 2])
+        assert srv.requests, "a channel hidden at open was fetched"
+        _idle()
+
+
+@pytest.mark.parametrize("extra", [0, 24, 600])
+def test_first_range_of_a_member_with_its_local_header(tmp_path, extra):
+    """Remote: a member's first byte range is read together with its local header (one
+    round trip); a local extra field longer than the window costs one more read, never
+    a wrong byte; a header naming another member is still an error."""
+    import struct
+
+    from zarr.abc.store import RangeByteRequest, SuffixByteRequest
+    from zarr.buffer import default_buffer_prototype
+
+    from napari_ozx.errors import ZipFormatError
+    from napari_ozx.ozx.remote import FsspecRangeReader
+    from napari_ozx.ozx.store import OzxStore
+
+    payload = np.random.default_rng(extra).bytes(50_000)
+    path = tmp_path / "x.ozx"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("zarr.json", b'{"zarr_format": 3, "node_type": "group"}')
+        zf.writestr("a/pad", b"\0" * 8192)  # a/c/0's header lies past what open fetched
+        info = zipfile.ZipInfo("a/c/0")
+        if extra:
+            info.extra = struct.pack("<HH", 0xCAFE, extra - 4) + b"\0" * (extra - 4)
+        zf.writestr(info, payload)
+    with zipfile.ZipFile(path) as zf:
+        data_at = zf.getinfo("a/c/0").header_offset + 30 + len("a/c/0") + extra
+    proto = default_buffer_prototype()
+    with Server(tmp_path) as srv:
+        for rng, want in [
+            (RangeByteRequest(1000, 1100), payload[1000:1100]),
+            (SuffixByteRequest(64), payload[-64:]),
+        ]:
+            store = OzxStore(FsspecRangeReader(f"{srv.url}/x.ozx"))
+            srv.reset()
+            got = store.get_sync("a/c/0", prototype=proto, byte_range=rng)
+            assert got.to_bytes() == want
+            assert len(srv.requests) == (2 if extra <= 512 else 3), srv.requests
+            # the window starts where the data would start without an extra field: sent
+            # before the header said where it starts (with it, not after it)
+            first = data_at + (
+                rng.start if isinstance(rng, RangeByteRequest) else len(payload) - 64
+            )
+            starts = [int(r[2][6:].split("-")[0]) for r in srv.requests if r[2]]
+            assert first - extra in starts, (starts, first, extra)
+            store.close()
+        # a central record pointing at another member's local header
+        raw = bytearray(path.read_bytes())
+        at = raw.index(b"a/c/0", raw.index(b"PK\x01\x02"))  # the central record's name
+        raw[at : at + 5] = b"a/c/1"
+        (tmp_path / "bad.ozx").write_bytes(bytes(raw))
+        store = OzxStore(FsspecRangeReader(f"{srv.url}/bad.ozx"))
+        with pytest.raises(ZipFormatError, match="names another member"):
+            store.get_sync("a/c/1", prototype=proto, byte_range=RangeByteRequest(0, 10))
+        store.close()

@@ -12,6 +12,8 @@ reads and fetches ahead of them into the remote chunk cache of :mod:`.fastread`:
 * **Siblings.** The reads napari made at the previous position (every visible channel's
   tile at the level shown, and its thumbnail) are requested for the new position as soon
   as the first of them arrives, all concurrently: the whole plane costs one round trip.
+  Before napari has moved (the first views of an opened image), a channel's read brings
+  the same tile of every channel shown at open (omero ``active``, else all).
   Which channels are visible is learnt from the reads themselves (napari reads only the
   visible layers), so a hidden channel stops being fetched after one step.
 * **Read-ahead.** After a step of one along an axis (z or t), the next planes in the
@@ -71,11 +73,18 @@ class Browse:
     """The reads napari makes of one remote image (all its levels), and what to fetch
     before it asks (see the module docstring). Thread-safe."""
 
-    def __init__(self, readers: Sequence[Any], channel_axis: int | None) -> None:
+    def __init__(
+        self,
+        readers: Sequence[Any],
+        channel_axis: int | None,
+        active: Sequence[int] | None = None,
+    ) -> None:
         # weakly: dropping the layers frees the readers (and their store) at once
         self._readers = [weakref.ref(r) for r in readers]
         self._coarsest = len(readers) - 1
         self._channel = channel_axis
+        #: the channels shown when the image opens (omero ``active``, else all)
+        self._active = list(active) if active is not None else None
         self._lock = threading.Lock()
         self._pos: tuple[tuple[int, int], ...] | None = None
         self._step: tuple[int, int] | None = None  # (axis, +1 / -1) of the last move
@@ -107,9 +116,30 @@ class Browse:
                 self._pos = pos
                 self._step = step
                 siblings = [(lv, _at(ix, pos)) for s, (lv, ix) in self._prev.items() if s != slot]
+            if not self._prev and slot not in self._cur:
+                siblings += self._first_siblings(level, index, slot[0])
             self._cur[slot] = (level, index)
         if siblings:
             _planner_pool().submit(_prefetch, weakref.ref(self), siblings, False)
+
+    def _first_siblings(
+        self, level: int, index: Index, channel: int | None
+    ) -> list[tuple[int, Index]]:
+        """Before napari has moved: it reads every shown channel at the same place next
+        (lock held)."""
+        ch = self._channel
+        r = self.reader(level)
+        if ch is None or channel is None or r is None:
+            return []
+        n = r.layout.shape[ch]
+        shown = self._active if self._active is not None else range(n)
+        out = []
+        for c in shown:
+            if c != channel and 0 <= c < n:
+                new = list(index)
+                new[ch] = c if isinstance(index[ch], int) else (c, c + 1)
+                out.append((level, tuple(new)))
+        return out
 
     def served(self, level: int, index: Index) -> None:
         """napari's read of ``index`` is done: read ahead of it (after it, so that its

@@ -178,7 +178,7 @@ class ArrayNode:
         return lazy_array(arr, reader)
 
 
-def _browse(levels: list[Any], channel_axis: int | None) -> None:
+def _browse(levels: list[Any], channel_axis: int | None, active: list[int] | None) -> None:
     """Remote levels read directly: one :class:`~napari_ozx.ngff.browse.Browse` for the
     image, which fetches a plane's sibling reads and reads ahead (see there)."""
     from .lazy import source_reader
@@ -189,7 +189,7 @@ def _browse(levels: list[Any], channel_axis: int | None) -> None:
         return
     from .browse import Browse
 
-    browse = Browse(fast, channel_axis)
+    browse = Browse(fast, channel_axis, active)
     for i, r in enumerate(chunk_readers):
         r.browse = (browse, i)
 
@@ -486,7 +486,11 @@ class Image:
             lvl = a.dask(token, self.root.source)
             crop = self.crops[i] if i < len(self.crops) else None
             out.append(lvl if crop is None else lvl[tuple(slice(0, n) for n in crop)])
-        _browse(out, self.multiscale.channel_axis)
+        omero = self.meta.omero
+        active = None
+        if omero is not None and omero.channels:
+            active = [i for i, ch in enumerate(omero.channels) if ch.active]
+        _browse(out, self.multiscale.channel_axis, active)
         return out
 
     @property

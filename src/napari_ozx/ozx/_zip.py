@@ -1035,6 +1035,20 @@ class LocalExtent:
     end: int  #: one past the last data byte (a data descriptor, if any, is not counted)
 
 
+def local_name_length(entry: ZipEntry) -> int:
+    """Length of the name ``entry``'s local header must hold (:func:`read_local_header`
+    refuses any other)."""
+    return len(_local_name(entry))
+
+
+def _local_name(entry: ZipEntry) -> bytes:
+    encoding = "utf-8" if entry.flags & FLAG_UTF8 else "cp437"
+    try:
+        return entry.name.encode(encoding)
+    except UnicodeEncodeError:
+        return entry.name.encode("utf-8")
+
+
 def read_local_header(
     reader: RangeReader, entry: ZipEntry, *, limit: int | None = None
 ) -> LocalExtent:
@@ -1046,11 +1060,7 @@ def read_local_header(
     :class:`ZipFormatError` when the header is missing or cut off, names another member,
     disagrees on the method, or its data runs past ``limit``.
     """
-    encoding = "utf-8" if entry.flags & FLAG_UTF8 else "cp437"
-    try:
-        expected = entry.name.encode(encoding)
-    except UnicodeEncodeError:
-        expected = entry.name.encode("utf-8")
+    expected = _local_name(entry)
     bound = reader.size if limit is None else min(limit, reader.size)
     offset = entry.header_offset
     # header and name in one read: a central record pointing at another member's local

@@ -24,14 +24,16 @@ from __future__ import annotations
 import threading
 import zlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from napari_ozx.errors import UnsupportedZipFeature, ZipFormatError
-from napari_ozx.ozx._zip import RangeReader, ZipEntry, data_offset
+from napari_ozx.ozx._zip import RangeReader, ZipEntry, data_offset, local_name_length
 from napari_ozx.ozx.lru import ByteLRU
 from napari_ozx.ozx.records import (
     FLAG_ENCRYPTED,
     FLAG_STRONG_ENCRYPTION,
+    LOCAL_HEADER,
     METHOD_DEFLATED,
     METHOD_STORED,
     method_name,
@@ -54,6 +56,24 @@ METADATA_NAMES = ("zarr.json", ".zattrs", ".zgroup", ".zarray", ".zmetadata")
 
 #: piece size of the one-time CRC pass over a STORED member
 VERIFY_BLOCK = 4 << 20
+
+#: remote readers: the first range of a member is read with its local header at once,
+#: assuming a local extra field of at most this many bytes (a ZIP64 extra is 20; a
+#: longer one costs a second read, never a wrong byte)
+SPECULATE_EXTRA = 512
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _member_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(8, thread_name_prefix="ozx-member")
+    return _pool
+
 
 #: deflate cannot expand data by more than ~1032:1; a bigger declared ratio is a lie.
 MAX_DEFLATE_RATIO = 1032
@@ -129,6 +149,13 @@ class MemberReader:
                         f"{entry.compressed_size} != uncompressed size "
                         f"{entry.uncompressed_size}"
                     )
+                if (
+                    span is not None
+                    and getattr(self.reader, "remote", False)
+                    and not self.verify_members
+                ):
+                    start, stop = span(entry.uncompressed_size)
+                    return self._first_range(entry, start, stop)
                 off = self._data_offset(entry)
             size = entry.uncompressed_size
             if span is None:
@@ -153,6 +180,24 @@ class MemberReader:
             return data
         start, stop = span(len(data))
         return data[start:stop]
+
+    def _first_range(self, entry: ZipEntry, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)`` of a STORED member whose local header was never read,
+        over a remote reader: the header (where the data begins) and a window that holds
+        the range for any local extra field up to :data:`SPECULATE_EXTRA` bytes are read
+        concurrently, one round trip instead of two (a shard's index is then known one
+        round trip after its first use). The header is checked as always."""
+        lead = entry.header_offset + LOCAL_HEADER.size + local_name_length(entry)
+        end = min(lead + SPECULATE_EXTRA + stop, self._cd_offset, self.reader.size)
+        header = _member_pool().submit(self._data_offset, entry)
+        try:
+            window = self.reader.read(lead + start, max(end - lead - start, 0))
+        finally:
+            off = header.result()  # its error (a bad header) wins over the window's
+        skip = off - lead  # the local extra field's length
+        if skip >= 0 and off + stop <= end:
+            return window[skip : skip + stop - start]
+        return self.reader.read(off + start, stop - start)  # a longer extra: read exactly
 
     def _data_offset(self, entry: ZipEntry) -> int:
         off = data_offset(self.reader, entry, limit=self._cd_offset)

@@ -244,6 +244,10 @@ def filesystem(
 class FsspecRangeReader(RangeReader):
     """Range reads of one remote object; one request per read (or none, if prefetched)."""
 
+    #: every read is a round trip: readers of members overlap what they can
+    #: (:meth:`~napari_ozx.ozx.members.MemberReader.read`)
+    remote = True
+
     def __init__(
         self,
         url: str,

@@ -198,6 +198,11 @@ class _Shared:
             return self._children
 
 
+#: a remote archive's leading bytes fetched with its central directory at open (RFC-9's
+#: metadata comes first; more is fetched once the directory says it is needed)
+SPECULATIVE_HEAD = 256 << 10
+
+
 class OzxStore(Store):
     """Read-only zarr v3 store over an ``.ozx`` / ``.zip`` archive.
 
@@ -278,12 +283,23 @@ class OzxStore(Store):
                 "OzxStore source must be a path or a binary file-like object with seek/read, "
                 f"got {type(source).__name__}"
             )
+        early = None
+        if getattr(reader, "remote", False) and hasattr(reader, "prefetch_head"):
+            # RFC-9 puts the metadata first: its likely extent is fetched while the end
+            # records and central directory are (one round trip instead of two)
+            from .members import _member_pool
+
+            early = _member_pool().submit(reader.prefetch_head, SPECULATIVE_HEAD)
         try:
             index = read_zip_index(reader)
         except BaseException:
+            if early is not None:
+                early.exception()  # (its own error, if any, is the tail's too)
             if self._owns_reader:
                 reader.close()
             raise
+        if early is not None:
+            early.result()
         self._setup(reader, _Shared(index))
         prefetch = getattr(reader, "prefetch_head", None)
         if prefetch is not None:
