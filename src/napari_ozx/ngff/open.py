@@ -391,6 +391,11 @@ class _ChunkReader:
         #: (the image's Browse, this level) for remote images read directly (``_browse``)
         self.browse: tuple[Any, int] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["browse"] = None  # napari's browsing is this process's (dask workers read)
+        return state
+
     def __dask_tokenize__(self) -> tuple[str, str]:
         # dask's query planning tokenises every operand, by default by pickling it and
         # loading it back (a remote store would be reopened each time): the opened
