@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ozx.pools import shared_pool
 from .fastpaths import readahead_budget
 
 __all__ = ["MAX_AHEAD", "Browse"]
@@ -55,18 +56,10 @@ MAX_AHEAD = 16
 #: per root axis: an integer (the axis is dropped) or a ``(start, stop)`` box
 Index = tuple[int | tuple[int, int], ...]
 
-_planner: ThreadPoolExecutor | None = None
-_planner_lock = threading.Lock()
-
 
 def _planner_pool() -> ThreadPoolExecutor:
     """Threads that start prefetches (a shard index may have to be read first)."""
-    global _planner
-    if _planner is None:
-        with _planner_lock:
-            if _planner is None:
-                _planner = ThreadPoolExecutor(4, thread_name_prefix="ozx-browse")
-    return _planner
+    return shared_pool("ozx-browse", 4)
 
 
 class Browse:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ..ozx.lru import ByteLRU
+from ..ozx.pools import in_pool, shared_pool
 from .indexing import plain_box
 
 if TYPE_CHECKING:
@@ -84,9 +85,6 @@ REMOTE_CHUNK_CACHE_BYTES = 64 << 20
 _MAX_U64 = np.uint64(2**64 - 1)
 _MAX_SIZES = 1 << 16
 
-_pool: ThreadPoolExecutor | None = None
-_io: ThreadPoolExecutor | None = None
-_ahead: ThreadPoolExecutor | None = None
 #: requests to remote stores in flight at once for reads someone waits for (napari's
 #: tiles and the same tiles of their sibling channels): a new plane's chunks in one round
 #: trip. fsspec/aiohttp reuse their connections (keep-alive) between them.
@@ -95,28 +93,14 @@ IO_THREADS = 32
 #: that a read napari waits for never queues behind them
 READAHEAD_IO_THREADS = 8
 _T = TypeVar("_T")
-_pool_lock = threading.Lock()
-_POOL_PREFIXES = ("ozx-io", "ozx-ahead")
 
 
 def _io_pool() -> ThreadPoolExecutor:
-    global _io
-    if _io is None:
-        with _pool_lock:
-            if _io is None:
-                _io = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="ozx-io")
-    return _io
+    return shared_pool("ozx-io", IO_THREADS)
 
 
 def _readahead_pool() -> ThreadPoolExecutor:
-    global _ahead
-    if _ahead is None:
-        with _pool_lock:
-            if _ahead is None:
-                _ahead = ThreadPoolExecutor(
-                    max_workers=READAHEAD_IO_THREADS, thread_name_prefix="ozx-ahead"
-                )
-    return _ahead
+    return shared_pool("ozx-ahead", READAHEAD_IO_THREADS)
 
 
 def _decode_threads() -> int:
@@ -126,14 +110,7 @@ def _decode_threads() -> int:
 
 
 def _decode_pool() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(
-                    max_workers=_decode_threads(), thread_name_prefix="ozx-decode"
-                )
-    return _pool
+    return shared_pool("ozx-decode", _decode_threads())
 
 
 Decoder = Callable[..., Any]
@@ -773,7 +750,7 @@ def _wait_all(io: ThreadPoolExecutor, jobs: list[Callable[[], _T]]) -> list[_T]:
     """Run ``jobs`` concurrently on ``io`` and return their results in order. Called from
     a thread that is not one of ``io``'s, or with one job (run here): a pool waiting on
     itself could deadlock."""
-    if len(jobs) <= 1 or threading.current_thread().name.startswith(_POOL_PREFIXES):
+    if len(jobs) <= 1 or in_pool("ozx-io", "ozx-ahead"):
         return [f() for f in jobs]
     return list(io.map(_call, jobs))
 

@@ -30,6 +30,7 @@ from typing import Any
 from napari_ozx.errors import UnsupportedZipFeature, ZipFormatError
 from napari_ozx.ozx._zip import RangeReader, ZipEntry, data_offset, local_name_length
 from napari_ozx.ozx.lru import ByteLRU
+from napari_ozx.ozx.pools import shared_pool
 from napari_ozx.ozx.records import (
     FLAG_ENCRYPTED,
     FLAG_STRONG_ENCRYPTION,
@@ -62,21 +63,14 @@ VERIFY_BLOCK = 4 << 20
 #: longer one costs a second read, never a wrong byte)
 SPECULATE_EXTRA = 512
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
 
 def _member_pool() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(8, thread_name_prefix="ozx-member")
-    return _pool
+    return shared_pool("ozx-member", 8)
 
 
 #: deflate cannot expand data by more than ~1032:1; a bigger declared ratio is a lie.
 MAX_DEFLATE_RATIO = 1032
+
 
 #: ``size -> (start, stop)``: the byte range to read of a member of ``size`` bytes
 Span = Callable[[int], tuple[int, int]]
