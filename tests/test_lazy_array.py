@@ -314,10 +314,15 @@ def test_concurrent_reads_of_views(level):
         np.testing.assert_array_equal(g, data[i])
 
 
-def test_remote_tiles_are_read_once_then_from_the_chunk_cache(tmp_path):
+def test_remote_tiles_are_read_once_then_from_the_chunk_cache(tmp_path, monkeypatch):
     """napari's dask cache never sees direct reads: remote decoded chunks are kept instead
     (a pan back costs no requests); a second reader (reopened file) never shares them."""
+    from napari_ozx.ozx import store as ozx_store
+
     from .httpserver import Server
+
+    # a small archive: the leading bytes fetched at open would hold it whole
+    monkeypatch.setattr(ozx_store, "SPECULATIVE_HEAD", 4096)
 
     rng = np.random.default_rng(2)
     data = rng.integers(0, 60000, (2, 64, 96), dtype=np.uint16)
