@@ -2,9 +2,9 @@
 ``.zarray``.
 
 The opener (:class:`~.open.OmeZarr`), HCS plates (through ``OmeZarr.read_docs``) and the
-inspection all read a node's documents here, for a batch of node paths at once
-(concurrently, in zarr's event loop: a plate's wells are one batch, not one round trip
-each). Per node:
+inspection all read a node's documents here, for a batch of node paths at once (a
+remote store's concurrently, in zarr's event loop: a plate's wells are one batch, not one
+round trip each; local ones directly, see below). Per node:
 
 * Zarr v3 first (``zarr.json``; OME-Zarr 0.5 is preferred over 0.4, RFC-2), then the
   Zarr v2 trio once the hierarchy is known not to be v3;
@@ -16,6 +16,15 @@ each). Per node:
   thread per document through the event loop, several times slower for a plate's
   thousands of documents (``benchmarks/bench_plate.py``); the threads keep a network
   filesystem's latencies overlapping;
+* a local container's members (an ``.ozx`` whose store reads inline, not
+  ``threaded_io``) are read the same way, through the store's synchronous ``get_sync``,
+  not its ``get`` in zarr's event loop, where a plate's first open waited on the loop
+  for a large part of its time (``.ozx`` against directory in
+  ``benchmarks/bench_plate.py``). Same checks and errors as the store's ``get`` (the
+  size cap first, then the store's own: ZIP records, CRC-32, inflate limits);
+  ``zarr.json`` documents first, the Zarr v2 ones only of the nodes without one, as the
+  event-loop path reads them. A remote container (``threaded_io``) keeps the
+  concurrent event-loop path: there each document is a request;
 * each document must be a JSON object; ``zarr.json`` must say ``zarr_format: 3``;
 * a ``zarr.json`` goes through the ZEP 10 must-understand pass
   (:func:`.extensions.read_extensions`), which gives the copy zarr-python accepts.
@@ -37,10 +46,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import MetadataError, OzxError
-from ..ozx.protocol import as_container
+from ..ozx.protocol import Container, as_container
 from .extensions import NodeExtensions, read_extensions
 
 if TYPE_CHECKING:
+    from zarr.abc.buffer import BufferPrototype
     from zarr.abc.store import Store
 
 __all__ = [
@@ -200,7 +210,12 @@ async def get_bytes(store: Store, key: str, limit: _Limiter | None = None) -> by
 def _check_metadata_size(store: Store, key: str) -> None:
     """Refuse absurd metadata documents before reading them (an .ozx knows sizes upfront)."""
     container = as_container(store)
-    size = container.member_size(key) if container is not None else None
+    if container is not None:
+        _check_member_size(container, key)
+
+
+def _check_member_size(container: Container, key: str) -> None:
+    size = container.member_size(key)
     if size is None or size <= MAX_METADATA_BYTES:
         return
     raise _too_large(key, size)
@@ -268,22 +283,70 @@ def _local_root(store: Store) -> str | None:
     return str(store.root) if type(store) is LocalStore else None
 
 
-def _prefetch_local(root: str, keys: Sequence[str]) -> dict[str, bytes | MetadataError | None]:
-    """Read *keys* under *root* directly (see the module docstring). A key whose read
-    fails other than by absence is left out, so the store reads it and reports it as
-    before."""
+def _local_container(store: Store) -> bool:
+    """Whether *store* is a container whose members are read inline (a local ``.ozx``:
+    not ``threaded_io``) and that has the synchronous ``get_sync``."""
+    return (
+        as_container(store) is not None
+        and getattr(store, "threaded_io", None) is False
+        and callable(getattr(store, "get_sync", None))
+    )
 
-    def one(key: str) -> tuple[str, bytes | MetadataError | OSError | None]:
-        try:
-            with open(os.path.join(root, key), "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                if size > MAX_METADATA_BYTES:
-                    return key, _too_large(key, size)
-                return key, fh.read(MAX_METADATA_BYTES + 1)
-        except (FileNotFoundError, NotADirectoryError):
-            return key, None
-        except OSError as e:
-            return key, e
+
+def _read_file(root: str, key: str) -> bytes | MetadataError | Exception | None:
+    try:
+        with open(os.path.join(root, key), "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_METADATA_BYTES:
+                return _too_large(key, size)
+            return fh.read(MAX_METADATA_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        return e
+
+
+def _read_member(
+    store: Any, key: str, prototype: BufferPrototype
+) -> bytes | MetadataError | Exception | None:
+    """:func:`get_bytes`' first attempt, synchronous: the size cap, then the store's
+    ``get_sync`` (its checks and errors are those of its ``get``)."""
+    try:
+        _check_member_size(store, key)  # (the store is the container: no check per key)
+        buf = store.get_sync(key, prototype=prototype)
+    except MetadataError as e:  # too large, or the store's: a problem of this node
+        return e
+    except OzxError:  # the container's (ZIP records, CRC-32 ...): raised, as get_bytes does
+        raise
+    except FileNotFoundError:
+        return None
+    except Exception as e:  # reported by get_bytes, which reads it again (and retries)
+        return e
+    return None if buf is None else buf.to_bytes()
+
+
+def _prefetch_local(
+    source: str | Store, keys: Sequence[str]
+) -> dict[str, bytes | MetadataError | None]:
+    """Read *keys* directly (see the module docstring): under *source*, a folder, or as
+    members of *source*, a local container store (:func:`_local_container`). A key
+    whose read fails other than by absence (or, for a container, than by the container's
+    own :class:`OzxError`, which is raised) is left out, so the store reads it and
+    reports it as before."""
+
+    if isinstance(source, str):
+        root = source
+
+        def one(key: str) -> tuple[str, bytes | MetadataError | Exception | None]:
+            return key, _read_file(root, key)
+
+    else:
+        from zarr.buffer import default_buffer_prototype
+
+        store, proto = source, default_buffer_prototype()  # once: it reads zarr's config
+
+        def one(key: str) -> tuple[str, bytes | MetadataError | Exception | None]:
+            return key, _read_member(store, key, proto)
 
     # the first documents in this thread: from the page cache a read costs ~10 us and
     # threads only add hand-offs (12,288 documents of a 1536-well plate: 0.07 s here
@@ -302,7 +365,7 @@ def _prefetch_local(root: str, keys: Sequence[str]) -> dict[str, bytes | Metadat
             ]
     else:
         found += [one(k) for k in rest]
-    return {k: v for k, v in found if not isinstance(v, OSError)}
+    return {k: v for k, v in found if isinstance(v, bytes | MetadataError | None)}
 
 
 def _too_large(key: str, size: int) -> MetadataError:
@@ -425,6 +488,30 @@ def _v3(path: str, doc: dict[str, Any]) -> NodeDocuments:
     )
 
 
+def _prefetch_container(
+    store: Store,
+    paths: Sequence[str],
+    zarr_format: int | None,
+    kind: Literal["group", "ome-group", "array"] | None,
+) -> dict[str, bytes | MetadataError | None]:
+    """A local container's documents of *paths*: the members :func:`_read_node` reads
+    through the event loop, no others (a member lookup is a central-directory search, a
+    read checks a CRC-32): every node's ``zarr.json``, then the Zarr v2 documents of the
+    nodes that have none."""
+    pre: dict[str, bytes | MetadataError | None] = {}
+    v2 = list(paths)
+    if zarr_format in (None, 3):
+        pre = _prefetch_local(store, [join_path(p, "zarr.json") for p in paths])
+        v2 = (
+            []
+            if zarr_format == 3
+            else [p for p in paths if pre.get(join_path(p, "zarr.json"), b"") is None]
+        )
+    if v2:
+        pre.update(_prefetch_local(store, [join_path(p, n) for p in v2 for n in _V2_NAMES[kind]]))
+    return pre
+
+
 def read_documents(
     store: Store,
     paths: Sequence[str],
@@ -446,6 +533,8 @@ def read_documents(
             *(_V2_NAMES[kind] if zarr_format in (None, 2) else ()),
         ]
         pre = _prefetch_local(root, [join_path(p, n) for p in paths for n in names])
+    elif _local_container(store):
+        pre = _prefetch_container(store, paths, zarr_format, kind)
 
     if pre is not None:
         # every document was read above: parse them here, without an event-loop round
