@@ -147,6 +147,23 @@ def test_read_ahead_along_the_moved_axis(served, name):
     assert srv.requests == []
 
 
+def test_after_a_jump_both_neighbours_are_read_ahead(served):
+    srv, data = served
+    levels = _levels(f"{srv.url}/stack.ome.zarr")
+    for z in (1, 5):  # a jump along z
+        for c in (0, 1):
+            _plane(levels, c, z)
+    _idle()
+    srv.reset()
+    for z in (4, 6):
+        for c in (0, 1):
+            np.testing.assert_array_equal(_plane(levels, c, z), data[c, z])
+        _idle()
+        if z == 4:
+            assert srv.requests == [], "the plane before the jump's target was not read ahead"
+    _idle()
+
+
 def test_read_ahead_off_with_a_zero_budget(served):
     srv, data = served
     set_readahead_mb(0)

@@ -19,7 +19,8 @@ reads and fetches ahead of them into the remote chunk cache of :mod:`.fastread`:
 * **Read-ahead.** After a step of one along an axis (z or t), the next planes in the
   direction of travel and the previous one are fetched in the background, nearest
   first (3 planes after the first step, 2 more with every further step the same way,
-  up to :data:`MAX_AHEAD`), after napari's own read and on their own request threads
+  up to :data:`MAX_AHEAD`; after a jump along the axis, the planes on either side),
+  after napari's own read and on their own request threads
   (``READAHEAD_IO_THREADS``), within a byte budget (``NAPARI_OZX_READAHEAD_MB``; 0
   turns it off). A read-ahead request is dropped unsent once it is no longer wanted
   (the user jumped elsewhere, changed level or panned), and a read napari waits for
@@ -81,7 +82,7 @@ class Browse:
         self._lock = threading.Lock()
         self._pos: tuple[tuple[int, int], ...] | None = None
         self._step: tuple[int, int] | None = None  # (axis, +1 / -1) of the last move
-        self._run = 0  # steps made in a row along it
+        self._run = 0  # steps of one made in a row along it (0: it was a jump)
         #: slot (channel, thumbnail level?) -> (level, index): reads at this position
         self._cur: dict[tuple[int | None, bool], tuple[int, Index]] = {}
         #: the same at the previous position (what the next position will need)
@@ -101,8 +102,9 @@ class Browse:
         siblings: list[tuple[int, Index]] = []
         with self._lock:
             if pos != self._pos:
-                step = _one_step(self._pos, pos)
-                self._run = self._run + 1 if step is not None and step == self._step else 1
+                step, one = _move(self._pos, pos)
+                # steps of one made in a row the same way (0: a jump along the axis)
+                self._run = (self._run + 1 if step == self._step else 1) if one else 0
                 if self._cur:
                     self._prev = self._cur
                 self._cur = {}
@@ -172,7 +174,8 @@ class Browse:
         axis, d = step
         now = dict(pos)[axis]
         self._window.add(tuple(i for _, i in pos))  # what is queued for here: still wanted
-        order = [now + d, now - d] + [now + k * d for k in range(2, ahead + 1)]
+        # after a jump along the axis: both neighbours (the user may step either way)
+        order = [now + d, now - d] + [now + k * d for k in range(2, ahead + 1) if self._run]
         out: list[tuple[int, Index]] = []
         for q in order:
             new = tuple((k, q if k == axis else i) for k, i in pos)
@@ -208,16 +211,18 @@ class Browse:
         return n * r.dtype.itemsize
 
 
-def _one_step(
+def _move(
     old: tuple[tuple[int, int], ...] | None, new: tuple[tuple[int, int], ...]
-) -> tuple[int, int] | None:
-    """``(axis, +1 / -1)`` when ``new`` is ``old`` moved by one along one axis."""
-    if old is None or len(old) != len(new):
-        return None
-    moved = [(k, b - a) for (k, a), (k2, b) in zip(old, new, strict=True) if a != b or k != k2]
-    if len(moved) == 1 and moved[0][1] in (1, -1):
-        return moved[0]
-    return None
+) -> tuple[tuple[int, int] | None, bool]:
+    """``((axis, +1 / -1), by_one)`` when ``new`` is ``old`` moved along one axis (by
+    one, or a jump), else ``(None, False)``."""
+    if old is None or len(old) != len(new) or any(k != j for (k, _), (j, _) in zip(old, new)):
+        return None, False
+    moved = [(k, b - a) for (k, a), (_, b) in zip(old, new, strict=True) if a != b]
+    if len(moved) != 1:
+        return None, False
+    axis, delta = moved[0]
+    return (axis, 1 if delta > 0 else -1), abs(delta) == 1
 
 
 def _single(i: int | tuple[int, int]) -> int | None:

@@ -91,7 +91,7 @@ _MAX_SIZES = 1 << 16
 IO_THREADS = 32
 #: requests in flight at once for read-ahead (:mod:`.browse`), on their own threads so
 #: that a read napari waits for never queues behind them
-READAHEAD_IO_THREADS = 8
+READAHEAD_IO_THREADS = 24
 _T = TypeVar("_T")
 
 
