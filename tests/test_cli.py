@@ -112,6 +112,28 @@ def test_convert_dir_v04_to_ozx_and_back(tmp_path):
         np.testing.assert_array_equal(np.asarray(oz.images()[0].levels[0]), data)
 
 
+def test_convert_prints_what_it_wrote(tmp_path, capsys):
+    """Issue 31: `convert` prints the line File > Save notifies: where, which OME-Zarr
+    version (what "auto" chose), the images with their channels and the labels."""
+    data = np.random.default_rng(1).integers(0, 999, (2, 1, 32, 40), dtype=np.uint16)
+    write_image(tmp_path / "in.zarr", data, version="0.4", labels={"cells": data[0] > 500})
+    out = tmp_path / "out.ozx"
+    assert main(["convert", str(tmp_path / "in.zarr"), str(out), "--version", "auto"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["Saved out.ozx: OME-Zarr 0.5, 1 image (2 channels), 1 labels"]
+    six = tmp_path / "six.ome.zarr"
+    assert main(["convert", str(out), str(six), "--version", "0.6"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "Saved six.ome.zarr: OME-Zarr 0.6, 1 image (2 channels), 1 labels"
+    ]
+    with open_ome_zarr(six) as oz:
+        assert oz.images()[0].multiscale.version == "0.6"
+    # the source's version is kept when none is asked for
+    back = tmp_path / "back.ozx"
+    assert main(["convert", str(six), str(back)]) == 0
+    assert capsys.readouterr().out.startswith("Saved back.ozx: OME-Zarr 0.6,")
+
+
 def test_cli_entry_point_imports_no_qt(tmp_path):
     code = (
         "import sys; from napari_ozx.__main__ import main; rc = main(['info', sys.argv[1]]); "

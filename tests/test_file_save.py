@@ -98,6 +98,60 @@ def test_file_save_writes_the_version_its_name_promises(tmp_path, config_dir):
     assert not (tmp_path / "d.ozx").exists()
 
 
+def _saved_notes(before: int) -> list[str]:
+    """The "Saved ..." notifications shown since napari's record *before*."""
+    from napari.utils.notifications import notification_manager
+
+    notes = [str(n.message) for n in notification_manager.records[before:]]
+    return [n for n in notes if n.startswith("Saved ")]
+
+
+def test_file_save_says_what_it_wrote(tmp_path, config_dir):
+    """Issue 31: after File > Save (napari's writer path, the "auto" writer), one
+    notification says where and as what: the version "auto" chose, the images (with
+    their channels) and the labels; a rotated layer makes it 0.6."""
+    import npe2
+    from napari.layers import Image, Labels
+    from napari.plugins.io import save_layers
+    from napari.utils.notifications import notification_manager
+
+    from napari_ozx import _writer
+    from napari_ozx.ngff.open import open_ome_zarr
+
+    npe2.PluginManager.instance().discover()  # napari's Viewer does this at start-up
+    img = RNG.integers(0, 255, (32, 48), dtype=np.uint8)
+    lab = (img > 128).astype(np.uint8)
+    layers = [Image(img, name="Nuclei"), Image(img[::-1], name="Membrane"), Labels(lab, name="n")]
+    before = len(notification_manager.records)
+    target = tmp_path / "cells.ome.zarr"
+    assert save_layers(str(target), layers, plugin="napari-ozx") == [str(target)]
+    assert _saved_notes(before) == [
+        f"Saved cells.ome.zarr: OME-Zarr 0.5, 1 image (2 channels), 1 labels\n{target}"
+    ]
+    assert _version(target) == "0.5"
+
+    before = len(notification_manager.records)
+    rotated = tmp_path / "rotated.ozx"
+    assert save_layers(str(rotated), [Image(img, name="r", rotate=30)], plugin="napari-ozx")
+    assert _saved_notes(before) == [f"Saved rotated.ozx: OME-Zarr 0.6, 1 image\n{rotated}"]
+    with open_ome_zarr(rotated) as oz:
+        assert oz.images()[0].multiscale.version == "0.6"
+
+    # rotated labels with their rotated image: 0.6 as well; a versioned writer says its own
+    before = len(notification_manager.records)
+    both = [
+        (img, {"name": "r", "rotate": 30}, "image"),
+        (lab, {"name": "l", "rotate": 30}, "labels"),
+    ]
+    _writer.write_layers_auto(str(tmp_path / "both.zarr"), both)
+    _writer.write_single_labels_04(str(tmp_path / "l04.zarr"), lab, {"name": "l"})
+    assert [n.splitlines()[0] for n in _saved_notes(before)] == [
+        "Saved both.zarr: OME-Zarr 0.6, 1 image, 1 labels",
+        "Saved l04.zarr: OME-Zarr 0.4, 1 labels",
+    ]
+    assert _version(tmp_path / "both.zarr") == "0.6"
+
+
 def test_manifest_writers_name_their_version():
     from npe2 import PluginManifest
 

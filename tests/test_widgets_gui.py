@@ -351,6 +351,11 @@ def test_export_runs_to_ozx_and_reads_back(no_leaks, make_napari_viewer, qtbot, 
     assert w.progress.value() == w.progress.maximum() > 1
     assert "Exported to" in w.status.text()
     assert w.export_button.isEnabled() and not w.cancel_button.isEnabled()
+    # one notification says where and as what (as File > Save's and `convert`'s line)
+    from napari.utils.notifications import notification_manager
+
+    saved = [str(n.message) for n in notification_manager.records]
+    assert "Saved exported.ozx: OME-Zarr 0.5, 1 image (2 channels), 1 labels" in saved
 
     from napari_ozx.layers.reading import read_layer_data
     from napari_ozx.ngff.open import open_ome_zarr

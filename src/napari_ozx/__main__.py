@@ -135,7 +135,7 @@ def _cluster(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from .ngff.convert import convert, source_options
+    from .ngff.convert import convert_summary, source_options
     from .ngff.options import WriteOptions, option_specs
 
     if Path(args.dst).exists() and not args.overwrite:
@@ -161,7 +161,7 @@ def _convert(args: argparse.Namespace) -> int:
             bar.refresh()
 
     try:
-        out = convert(args.src, args.dst, opts, progress=progress, client=client)
+        written = convert_summary(args.src, args.dst, opts, progress=progress, client=client)
     finally:
         if bar is not None:
             bar.close()
@@ -169,7 +169,7 @@ def _convert(args: argparse.Namespace) -> int:
             client.close()
         if local is not None:
             local.close()
-    _out(f"wrote {out}")
+    _out(written.message())  # as File > Save's and the export panel's notification
     return 0
 
 

@@ -7,16 +7,20 @@ naming the transform, what they cannot store).
 
 Thin leaf: :mod:`napari_ozx.layers.writing` turns the layer data into image / label
 specs and writes them; this module adds what File > Save needs around that: the options
-remembered by the export panel (:func:`napari_ozx.layers.export.load_options`) and a
-napari progress bar.
+remembered by the export panel (:func:`napari_ozx.layers.export.load_options`), a
+napari progress bar, and one notification saying what was written where ("Saved
+cells.ozx: OME-Zarr 0.5, 1 image (2 channels), 1 labels": the version "auto" chose).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from .layers.writing import FullLayerData, write_layer_data
-from .ngff.write import WriteOptions
+from .layers.writing import FullLayerData, write_layer_data_summary
+from .ngff.write import WriteOptions, WriteSummary
+
+logger = logging.getLogger(__name__)
 
 
 def write_layers(
@@ -45,11 +49,25 @@ def write_layers(
             from .layers.file_save import with_version
 
             options = with_version(options, version, path)
-        out = write_layer_data(path, layers, options, progress=progress)
+        written = write_layer_data_summary(path, layers, options, progress=progress)
     finally:
         if bar is not None:
             bar.close()
-    return [str(out)]
+    notify_written(written)
+    return [str(written.target)]
+
+
+def notify_written(written: WriteSummary) -> None:
+    """Show (and log) what a save wrote: its one line, the full path below it (shown when
+    the notification is expanded). Never raises: the file is written."""
+    text = f"{written.message()}\n{written.target}"
+    logger.info("%s", text.replace("\n", "; "))
+    try:
+        from napari.utils.notifications import show_info
+
+        show_info(text)
+    except Exception:  # a notification must never fail a save that succeeded
+        logger.debug("notification failed", exc_info=True)
 
 
 def _progress_bar(desc: str) -> Any:

@@ -230,8 +230,14 @@ class OzxDockWidget(QWidget):
     ) -> None:
         notify("warning", reason, path, exc)
 
-    def notify_info(self, reason: str, path: str | os.PathLike[str] | None = None) -> None:
-        notify("info", reason, path)
+    def notify_info(
+        self,
+        reason: str,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        headline_names_file: bool = True,
+    ) -> None:
+        notify("info", reason, path, headline_names_file=headline_names_file)
 
     # ------------------------------------------------------------------ lifetime
     def shutdown(self) -> None:
@@ -259,12 +265,15 @@ def notify(
     reason: str,
     path: str | os.PathLike[str] | None = None,
     exc: Any = None,
+    *,
+    headline_names_file: bool = True,
 ) -> Any:
     """Tell the user: napari notification ``"<reason> (<file name>)"`` whose ``details``
     (and *Details* button) hold the full path and the exception. Also logged. Returns
-    the notification (None without napari)."""
+    the notification (None without napari). ``headline_names_file=False``: *reason*
+    names the file itself, the headline is *reason* alone."""
     full = os.fspath(path) if path is not None else None
-    message = headline(reason, full)
+    message = headline(reason, full) if headline_names_file else reason
     lines = [reason]
     if full:
         lines.append(f"File: {full}")

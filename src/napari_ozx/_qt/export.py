@@ -4,9 +4,10 @@ The options are a :class:`~napari_ozx.ngff.write.WriteOptions`, the same object 
 Save uses: every change is remembered (:func:`napari_ozx.layers.export.save_options`),
 so File > Save writes with what the panel shows. Estimates come from
 :func:`napari_ozx.layers.export.estimate_export` (the writer's own layout rules). The
-export runs :func:`napari_ozx.layers.export.export_layers` in a worker thread, with a
-progress bar fed by the writer's progress callback and a Cancel button that sets the
-writer's cancel event (a cancelled export leaves nothing at the target).
+export runs :func:`napari_ozx.layers.export.export_layers_summary` in a worker thread,
+with a progress bar fed by the writer's progress callback and a Cancel button that sets
+the writer's cancel event (a cancelled export leaves nothing at the target); when done,
+one notification says what was written where, as File > Save's does.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from ..layers.export import (
     ExportEstimate,
     constrain,
     estimate_export,
-    export_layers,
+    export_layers_summary,
     level_range,
     load_options,
     plans_from_layer_data,
@@ -54,7 +55,7 @@ from ..layers.export import (
     save_options,
 )
 from ..ngff.options import option_spec
-from ..ngff.write import WriteCancelled, WriteOptions
+from ..ngff.write import WriteCancelled, WriteOptions, WriteSummary
 from ._workers import ProgressRelay
 from .base import OzxDockWidget
 
@@ -486,7 +487,7 @@ class ExportWidget(OzxDockWidget):
         relay, cancel = self._relay, self._cancel
 
         def job() -> Any:
-            return export_layers(target, layers, opts, progress=relay, cancel=cancel)
+            return export_layers_summary(target, layers, opts, progress=relay, cancel=cancel)
 
         # the base sets *cancel* when the widget goes away: the writer stops, nothing stays
         self._worker = self.start_worker(
@@ -504,11 +505,12 @@ class ExportWidget(OzxDockWidget):
             self.progress.setRange(0, total)
         self.progress.setValue(done)
 
-    def _on_export_done(self, path: Any) -> None:
+    def _on_export_done(self, written: WriteSummary) -> None:
         self._finish()
         self.progress.setValue(self.progress.maximum())
-        self._set_status(f"Exported to {path}")
-        self.notify_info("Exported", path)
+        self._set_status(f"Exported to {written.target}: {written.content()}")
+        # the line File > Save and `napari-ozx convert` show; the full path in the details
+        self.notify_info(written.message(), written.target, headline_names_file=False)
         self.export_finished.emit("done")
 
     def _on_export_error(self, err: BaseException) -> None:

@@ -13,7 +13,8 @@ remembered options, and the export itself.
   panel saves what the user chose, and File > Save uses the same options
   (:func:`napari_ozx._writer.write_layers` calls :func:`load_options`).
 * :func:`export_layers` writes napari layer data like File > Save does, with a progress
-  callback and a cancel event (the export panel runs it in a worker thread).
+  callback and a cancel event (the export panel runs it in a worker thread);
+  :func:`export_layers_summary` does the same and says what it wrote.
 
 Nothing here imports napari or Qt.
 """
@@ -49,8 +50,10 @@ from ..ngff.write import (
     Progress,
     SceneSpec,
     WriteOptions,
+    WriteSummary,
     chunk_and_shard,
     pyramid_shapes,
+    summarize_write,
     write_ome_zarr,
 )
 from .writing import FullLayerData, layer_axes, specs_from_layers
@@ -70,6 +73,7 @@ __all__ = [
     "estimate_export",
     "estimate_multiscale",
     "export_layers",
+    "export_layers_summary",
     "level_range",
     "load_options",
     "options_from_dict",
@@ -404,5 +408,18 @@ def export_layers(
     Raises :class:`~napari_ozx.ngff.write.WriteCancelled` when *cancel* is set; nothing is
     then left at *target* (its previous content, if any, is untouched).
     """
+    return export_layers_summary(target, layers, options, progress, cancel).target
+
+
+def export_layers_summary(
+    target: str | os.PathLike[str],
+    layers: Sequence[FullLayerData],
+    options: WriteOptions,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> WriteSummary:
+    """:func:`export_layers`, returning what was written (the version ``"auto"`` chose,
+    the images and labels)."""
     image, labels = _specs(layers)
-    return write_ome_zarr(target, image, labels, options, progress=progress, cancel=cancel)
+    out = write_ome_zarr(target, image, labels, options, progress=progress, cancel=cancel)
+    return summarize_write(out, image, labels, options)

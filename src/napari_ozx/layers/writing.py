@@ -31,6 +31,8 @@ from ..ngff.write import (
     Progress,
     SceneSpec,
     WriteOptions,
+    WriteSummary,
+    summarize_write,
     write_ome_zarr,
 )
 
@@ -43,6 +45,7 @@ __all__ = [
     "layer_axes",
     "specs_from_layers",
     "write_layer_data",
+    "write_layer_data_summary",
 ]
 
 FullLayerData = tuple[Any, dict[str, Any], str]
@@ -331,5 +334,17 @@ def write_layer_data(
     progress: Progress | None = None,
 ) -> Path:
     """Save image and label layer data to *path* (``.ozx`` or directory)."""
+    return write_layer_data_summary(path, layers, options, progress).target
+
+
+def write_layer_data_summary(
+    path: str | os.PathLike[str],
+    layers: Sequence[FullLayerData],
+    options: WriteOptions | None = None,
+    progress: Progress | None = None,
+) -> WriteSummary:
+    """:func:`write_layer_data`, returning what was written (its
+    :meth:`~napari_ozx.ngff.write.WriteSummary.message` is File > Save's notification)."""
     image, lspecs = specs_from_layers(layers)
-    return write_ome_zarr(path, image, lspecs, options, progress=progress)
+    out = write_ome_zarr(path, image, lspecs, options, progress=progress)
+    return summarize_write(out, image, lspecs, options)

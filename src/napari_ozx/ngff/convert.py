@@ -25,10 +25,19 @@ from .write import (
     PlateWriteSpec,
     Progress,
     WriteOptions,
+    WriteSummary,
+    summarize_write,
     write_ome_zarr,
 )
 
-__all__ = ["convert", "image_spec", "labels_spec", "plate_spec", "source_options"]
+__all__ = [
+    "convert",
+    "convert_summary",
+    "image_spec",
+    "labels_spec",
+    "plate_spec",
+    "source_options",
+]
 
 
 def plate_spec(oz: Any) -> PlateWriteSpec:
@@ -210,6 +219,20 @@ def convert(
     pyramid and encode every shard (writing them themselves for a directory target on a
     shared file system), see :mod:`.cluster`. Without one, *compute* says how a lazy
     region of the source is evaluated (see ``write_ome_zarr``)."""
+    return convert_summary(source, target, options, progress, cancel, compute, client).target
+
+
+def convert_summary(
+    source: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    options: WriteOptions | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    compute: Callable[[Any], Any] | None = None,
+    client: Any = None,
+) -> WriteSummary:
+    """:func:`convert`, returning what was written (the version, the images and labels:
+    the line ``napari-ozx convert`` prints)."""
     if Path(source).resolve() == Path(target).resolve() and Path(source).is_dir():
         raise OzxError("converting a directory onto itself is not supported: choose another target")
     if options is None:
@@ -218,15 +241,17 @@ def convert(
         if oz.root.meta.kind == "plate":
             if client is not None:
                 raise OzxError("converting a plate on a dask cluster is not supported yet")
-            return write_ome_zarr(
+            plate = plate_spec(oz)
+            out = write_ome_zarr(
                 target,
-                plate_spec(oz),
+                plate,
                 (),
                 options=options,
                 progress=progress,
                 cancel=cancel,
                 compute=compute,
             )
+            return summarize_write(out, plate, (), options)
         images = oz.images()
         if len(images) != 1:
             raise OzxError(
@@ -240,7 +265,7 @@ def convert(
         if client is not None:
             from .cluster import write_ome_zarr_on_cluster
 
-            return write_ome_zarr_on_cluster(
+            out = write_ome_zarr_on_cluster(
                 target,
                 image_arg,
                 labels,
@@ -250,12 +275,14 @@ def convert(
                 client=client,
                 source_name=str(source),
             )
-        return write_ome_zarr(
-            target,
-            image_arg,
-            labels,
-            options=options,
-            progress=progress,
-            cancel=cancel,
-            compute=compute,
-        )
+        else:
+            out = write_ome_zarr(
+                target,
+                image_arg,
+                labels,
+                options=options,
+                progress=progress,
+                cancel=cancel,
+                compute=compute,
+            )
+        return summarize_write(out, image_arg, labels, options)

@@ -75,9 +75,11 @@ __all__ = [
     "SceneSpec",
     "WriteCancelled",
     "WriteOptions",  # re-exported from .options, its home
+    "WriteSummary",
     "chunk_and_shard",
     "prepare_labels",
     "pyramid_shapes",
+    "summarize_write",
     "write_ome_zarr",
     "write_with",
 ]
@@ -166,6 +168,79 @@ class SceneSpec:
 def needed_version(specs: Sequence[ImageSpec | LabelsSpec]) -> str | None:
     """ "0.6" when a spec is placed by more than a scale and a translation."""
     return "0.6" if any(s.to_world is not None for s in specs) else None
+
+
+def _all_specs(
+    image: ImageSpec | SceneSpec | PlateWriteSpec | None, labels: Sequence[LabelsSpec]
+) -> list[ImageSpec | LabelsSpec]:
+    """Every image and label image a write of *image* and *labels* stores."""
+    specs: list[ImageSpec | LabelsSpec] = [*labels]
+    if isinstance(image, SceneSpec | PlateWriteSpec):
+        specs += [*image.images, *image.labels]
+    elif image is not None:
+        specs += [image, *image.labels]
+    return specs
+
+
+def _needed(
+    image: ImageSpec | SceneSpec | PlateWriteSpec | None, specs: Sequence[ImageSpec | LabelsSpec]
+) -> str | None:
+    """The version the data needs (``None``: any): 0.6 for a scene or a spec placed by
+    more than a scale and a translation."""
+    return "0.6" if isinstance(image, SceneSpec) else needed_version(specs)
+
+
+@dataclass(frozen=True)
+class WriteSummary:
+    """What a write stored and where: the target, the OME-Zarr version written (what
+    ``"auto"`` chose), and how many images (with the channels of a single one) and label
+    images. :meth:`message` is the line File > Save, the export panel and
+    ``napari-ozx convert`` show."""
+
+    target: Path
+    version: str
+    images: int = 0
+    labels: int = 0
+    channels: int | None = None  # the channels of the one image written
+    kind: str = ""  # "scene" or "plate": what the images make up
+
+    def content(self) -> str:
+        """``"OME-Zarr 0.5, 1 image (2 channels), 1 labels"``."""
+        parts = [f"OME-Zarr {self.version}" + (f" {self.kind}" if self.kind else "")]
+        if self.images:
+            text = f"{self.images} image" + ("s" if self.images != 1 else "")
+            if self.images == 1 and self.channels is not None and self.channels > 1:
+                text += f" ({self.channels} channels)"
+            parts.append(text)
+        if self.labels:
+            parts.append(f"{self.labels} labels")
+        return ", ".join(parts)
+
+    def message(self) -> str:
+        """``"Saved cells.ozx: OME-Zarr 0.5, 1 image (2 channels), 1 labels"``."""
+        return f"Saved {self.target.name or self.target}: {self.content()}"
+
+
+def summarize_write(
+    target: str | os.PathLike[str],
+    image: ImageSpec | SceneSpec | PlateWriteSpec | None = None,
+    labels: Sequence[LabelsSpec] = (),
+    options: WriteOptions | None = None,
+) -> WriteSummary:
+    """What :func:`write_ome_zarr` / :func:`write_with` store for these arguments (the
+    version ``"auto"`` resolves to by the same rule they use); no I/O, no checks."""
+    specs = _all_specs(image, labels)
+    version = (options or WriteOptions()).resolved_version(_needed(image, specs))
+    n_labels = sum(isinstance(s, LabelsSpec) for s in specs)
+    n_images = len(specs) - n_labels
+    channels = None
+    if isinstance(image, ImageSpec):
+        c = next((i for i, a in enumerate(image.axes) if a.type == "channel"), None)
+        channels = int(image.data.shape[c]) if c is not None else 1
+    kind = ""
+    if isinstance(image, SceneSpec | PlateWriteSpec):
+        kind = "scene" if isinstance(image, SceneSpec) else "plate"
+    return WriteSummary(Path(target), version, n_images, n_labels, channels, kind)
 
 
 def _check_version_holds(specs: Sequence[ImageSpec | LabelsSpec], version: str) -> None:
@@ -488,12 +563,8 @@ def write_with(
     if image is None and not labels:
         raise OzxError("nothing to write")
     scene = isinstance(image, SceneSpec)
-    specs: list[ImageSpec | LabelsSpec] = [*labels]
-    if isinstance(image, SceneSpec | PlateWriteSpec):
-        specs += [*image.images, *image.labels]
-    elif image is not None:
-        specs += [image, *image.labels]
-    opts = opts.with_resolved_version("0.6" if scene else needed_version(specs))
+    specs = _all_specs(image, labels)
+    opts = opts.with_resolved_version(_needed(image, specs))  # as summarize_write
     if scene and opts.version < "0.6":
         raise OzxError(
             f"OME-Zarr {opts.version} has no scenes: layers placed differently (scale, "
