@@ -25,13 +25,21 @@ def _keep(shot: Path) -> None:
         shutil.copy(shot, Path(out) / shot.name)
 
 
-def _scene(tmp_path: Path) -> Path:
-    root = tmp_path / "scene.ozx.zarr"
-    yy, xx = np.mgrid[0:96, 0:128]
+def _scene(
+    tmp_path: Path,
+    shape: tuple[int, int] = (96, 128),
+    b_scale: float = 2.0,
+    b_translation: tuple[float, float] = (60.0, 160.0),
+    name: str = "scene.ozx.zarr",
+) -> Path:
+    """Two tiles: tileA at the origin, tileB scaled by *b_scale*, rotated 30 degrees and
+    moved by *b_translation* in the scene's "world"."""
+    root = tmp_path / name
+    yy, xx = np.mgrid[0 : shape[0], 0 : shape[1]]
     a = ((np.sin(yy / 6) + np.cos(xx / 9)) * 60 + 130).astype(np.uint8)
     b = ((xx // 16 + yy // 16) % 2 * 180 + 40).astype(np.uint8)
     write_image06(root / "tileA", a, scale=[1.0, 1.0])
-    write_image06(root / "tileB", b, scale=[0.5, 0.5])
+    write_image06(root / "tileB", b, scale=[1.0 / b_scale, 1.0 / b_scale])
     write_group(
         root,
         {
@@ -49,9 +57,9 @@ def _scene(tmp_path: Path) -> Path:
                         "input": {"name": "physical", "path": "tileB"},
                         "output": {"name": "world"},
                         "transformations": [
-                            {"type": "scale", "scale": [2.0, 2.0]},
+                            {"type": "scale", "scale": [b_scale, b_scale]},
                             {"type": "rotation", "rotation": rotation2(30)},
-                            {"type": "translation", "translation": [60.0, 160.0]},
+                            {"type": "translation", "translation": list(b_translation)},
                         ],
                     },
                 ],
@@ -99,6 +107,50 @@ def test_scene_of_two_tiles_in_napari(make_napari_viewer, qtbot, tmp_path):
     shot = tmp_path / "scene_tileB.png"
     viewer.screenshot(str(shot), canvas_only=False)
     _keep(shot)
+
+
+def _visible(viewer) -> np.ndarray:
+    """The world region (rows: min, max; columns: y, x) the 2D canvas shows, from the
+    camera's center and zoom (canvas pixels per world unit) and the canvas size."""
+    cam = viewer.scene.camera
+    half = np.asarray(viewer.canvas.size, float) / 2 / cam.zoom  # (height, width)
+    center = np.asarray(cam.center[-2:], float)
+    return np.stack([center - half, center + half])
+
+
+def _inside(extent: np.ndarray, region: np.ndarray) -> bool:
+    return bool(np.all(extent[0] >= region[0]) and np.all(extent[1] <= region[1]))
+
+
+def test_a_scene_opens_framed(make_napari_viewer, qtbot, tmp_path):
+    """Issue 31: napari fits the view to the first layer added to an empty viewer only;
+    a scene (tileB rotated 30 degrees and moved (100, 50), beyond tileA) opened through
+    napari's own ``viewer.open`` shows both tiles with no Home press. Adding a layer or
+    opening another scene into that viewer leaves the user's view alone."""
+    root = _scene(tmp_path, shape=(48, 72), b_scale=1.0, b_translation=(100.0, 50.0))
+    viewer = make_napari_viewer(show=True)
+    la, lb = viewer.open(str(root), plugin="napari-ozx")
+    qtbot.wait(50)  # the scene dock docked, the canvas at its final size
+    tiles = [layer.extent.world[:, -2:] for layer in (la, lb)]
+    assert not _inside(tiles[1], tiles[0]), "tileB lies beyond tileA"
+    region = _visible(viewer)
+    for tile in tiles:
+        assert _inside(tile, region), (tile, region)
+    both = np.stack([np.min([t[0] for t in tiles], 0), np.max([t[1] for t in tiles], 0)])
+    np.testing.assert_allclose(viewer.scene.camera.center[-2:], both.mean(0), atol=1.0)
+    shot = tmp_path / "scene_framed.png"
+    viewer.screenshot(str(shot), canvas_only=False)
+    _keep(shot)
+
+    # the user looks at a part; what is added next does not move the camera
+    viewer.scene.camera.center = (10.0, 20.0)
+    viewer.scene.camera.zoom = 8.0
+    viewer.add_image(np.ones((40, 40), np.uint8), translate=(-500, -500))
+    again = _scene(tmp_path, shape=(48, 72), b_translation=(-300.0, 400.0), name="far.ozx.zarr")
+    assert len(viewer.open(str(again), plugin="napari-ozx")) == 2
+    qtbot.wait(50)
+    np.testing.assert_allclose(viewer.scene.camera.center[-2:], (10.0, 20.0))
+    assert viewer.scene.camera.zoom == 8.0
 
 
 def test_rotated_layer_saved_from_the_viewer_reopens_in_place(make_napari_viewer, tmp_path):

@@ -5,7 +5,10 @@
   scenes from the layers' :class:`~napari_ozx.layers.provenance.LayerSource`);
 * keeps the physical time of the current slice in the canvas text overlay;
 * in 3D, renders each multiscale layer from the finest level that fits
-  (:mod:`napari_ozx.layers.levels`).
+  (:mod:`napari_ozx.layers.levels`);
+* frames a read of several layers (a scene's images, a plate's fields, a SpatialData
+  store's elements) into an empty viewer: napari fits the camera to the first layer
+  added only, so the view is fitted again once the read's last layer is in.
 
 Only when napari's Qt front end is already imported (a window exists): a headless read
 never imports Qt from here. Nothing here raises.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +34,7 @@ __all__ = [
     "SCENE_DOCK_NAME",
     "after_read",
     "apply_3d_levels",
+    "frame_when_added",
     "show_dock",
     "show_physical_time",
     "show_plate_navigator",
@@ -50,6 +55,130 @@ def after_read(layers: Sequence[LayerData]) -> None:
         show_dock(SCENE_DOCK_NAME, lambda src: src.scene_system is not None)
     if layers:
         show_physical_time()
+    if len(layers) > 1:
+        frame_when_added(layers)
+
+
+# ---------------------------------------------------------------------- framing
+
+
+def frame_when_added(layers: Sequence[LayerData]) -> None:
+    """Fit the current viewer's camera to all of *layers* once napari has added them,
+    when they are read into an empty viewer (never raises).
+
+    napari fits the view to the first layer added to an empty viewer only
+    (``ViewerModel._on_add_layer``); the rest of a scene, a plate's fields or a
+    SpatialData store's elements may lie outside it. So, when the viewer is empty now
+    (napari is about to frame this read's first layer), the view is fitted again to
+    everything right after napari inserted the last of these layers, and kept fitted
+    while the window's layout settles (:func:`_keep_framed`: a dock docked by the read
+    narrows the canvas after the layers are in). A viewer that already shows layers keeps
+    its view (napari leaves it alone too), and as soon as a layer that is not one of
+    this read's is inserted the wait ends without touching the camera. Only when
+    napari's Qt front end is already imported (a window exists).
+    """
+    if "napari._qt" not in sys.modules:
+        return
+    try:
+        import napari
+
+        viewer = napari.current_viewer()
+        if viewer is None or len(viewer.layers):
+            return
+        expected = Counter(src for ld in layers for src in _sources(ld))
+        if None in expected:  # a layer we cannot recognise when napari adds it
+            return
+        _frame_on_insert(viewer, expected)
+    except Exception:
+        logger.warning("napari-ozx: the view will not be fitted to the read", exc_info=True)
+
+
+def _source(ld: LayerData) -> LayerSource | None:
+    """The source of (the first layer napari makes of) *ld*."""
+    meta = ld[1].get("metadata")
+    return LayerSource.from_metadata(meta[0] if isinstance(meta, list) and meta else meta)
+
+
+def _sources(ld: LayerData) -> list[LayerSource | None]:
+    """The source of every layer napari makes of *ld*: one per channel when it splits a
+    channel axis (a list of metadata, one each), else one."""
+    meta = ld[1].get("metadata")
+    metas = meta if isinstance(meta, list) and meta else [meta]
+    return [LayerSource.from_metadata(m) for m in metas]
+
+
+def _frame_on_insert(viewer: Any, expected: Counter[LayerSource | None]) -> None:
+    """Frame *viewer*'s layers once they are exactly *expected* (by their sources); stop
+    waiting, leaving the camera alone, once it holds any other layer."""
+    emitter = viewer.layers.events.inserted
+
+    def on_inserted(_event: Any) -> None:
+        present = Counter(LayerSource.of(layer) for layer in viewer.layers)
+        if present != expected and not present - expected:
+            return  # more of the read's layers to come
+        try:
+            emitter.disconnect(on_inserted)
+        except Exception:  # already gone: nothing to undo
+            logger.debug("framing hook already disconnected", exc_info=True)
+        if present == expected:
+            _keep_framed(viewer)
+
+    # last: after napari's own handler has taken the layer into the dims and extents
+    emitter.connect(on_inserted, position="last")
+
+
+def _camera_state(viewer: Any) -> tuple[Any, ...]:
+    cam = viewer.scene.camera
+    return (tuple(cam.center), float(cam.zoom), tuple(cam.angles))
+
+
+def _keep_framed(viewer: Any) -> None:
+    """Fit *viewer*'s view to its layers now, and again whenever its canvas changes size
+    while the camera is still where this fit left it: a dock docked by the read narrows
+    the canvas only once Qt lays the window out, after the layers are in, and napari
+    keeps the zoom across a resize. Stops at the user's first move: the camera moved,
+    the mouse on the canvas (napari's cursor position), a layer added or removed, 2D /
+    3D switched. (napari's emitters call a copy of their callbacks: disconnecting while
+    one is being called is safe.)"""
+    fitted: list[tuple[Any, ...]] = []
+    hooks: list[tuple[Any, Callable[..., Any]]] = []
+
+    def fit() -> None:
+        try:
+            viewer.reset_view()
+            fitted[:] = [_camera_state(viewer)]
+        except Exception:
+            logger.warning("napari-ozx: could not fit the view", exc_info=True)
+            stop()
+
+    def on_size(*_: Any) -> None:
+        if fitted and _camera_state(viewer) == fitted[0]:
+            fit()
+        else:  # moved since (by the user, or by someone else): theirs now
+            stop()
+
+    def stop(*_: Any) -> None:
+        for emitter, callback in hooks:
+            try:
+                emitter.disconnect(callback)
+            except Exception:  # already gone: nothing to undo
+                logger.debug("framing hook already disconnected", exc_info=True)
+        hooks.clear()
+
+    fit()
+    if not fitted:
+        return
+    hooks.extend(
+        [
+            (viewer.canvas.events.size, on_size),
+            (viewer.cursor.events.position, stop),  # the mouse moved on the canvas
+            (viewer.layers.events.inserted, stop),
+            (viewer.layers.events.removed, stop),
+            (viewer.dims.events.ndisplay, stop),
+        ]
+    )
+    for emitter, callback in hooks:
+        emitter.connect(callback)
 
 
 # ------------------------------------------------------------------------ time
@@ -185,16 +314,12 @@ def show_physical_time() -> None:
 
 
 def _is_plate(layer_data: LayerData) -> bool:
-    meta = layer_data[1].get("metadata")
-    first = meta[0] if isinstance(meta, list) and meta else meta
-    src = LayerSource.from_metadata(first)
+    src = _source(layer_data)
     return src is not None and src.is_plate
 
 
 def _is_scene(ld: LayerData) -> bool:
-    meta = ld[1].get("metadata")
-    first = meta[0] if isinstance(meta, list) and meta else meta
-    src = LayerSource.from_metadata(first)
+    src = _source(ld)
     return src is not None and src.scene_system is not None
 
 
