@@ -47,7 +47,7 @@ import numpy as np
 from ..ozx.pools import shared_pool
 from .fastpaths import readahead_budget
 
-__all__ = ["MAX_AHEAD", "Browse"]
+__all__ = ["MAX_AHEAD", "PLANNER_THREADS", "Browse"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +58,13 @@ MAX_AHEAD = 16
 Index = tuple[int | tuple[int, int], ...]
 
 
+#: threads that start prefetches
+PLANNER_THREADS = 4
+
+
 def _planner_pool() -> ThreadPoolExecutor:
     """Threads that start prefetches (a shard index may have to be read first)."""
-    return shared_pool("ozx-browse", 4)
+    return shared_pool("ozx-browse", PLANNER_THREADS)
 
 
 class Browse:
