@@ -16,7 +16,6 @@ import logging
 import os
 import socket
 import threading
-import time
 import urllib.request
 
 import numpy as np
@@ -143,10 +142,9 @@ def s3(tmp_path_factory):
         finally:
             server.stop()
             _drop_s3fs_instances()
-    deadline = time.monotonic() + 5
-    while any(t.is_alive() for t in server_threads):
-        assert time.monotonic() < deadline, "the S3 server thread is still running"
-        time.sleep(0.05)
+    for t in server_threads:
+        t.join(30)  # a bound on the wait, not a speed requirement
+    assert not any(t.is_alive() for t in server_threads), "the S3 server thread is still running"
 
 
 @pytest.fixture(autouse=True)
@@ -251,12 +249,10 @@ def test_wrong_endpoint_is_a_clear_error(s3, monkeypatch):
     # botocore's own retries with backoff (5 attempts by default) only make it slower
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     url = f"s3://{PUBLIC}/x.ozx"
-    t = time.monotonic()
     with pytest.raises(RemoteError, match=r"^s3://public-bucket/x\.ozx: "):
         open_remote_store(url, timeout=2)
     with pytest.raises(OzxError):
         read_layer_data(f"s3://{PUBLIC}/x.ome.zarr")
-    assert time.monotonic() - t < 10
 
 
 def test_explicit_anon_wins_over_found_credentials(s3, monkeypatch):

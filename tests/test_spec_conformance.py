@@ -25,7 +25,10 @@ import pytest
 
 from napari_ozx.__main__ import validate_path
 
-MIRROR = os.environ.get("NAPARI_OZX_NGFF_SPEC_GIT", "/work/.mirror/ome+ngff-spec/repo")
+#: optional: a git directory of ome/ngff-spec to take tests/zarr from
+MIRROR = os.environ.get("NAPARI_OZX_NGFF_SPEC_GIT", "")
+#: the copy beside the checkout (../shared, present for developers and in CI)
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "ngff-spec-0.6"
 
 
 def _cases_root() -> Path | None:
@@ -33,7 +36,9 @@ def _cases_root() -> Path | None:
     if env:
         p = Path(env)
         return p / "tests" / "zarr" if (p / "tests" / "zarr").is_dir() else p
-    if not Path(MIRROR).is_dir():
+    if SHARED.is_dir():
+        return SHARED
+    if not MIRROR or not Path(MIRROR).is_dir():
         return None
     out = Path(tempfile.mkdtemp(prefix="ngff-spec-"))
     atexit.register(shutil.rmtree, out, ignore_errors=True)
@@ -56,8 +61,9 @@ def _cases_root() -> Path | None:
 ROOT = _cases_root()
 pytestmark = pytest.mark.skipif(
     ROOT is None,
-    reason="ngff-spec's conformance hierarchies are not available (set "
-    "NAPARI_OZX_NGFF_SPEC_DIR to a checkout of ome/ngff-spec)",
+    reason="ngff-spec's conformance hierarchies are not available (no "
+    "../shared/conformance/ngff-spec-0.6; set NAPARI_OZX_NGFF_SPEC_DIR to a checkout of "
+    "ome/ngff-spec)",
 )
 CASES = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("*/*/*/*.ome.zarr")) if ROOT else []
 
