@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -114,19 +115,51 @@ def assert_same_as_local(src: Path, tmp: Path, name: str, opts: WriteOptions, cl
     return remote
 
 
+def _mean2(a: np.ndarray) -> np.ndarray:
+    """The 2x2 mean of the top-left block of every plane (the writer's ``mean``)."""
+    return np.rint(a[..., :2, :2].astype(np.float64).mean(axis=(-1, -2)))
+
+
 @pytest.mark.parametrize("name", ["out.ozx", "out.ome.zarr"])
 def test_cluster_convert_equals_local_and_source(client, source, tmp_path, name):
+    """By default the source's two stored levels are copied, as stored, by the workers."""
     src, data, cells = source
     out = assert_same_as_local(src, tmp_path, name, OPTS, client)
+    with open_ome_zarr(src) as oz:
+        stored_levels = [np.asarray(a) for a in oz.images()[0].levels]
     with open_ome_zarr(out) as oz:
         (img,) = oz.images()
-        assert len(img.levels) >= 3
+        assert len(img.levels) == len(stored_levels) == 2
+        for got, want in zip(img.levels, stored_levels, strict=True):
+            np.testing.assert_array_equal(np.asarray(got), want)
         np.testing.assert_array_equal(np.asarray(img.levels[0]), data)
         np.testing.assert_array_equal(np.asarray(img.labels[0].levels[0]), cells)
-        # level 1 is the mean of 2x2 blocks of level 0 (the pyramid was built, not copied)
-        block = data[..., :2, :2].astype(np.float64).mean(axis=(-1, -2))
-        np.testing.assert_array_equal(np.asarray(img.levels[1][..., 0, 0]), np.rint(block))
     assert main(["validate", str(out)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "opts"),
+    [
+        ("more levels", replace(OPTS, pyramid_levels=4)),
+        ("rebuilt", replace(OPTS, rebuild_pyramid=True, pyramid_levels=3)),
+    ],
+)
+def test_cluster_convert_builds_levels_as_the_local_writer(client, source, tmp_path, mode, opts):
+    """Levels beyond the stored ones are built on the workers from the coarsest stored
+    level (a copied level feeds built ones); a rebuild makes every level from level 0.
+    Byte for byte the local conversion either way."""
+    src, data, _ = source
+    out = assert_same_as_local(src, tmp_path, "out.ozx", opts, client)
+    with open_ome_zarr(src) as oz:
+        stored1 = np.asarray(oz.images()[0].levels[1])
+    with open_ome_zarr(out) as oz:
+        levels = [np.asarray(a) for a in oz.images()[0].levels]
+    assert len(levels) == opts.pyramid_levels
+    if mode == "more levels":
+        np.testing.assert_array_equal(levels[1], stored1)
+        np.testing.assert_array_equal(levels[2][..., 0, 0], _mean2(stored1))
+    else:
+        np.testing.assert_array_equal(levels[1][..., 0, 0], _mean2(data))
 
 
 def test_cluster_convert_directory_0_4_unsharded(client, source, tmp_path):
@@ -145,7 +178,8 @@ def test_cluster_convert_float_mean_odd_and_even_regions(client, tmp_path, edge)
     level halves the window it needs."""
     data = np.random.default_rng(3).random((3, 133, 181), dtype=np.float32)
     write_image(tmp_path / "f.zarr", data, axes="zyx", levels=1)
-    opts = WriteOptions(chunk_yx=edge[0], shard_yx=edge[1], shard_z=2)
+    # one stored level: the pyramid is built on the workers (asked for)
+    opts = WriteOptions(chunk_yx=edge[0], shard_yx=edge[1], shard_z=2, pyramid_levels=4)
     out = assert_same_as_local(tmp_path / "f.zarr", tmp_path, "f.ozx", opts, client)
     with open_ome_zarr(out) as oz:
         levels = oz.images()[0].levels

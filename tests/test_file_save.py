@@ -160,7 +160,7 @@ def test_manifest_writers_name_their_version():
     by_name: dict[str, set[str]] = {}
     for w in pm.contributions.writers:
         by_name.setdefault(w.display_name, set()).add(cmds[w.command].rsplit(":", 1)[1])
-    assert by_name["OME-Zarr (.ozx or directory)"] == {
+    assert by_name["OME-Zarr auto - 0.5, or 0.6 when a layer needs it (.ozx or directory)"] == {
         "write_layers_auto",
         "write_single_image",
         "write_single_labels",

@@ -31,7 +31,10 @@ def test_every_field_has_a_spec():
         assert s.help and s.flag.startswith("--") and s.label
         assert s.default == getattr(WriteOptions(), s.name)
         assert s.check(s.default) is None, s.name  # the defaults are valid
-        if s.choices is None:
+        if s.type is bool:  # a switch: no range, never "auto"
+            assert s.min is None and s.max is None and not s.optional
+            assert s.check(1) == "must be true or false"
+        elif s.choices is None:
             assert s.type is int and s.min is not None and s.max is not None
             assert s.min <= (s.default if s.default is not None else s.min) <= s.max
     assert option_spec("codec").choices == ("zstd", "blosc-lz4", "blosc-zstd", "gzip", "none")
@@ -179,6 +182,8 @@ def test_cli_parses_every_option_including_downsample():
         workers=2,
     )
     assert options_from_cli(_parser().parse_args(["--levels", "auto"])).pyramid_levels is None
+    assert not options_from_cli(_parser().parse_args([])).rebuild_pyramid
+    assert options_from_cli(_parser().parse_args(["--rebuild-pyramid"])).rebuild_pyramid
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import Qt, Signal
 from qtpy.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -131,6 +132,9 @@ class ExportWidget(OzxDockWidget):
         for m in DOWNSAMPLE:
             self.downsample_combo.addItem(m, m)
         self.downsample_combo.setToolTip(option_spec("downsample").help)
+        # an opened multiscale layer's stored levels are copied unless this is ticked
+        self.rebuild_check = QCheckBox("rebuild from level 0")
+        self.rebuild_check.setToolTip(option_spec("rebuild_pyramid").help)
         layout_box = QGroupBox("Chunks, shards and compression")
         lf = QFormLayout(layout_box)
         lf.addRow("Chunk y/x", self.chunk_spin)
@@ -139,6 +143,7 @@ class ExportWidget(OzxDockWidget):
         lf.addRow("Codec", codec_row)
         lf.addRow("Pyramid levels", self.levels_spin)
         lf.addRow("Downsampling", self.downsample_combo)
+        lf.addRow("Pyramid", self.rebuild_check)
 
         # -- estimates
         self.estimate_labels: dict[str, QLabel] = {}
@@ -203,6 +208,7 @@ class ExportWidget(OzxDockWidget):
             self.level_spin,
             self.levels_spin,
             self.downsample_combo,
+            self.rebuild_check,
             self.layer_list,
             self.target_edit,
             self.browse_button,
@@ -218,6 +224,7 @@ class ExportWidget(OzxDockWidget):
             self.levels_spin,
         ):
             s.valueChanged.connect(self._on_changed)
+        self.rebuild_check.toggled.connect(self._on_changed)
 
         self._relay = ProgressRelay(self)
         self._relay.progress.connect(self._on_progress)
@@ -247,6 +254,7 @@ class ExportWidget(OzxDockWidget):
                 level=self.level_spin.value(),
                 pyramid_levels=self.levels_spin.value() or None,
                 downsample=self.downsample_combo.currentData(),
+                rebuild_pyramid=self.rebuild_check.isChecked(),
                 workers=self._workers_option,
             )
         )
@@ -267,6 +275,7 @@ class ExportWidget(OzxDockWidget):
             self.level_spin.setValue(options.level)
             self.levels_spin.setValue(options.pyramid_levels or 0)
             _select(self.downsample_combo, options.downsample)
+            self.rebuild_check.setChecked(options.rebuild_pyramid)
             self._workers_option = options.workers
             self._sync_enabled()
         finally:

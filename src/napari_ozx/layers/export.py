@@ -49,10 +49,11 @@ from ..ngff.write import (
     LabelsSpec,
     Progress,
     SceneSpec,
+    StoredPyramid,
     WriteOptions,
     WriteSummary,
     chunk_and_shard,
-    pyramid_shapes,
+    plan_levels,
     summarize_write,
     write_ome_zarr,
 )
@@ -100,6 +101,16 @@ class ArrayPlan:
     dtype: np.dtype
     axes: tuple[Axis, ...]
     is_labels: bool = False
+    #: the pyramid an opened multiscale layer has as stored (written as it is)
+    pyramid: StoredPyramid | None = None
+
+
+@dataclass(frozen=True)
+class _Shaped:
+    """What :func:`plan_levels` looks at of level 0 (no data)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
 
 
 def _default_axes(ndim: int) -> tuple[Axis, ...]:
@@ -119,6 +130,7 @@ def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:
                 tuple(im.data.shape),
                 np.dtype(im.data.dtype),
                 tuple(im.axes),
+                pyramid=im.pyramid,
             )
         )
         if isinstance(image, SceneSpec):
@@ -126,7 +138,12 @@ def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:
     for lab in labels:
         plans.append(
             ArrayPlan(
-                lab.name, tuple(lab.data.shape), np.dtype(lab.data.dtype), tuple(lab.axes), True
+                lab.name,
+                tuple(lab.data.shape),
+                np.dtype(lab.data.dtype),
+                tuple(lab.axes),
+                True,
+                lab.pyramid,
             )
         )
     return plans
@@ -269,7 +286,9 @@ def estimate_multiscale(options: WriteOptions, plan: ArrayPlan) -> MultiscaleEst
         raise OzxError(f"{plan.name}: {len(plan.shape)}-D data but {len(axes)} axes")
     itemsize = np.dtype(plan.dtype).itemsize
     levels = []
-    for shp in pyramid_shapes(plan.shape, axes, options):
+    level0 = _Shaped(plan.shape, plan.dtype)
+    for lv in plan_levels(level0, axes, None, None, "mean", options, plan.pyramid, plan.name):
+        shp = lv.shape
         chunks, shards = chunk_and_shard(shp, axes, options)
         levels.append(
             LevelEstimate(tuple(shp), tuple(chunks), tuple(shards) if shards else None, itemsize)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 __all__ = [
@@ -75,6 +75,11 @@ class LayerSource:
     #: for a 0.6 scene's layers: the coordinate system they are placed in ("name" of the
     #: scene's own, "path:name" of an image's)
     scene_system: str | None = None
+    #: the stored pyramid a multiscale layer shows, so a save keeps it (see
+    #: :func:`napari_ozx.layers.reading.pyramid_record`): per level its array path, shape,
+    #: scale factor and offset from level 0 (level-0 pixels) over the layer's axes, and
+    #: the multiscale's ``type`` / ``metadata``
+    pyramid: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def is_plate(self) -> bool:
@@ -141,6 +146,7 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "acquisition": int,
     "overview_level": int,
     "scene_system": str,
+    "pyramid": dict,
 }
 
 

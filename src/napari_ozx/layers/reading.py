@@ -12,6 +12,7 @@ passes (the npe2 reader turns them into napari notifications), else to the log.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -255,7 +256,44 @@ def layer_source(image: Any, kind: LayerKind = "image") -> LayerSource:
         version=image.multiscale.version,
         zarr_format=image.root.zarr_format,
         levels=len(image.levels),
+        pyramid=pyramid_record(image),
     )
+
+
+#: a multiscale's ``metadata`` larger than this (as JSON) is not carried in layer metadata
+_PYRAMID_METADATA_MAX = 64 << 10
+
+
+def pyramid_record(image: Any) -> dict[str, Any] | None:
+    """What a save needs to write *image*'s levels as stored (``None``: one level): per
+    level, over the layer's axes (the channel axis dropped), its array path, shape, and
+    scale and translation relative to level 0 (factor of level 0's scale, offset in
+    level-0 pixels), which hold wherever the layer is moved to; the multiscale's ``type``
+    and ``metadata``. JSON-able: it lives in the layer's metadata."""
+    ms = image.multiscale
+    levels = image.levels
+    if len(levels) < 2:
+        return None
+    keep = [i for i in range(ms.ndim) if i != ms.channel_axis]
+    s0, t0 = ms.datasets[0].scale, ms.datasets[0].translation
+    rec: dict[str, Any] = {
+        "paths": [ds.path for ds in ms.datasets],
+        "shapes": [[int(lvl.shape[i]) for i in keep] for lvl in levels],
+        "factors": [[ds.scale[i] / s0[i] if s0[i] else 1.0 for i in keep] for ds in ms.datasets],
+        "offsets": [
+            [(ds.translation[i] - t0[i]) / s0[i] if s0[i] else 0.0 for i in keep]
+            for ds in ms.datasets
+        ],
+    }
+    if ms.type:
+        rec["type"] = ms.type
+    if ms.metadata:
+        try:
+            if len(json.dumps(ms.metadata)) <= _PYRAMID_METADATA_MAX:
+                rec["metadata"] = dict(ms.metadata)
+        except (TypeError, ValueError):
+            pass
+    return rec
 
 
 def _metadata(src: LayerSource, channels: int | None) -> dict[str, Any] | list[dict[str, Any]]:
@@ -592,7 +630,11 @@ def well_layer_data(
 
 def _node(src: LayerSource, image: Any) -> LayerSource:
     return dataclasses.replace(
-        src, node=image.path, version=image.multiscale.version, levels=len(image.levels)
+        src,
+        node=image.path,
+        version=image.multiscale.version,
+        levels=len(image.levels),
+        pyramid=pyramid_record(image),
     )
 
 

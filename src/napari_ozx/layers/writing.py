@@ -5,8 +5,12 @@
   names, colours, contrast limits and visibility in ``omero``.
 * Label layers go under that image's ``labels/`` group; a single labels layer on its own
   becomes a label image.
-* Lazy (dask) and multiscale layers are streamed: only level 0 is read, shard by shard,
-  and the pyramid is rebuilt from it.
+* Lazy (dask) and multiscale layers are streamed shard by shard. A multiscale layer
+  napari-ozx opened keeps its pyramid: every level is written as stored, with its own
+  scale and translation relative to level 0 and the multiscale's ``type`` / ``metadata``
+  (:func:`stored_pyramid`, from the record the reader put in the layer's metadata), as
+  ``convert`` does; ``WriteOptions.rebuild_pyramid`` rebuilds it from level 0. Other
+  layers get the writer's own pyramid, built from level 0.
 
 Works on napari's layer data tuples ``(data, attributes, kind)``; imports neither napari
 nor Qt. The npe2 writer (``_writer.py``) adds the progress bar and remembered options.
@@ -30,11 +34,14 @@ from ..ngff.write import (
     LabelsSpec,
     Progress,
     SceneSpec,
+    StoredLevel,
+    StoredPyramid,
     WriteOptions,
     WriteSummary,
     summarize_write,
     write_ome_zarr,
 )
+from .provenance import LayerSource
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +51,7 @@ __all__ = [
     "labels_spec_from_layer",
     "layer_axes",
     "specs_from_layers",
+    "stored_pyramid",
     "write_layer_data",
     "write_layer_data_summary",
 ]
@@ -137,6 +145,89 @@ def _with_channel(m: np.ndarray | None, c: int) -> np.ndarray | None:
     return out
 
 
+def _levels(data: Any, meta: dict[str, Any]) -> list[Any] | None:
+    """A multiscale layer's levels (``None``: one level)."""
+    if (meta.get("multiscale") or isinstance(data, list | tuple)) and len(data) > 1:
+        return list(data)
+    return None
+
+
+def _record(data: Any, meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored-pyramid record of a multiscale layer napari-ozx opened, when it still
+    describes the layer's levels (their number and shapes), else ``None``."""
+    levels = _levels(data, meta)
+    src = LayerSource.from_metadata(meta.get("metadata"))
+    rec = src.pyramid if src is not None else None
+    if levels is None or not isinstance(rec, dict):
+        return None
+    try:
+        n, ndim = len(levels), levels[0].ndim
+        shapes = [tuple(int(v) for v in s) for s in rec["shapes"]]
+        factors = [[float(v) for v in f] for f in rec["factors"]]
+        offsets = [[float(v) for v in o] for o in rec["offsets"]]
+        paths = [str(p) for p in rec["paths"]]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if (
+        len(shapes) != n
+        or len(factors) != n
+        or len(offsets) != n
+        or len(paths) != n
+        or [tuple(int(v) for v in lvl.shape) for lvl in levels] != shapes
+        or any(len(v) != ndim for v in (*factors, *offsets))
+    ):
+        return None
+    return rec
+
+
+def stored_pyramid(
+    layers: Sequence[FullLayerData],
+    scale: Sequence[float],
+    translation: Sequence[float],
+    channel_axis: int | None = None,
+) -> StoredPyramid | None:
+    """The pyramid *layers* (one image's channels, or one labels layer) have as stored,
+    placed by level 0's *scale* and *translation* (as written, the channel axis at
+    *channel_axis* included): ``None`` unless every layer is a multiscale layer opened by
+    napari-ozx with the same stored levels."""
+    recs = [_record(d, m) for d, m, _ in layers]
+    first = recs[0]
+    if first is None or any(
+        r is None
+        or {k: r[k] for k in ("shapes", "factors", "offsets")}
+        != {k: first[k] for k in ("shapes", "factors", "offsets")}
+        for r in recs
+    ):
+        return None
+    all_levels = [_levels(d, m) or [] for d, m, _ in layers]
+    lower = []
+    for i in range(1, len(first["shapes"])):
+        f, o = list(first["factors"][i]), list(first["offsets"][i])
+        if channel_axis is not None:
+            import dask.array as da
+            from dask import is_dask_collection
+
+            f.insert(channel_axis, 1.0)
+            o.insert(channel_axis, 0.0)
+            parts = [lv[i] for lv in all_levels]
+            data = da.stack(
+                [p if is_dask_collection(p) else da.asarray(p) for p in parts], axis=channel_axis
+            )
+        else:
+            data = all_levels[0][i]
+        sc = [float(s) * float(k) for s, k in zip(scale, f, strict=True)]
+        tr = [float(t) + float(d) * float(s) for t, d, s in zip(translation, o, scale, strict=True)]
+        lower.append(StoredLevel(data, sc, tr, str(first["paths"][i])))
+    meta = first.get("metadata")
+    kind = first.get("type")
+    return StoredPyramid(
+        tuple(lower),
+        str(first["paths"][0]),
+        kind if isinstance(kind, str) else None,
+        meta if isinstance(meta, dict) else None,
+    )
+
+
 def _level0(data: Any, meta: dict[str, Any]) -> Any:
     if meta.get("multiscale") or (
         isinstance(data, list | tuple) and len(data) and hasattr(data[0], "shape")
@@ -198,8 +289,17 @@ def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
             )
         )
     name = _common_name([m.get("name") or "" for _, m, _ in images])
+    c_axis = next((i for i, a in enumerate(axes) if a.type == "channel"), None) if multi else None
     return ImageSpec(
-        data, axes, scale, translate, channels, name, to_world=to_world, to_world_kind=kind
+        data,
+        axes,
+        scale,
+        translate,
+        channels,
+        name,
+        to_world=to_world,
+        to_world_kind=kind,
+        pyramid=stored_pyramid(images, scale, translate, c_axis),
     )
 
 
@@ -249,7 +349,16 @@ def labels_spec_from_layer(layer: FullLayerData, used: set[str]) -> LabelsSpec:
     used.add(name)
     scale, translate, to_world, kind = layer_placement(m, data.ndim)
     return LabelsSpec(
-        name, data, axes, scale, translate, colors, props, to_world=to_world, to_world_kind=kind
+        name,
+        data,
+        axes,
+        scale,
+        translate,
+        colors,
+        props,
+        to_world=to_world,
+        to_world_kind=kind,
+        pyramid=stored_pyramid([layer], scale, translate),
     )
 
 

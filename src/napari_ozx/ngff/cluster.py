@@ -10,8 +10,10 @@ swap exactly as a local write (:func:`.write.write_with`); every shard-sized reg
   see ``ngff.open._ChunkReader`` and ``ozx.store.OzxStore.__getstate__``), casts it,
   encodes it (zarr's own codec pipeline and sharding, over an in-memory store built from
   the target array's metadata) and, for the next level, halves it;
-* level *n*: the task depends on the halved outputs of the level *n-1* tasks that cover
-  it, so the pyramid is a task graph and no level is read back. The halving is
+* a level the source has as stored (``convert``, a save of an opened layer:
+  :class:`~.write.StoredPyramid`): read from the source's own level like level 0;
+* any other level *n*: the task depends on the halved outputs of the level *n-1* tasks
+  that cover it, so the pyramid is a task graph and no level is read back. The halving is
   :func:`.write.downsample2`, plane by plane, with the same method and dtype cast as the
   local writer, so every stored chunk is byte-identical to a local conversion's
   (``tests/test_cluster.py`` compares the payloads). Level *n-1* regions start on even
@@ -195,6 +197,8 @@ class _Task:
     dtype: str  # numpy's name of the target data type
     region: tuple[slice, ...]
     level: int
+    #: the region is read from a source (level 0, or a level copied as stored)
+    from_source: bool
     ds_axes: tuple[int, ...]
     method: str
     #: level > 0: (region in level n-1 coordinates, halved?) of each dependency, in order
@@ -254,7 +258,7 @@ def _paste(
 def _level_block(task: _Task, source: Any, pieces: Sequence[np.ndarray]) -> np.ndarray:
     dtype = np.dtype(task.dtype)
     shape = [s.stop - s.start for s in task.region]
-    if task.level == 0:
+    if task.from_source:
         if isinstance(source, _Lazy):
             block = np.asarray(source.array.compute(scheduler="synchronous", callbacks=()))
         else:
@@ -383,12 +387,20 @@ def _grid_index(region: tuple[slice, ...], step: Sequence[int], shape: Sequence[
 
 def _plan(job: _Job) -> list[_Level]:
     ds_axes = _yx_axes(job.axes)
+    halving = tuple(2 if i in ds_axes else 1 for i in range(len(job.axes)))
+    if job.factors is not None and any(
+        job.source(lvl) is None and tuple(f) != halving for lvl, f in enumerate(job.factors)
+    ):
+        raise OzxError(
+            f"{job.group_path or 'image'}: levels laid out like another pyramid than 2x in "
+            "y and x are not built on a cluster yet (write it locally)"
+        )
     levels: list[_Level] = []
     for lvl, arr in enumerate(job.arrays):
         step = tuple(arr.shards or _write_step(arr.shape, arr.chunks, arr.dtype.itemsize))
         regions = _regions(arr.shape, step)
-        deps: list[list[int]] = []
-        if lvl:
+        deps: list[list[int]] = [[] for _ in regions]  # level 0, a copied level: none
+        if lvl and job.source(lvl) is None:
             below = levels[-1]
             deps = [
                 _grid_index(_up(r, ds_axes, below.arr.shape), below.step, below.arr.shape)
@@ -397,6 +409,8 @@ def _plan(job: _Job) -> list[_Level]:
         levels.append(_Level(arr, regions, step, deps, ""))
     for lvl in range(len(levels) - 1):
         lv = levels[lvl]
+        if job.source(lvl + 1) is not None:  # the next level is copied: nothing to hand on
+            continue
         even = all(lv.step[i] % 2 == 0 or lv.step[i] >= lv.arr.shape[i] for i in ds_axes)
         lv.emit = "down" if even else "raw"
     return levels
@@ -417,9 +431,11 @@ def _post_order(levels: list[_Level]) -> Iterator[tuple[int, int]]:
         seen.add((lvl, i))
         yield lvl, i
 
-    top = len(levels) - 1
-    for i in range(len(levels[top].regions)):
-        yield from visit(top, i)
+    # from the top down: a level copied as stored depends on nothing, so the levels
+    # below it are reached on their own
+    for lvl in reversed(range(len(levels))):
+        for i in range(len(levels[lvl].regions)):
+            yield from visit(lvl, i)
 
 
 def _source_arg(data: Any, region: tuple[slice, ...]) -> Any:
@@ -486,9 +502,10 @@ class _Run:
         self.plans = [_plan(job) for job in jobs]
         self.total = sum(len(lv.regions) for plan in self.plans for lv in plan)
         self.done = 0
-        self.reading = 0  # level-0 regions submitted and not yet stored
-        # enc future -> its region's own future (kept until the bytes are stored)
-        self.pending: dict[Future, tuple[Future, int]] = {}  # and its level
+        self.reading = 0  # source-read regions submitted and not yet stored
+        # enc future -> its region's own future (kept until the bytes are stored) and
+        # whether it reads the source (counted in the window)
+        self.pending: dict[Future, tuple[Future, bool]] = {}
         self.down: dict[tuple[int, int, int], Future] = {}  # (job, level, region)
         self.waiting: dict[tuple[int, int, int], int] = {}  # dependents not yet submitted
         self.checked = time.monotonic()  # when the workers were last counted
@@ -567,12 +584,14 @@ class _Run:
         region = lv.regions[i]
         ds_axes = _yx_axes(job.axes)
         deps = lv.deps[i] if lvl else []
+        data = job.source(lvl)
         task = _Task(
             metadata=lv.arr.metadata.to_dict(),
             path=lv.arr.path,
             dtype=np.dtype(lv.arr.dtype).str,
             region=region,
             level=lvl,
+            from_source=data is not None,
             ds_axes=ds_axes,
             method=job.method,
             pieces=tuple((plan[lvl - 1].regions[d], plan[lvl - 1].emit == "down") for d in deps),
@@ -580,24 +599,25 @@ class _Run:
             root=self.root,
             where=self.where,
         )
-        source = _source_arg(job.data, region) if lvl == 0 else None
+        source = _source_arg(data, region) if data is not None else None
         pieces = [self.down[(j, lvl - 1, d)] for d in deps]
         name = f"{self.prefix}{j}-{lvl}-{i}"
         submit = self.client.submit
         main = submit(_run_region, task, source, *pieces, key=name, retries=RETRIES, pure=False)
-        self.reading += lvl == 0
+        reads = data is not None
+        self.reading += reads
         for d in deps:  # the dependents hold the scheduler's reference from now on
             key = (j, lvl - 1, d)
             self.waiting[key] -= 1
             if not self.waiting[key]:
                 del self.down[key]
         if not lv.emit:  # nothing else in the result: the client takes it whole
-            self.pending[main] = (main, lvl)
+            self.pending[main] = (main, reads)
             return
         # the bytes (or count) for the client and the halved block for the next level
         # are separate keys, so neither travels where the other is needed
         enc = submit(operator.getitem, main, 0, key=name + "-out", retries=RETRIES, pure=False)
-        self.pending[enc] = (main, lvl)
+        self.pending[enc] = (main, reads)
         self.down[(j, lvl, i)] = submit(
             operator.getitem, main, 1, key=name + "-down", retries=RETRIES, pure=False
         )
@@ -618,8 +638,8 @@ class _Run:
             else:
                 reason = f"{type(e).__name__}: {reason}"
             raise ClusterWriteError(f"{reason} (cluster write {self.where})") from e
-        _, lvl = self.pending.pop(fut)
-        self.reading -= lvl == 0
+        _, reads = self.pending.pop(fut)
+        self.reading -= reads
         if self.root is None:
             writer = self.store.writer
             for key, data in result.items():

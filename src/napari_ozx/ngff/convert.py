@@ -1,9 +1,14 @@
 """Turn an opened image back into a write spec: the heart of ``napari-ozx convert``.
 
-Directory <-> ``.ozx``, 0.4 -> 0.5 / 0.6, rechunk / reshard / recompress: the source's
-level 0 stays lazy (dask) and the writer streams it shard by shard, rebuilding the
-pyramid. :func:`source_options` reads the layout the source has (chunks, shards, codec
-and level, number of levels, OME-Zarr version), which ``convert`` keeps unless told
+Directory <-> ``.ozx``, 0.4 -> 0.5 / 0.6, rechunk / reshard / recompress: every level of
+the source stays lazy (dask) and the writer streams it shard by shard. A pyramid is data:
+each stored level is copied with its pixels, its scale and translation (0.6: its
+transformations), its array path, and the multiscale's ``type`` and ``metadata``
+(:class:`~.write.StoredPyramid`); only re-chunked, re-sharded and re-encoded. Levels are
+built only when asked: ``pyramid_levels`` beyond the stored count builds the missing ones
+from the coarsest stored level, fewer drops the coarsest, ``rebuild_pyramid`` rebuilds
+them all from level 0. :func:`source_options` reads the layout the source has (chunks,
+shards, codec and level, OME-Zarr version), which ``convert`` keeps unless told
 otherwise; a 0.6 source shown in another system than its intrinsic one keeps that
 placement (0.5 refuses it, naming the transformation, when it is more than a scale and
 a translation).
@@ -24,6 +29,9 @@ from .write import (
     LabelsSpec,
     PlateWriteSpec,
     Progress,
+    SceneSpec,
+    StoredLevel,
+    StoredPyramid,
     WriteOptions,
     WriteSummary,
     summarize_write,
@@ -36,7 +44,9 @@ __all__ = [
     "image_spec",
     "labels_spec",
     "plate_spec",
+    "scene_spec",
     "source_options",
+    "stored_pyramid",
 ]
 
 
@@ -63,6 +73,40 @@ def plate_spec(oz: Any) -> PlateWriteSpec:
                 raise OzxError(f"{oz.source}: field {ref.path}: {im}")
             fields[ref.path] = image_spec(im)
     return PlateWriteSpec(plate.plate, wells, fields)
+
+
+def scene_spec(oz: Any) -> SceneSpec:
+    """What a 0.6 scene at the root of *oz* writes as: each image it names (lazy, every
+    stored level, its labels) placed in the scene's first coordinate system by the
+    transformation the hierarchy's graph gives from its intrinsic system. An image the
+    graph cannot place, or places by more than a linear map, stops the conversion,
+    naming it (written elsewhere it would be misplaced)."""
+    import numpy as np
+
+    scene = oz.root.meta.scene
+    images = oz.images()
+    if not images:
+        raise OzxError(f"{oz.source}: the scene names no image")
+    if not scene.coordinate_systems:
+        raise OzxError(f"{oz.source}: the scene defines no coordinate system to place images in")
+    system = scene.coordinate_systems[0]
+    graph = oz.transform_graph
+    specs = []
+    for im in images:
+        ms = im.multiscale
+        t = graph.path((im.path, ms.intrinsic), ("", system.name))
+        m = t.matrix(ms.ndim)
+        if m is None or np.asarray(m).shape != (ms.ndim + 1, ms.ndim + 1):
+            raise OzxError(
+                f"{oz.source}: image {im.path!r} is placed in {system.name!r} by a "
+                "transformation that is not linear: convert cannot carry it over"
+            )
+        m = np.asarray(m, dtype=float)
+        spec = image_spec(im)
+        spec.to_world = None if np.allclose(m, np.eye(ms.ndim + 1)) else m
+        spec.to_world_kind = t.label
+        specs.append(spec)
+    return SceneSpec(specs, [im.path for im in images], None, system.name, system.axes)
 
 
 def _to_world(image: Image) -> tuple[Any, str]:
@@ -153,7 +197,6 @@ def source_options(
             type(c).__name__.lower().startswith(("zstd", "gzip", "blosc")) for c in codecs
         ):
             out["codec"] = "none"
-        out["pyramid_levels"] = len(image.multiscale.datasets)
         version = image.multiscale.version
         fmt = format_for_path(target) if target is not None else "directory"
         if version in VERSIONS[fmt]:
@@ -164,6 +207,17 @@ def source_options(
     except OzxError:
         out.pop("level", None)
     return out
+
+
+def stored_pyramid(image: Image) -> StoredPyramid:
+    """*image*'s pyramid as stored: its lower levels (lazy), every level's scale,
+    translation and path, the multiscale's ``type`` and ``metadata``."""
+    ms = image.multiscale
+    lower = tuple(
+        StoredLevel(data, tuple(ds.scale), tuple(ds.translation), ds.path)
+        for data, ds in zip(image.levels[1:], ms.datasets[1:], strict=True)
+    )
+    return StoredPyramid(lower, ms.datasets[0].path, ms.type, ms.metadata)
 
 
 def labels_spec(label: Image) -> LabelsSpec:
@@ -180,6 +234,7 @@ def labels_spec(label: Image) -> LabelsSpec:
         translation=list(ds.translation),
         colors=list(il.colors) if il else [],
         properties=[dict(p) for p in il.properties] if il else [],
+        pyramid=stored_pyramid(label),
     )
 
 
@@ -200,6 +255,7 @@ def image_spec(image: Image, with_labels: bool = True) -> ImageSpec:
         channels=channels if len(channels) == n else [],
         name=image.multiscale.name or (omero.name if omero else None),
         labels=[labels_spec(lab) for lab in image.labels] if with_labels else [],
+        pyramid=stored_pyramid(image),
     )
 
 
@@ -238,6 +294,20 @@ def convert_summary(
     if options is None:
         options = WriteOptions(**source_options(source, target))
     with open_ome_zarr(source) as oz:
+        if oz.root.meta.scene is not None:
+            if client is not None:
+                raise OzxError("converting a scene on a dask cluster is not supported yet")
+            scene = scene_spec(oz)
+            out = write_ome_zarr(
+                target,
+                scene,
+                (),
+                options=options,
+                progress=progress,
+                cancel=cancel,
+                compute=compute,
+            )
+            return summarize_write(out, scene, (), options)
         if oz.root.meta.kind == "plate":
             if client is not None:
                 raise OzxError("converting a plate on a dask cluster is not supported yet")

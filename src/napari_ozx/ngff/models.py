@@ -470,7 +470,7 @@ class Multiscale:
             d["type"] = self.type
         if self.name:
             d["name"] = self.name
-        if v >= "0.6" and self.metadata:
+        if self.metadata:  # 0.4-0.6: "information about the downscaling method"
             d["metadata"] = dict(self.metadata)
         return _versioned(v, d)
 

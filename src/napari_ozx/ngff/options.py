@@ -98,7 +98,7 @@ class OptionSpec:
     """What one write option may be: everything a CLI, a panel or a loader needs."""
 
     name: str
-    type: type  # int or str (the value's type when not None)
+    type: type  # int, str or bool (the value's type when not None)
     default: Any
     help: str
     flag: str  # command-line flag, e.g. "--chunk"
@@ -116,6 +116,8 @@ class OptionSpec:
             return None if self.optional else "a value is required"
         if self.choices is not None:
             return None if value in self.choices else f"must be one of {', '.join(self.choices)}"
+        if self.type is bool:
+            return None if isinstance(value, bool) else "must be true or false"
         if self.type is int and (not isinstance(value, int) or isinstance(value, bool)):
             return "must be an integer"
         if self.type is str and not isinstance(value, str):
@@ -131,6 +133,8 @@ class OptionSpec:
         """The allowed values in words (for messages and help)."""
         if self.choices is not None:
             return ", ".join(self.choices)
+        if self.type is bool:
+            return "true or false"
         text = f"{self.min}..{self.max}"
         return f"{text} or auto" if self.optional else text
 
@@ -232,7 +236,9 @@ class WriteOptions:
     pyramid_levels: int | None = field(
         default=None,
         metadata=_meta(
-            "pyramid levels (auto: halve y/x until one chunk holds a plane)",
+            "pyramid levels (auto: the levels the source or opened layer has as stored, "
+            "else halve y/x until one chunk holds a plane; more than stored: the missing "
+            "ones are built from the coarsest stored level, fewer: the finest are kept)",
             "--levels",
             "Pyramid levels",
             min=1,
@@ -245,6 +251,16 @@ class WriteOptions:
             "downsampling (auto: mean for images, nearest for labels)",
             "--downsample",
             "Downsampling",
+        ),
+    )
+    rebuild_pyramid: bool = field(
+        default=False,
+        metadata=_meta(
+            "rebuild every lower pyramid level from level 0 with --downsample (default: "
+            "copy the levels a source or an opened layer has as stored, with their pixels "
+            "and placement)",
+            "--rebuild-pyramid",
+            "Rebuild pyramid",
         ),
     )
     workers: int | None = field(
@@ -447,6 +463,10 @@ def add_cli_arguments(parser: argparse.ArgumentParser | Any, keep_default: bool 
         if spec.choices is not None:
             parser.add_argument(
                 spec.flag, dest=dest, choices=spec.choices, default=value, help=help_text
+            )
+        elif spec.type is bool:
+            parser.add_argument(
+                spec.flag, dest=dest, action="store_true", default=value, help=spec.help
             )
         else:
             unit = f" [{spec.unit}]" if spec.unit else ""

@@ -17,9 +17,13 @@ How it streams:
    one shard is computed at a time). Each shard is encoded by zarr (sharding + codec)
    and stored exactly once: work is split on shard boundaries, so no shard is ever
    written partially and read back.
-3. Level *n* is computed from level *n-1* **as written** (read back through the same
-   store), 2x in y and x, so the source is read once and memory stays at a few shards
-   per worker.
+3. Level *n* is copied from the source's own level *n* when the spec carries the
+   pyramid it has as stored (:class:`StoredPyramid`: ``convert`` and a save of an opened
+   layer; its pixels, per-level scale and translation, ``type``, ``metadata`` and level
+   paths are kept, re-chunked and re-encoded only). Otherwise, and for levels beyond the
+   stored ones or with ``rebuild_pyramid``, it is computed from level *n-1* **as
+   written** (read back through the same store), 2x in y and x, so the source is read
+   once and memory stays at a few shards per worker.
 4. Everything goes to a temporary name beside the target, renamed onto it only when
    complete: a failed or cancelled save leaves the previous file untouched.
 """
@@ -31,10 +35,11 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -69,15 +74,20 @@ __all__ = [
     "ImageSpec",
     "LabelLevel",
     "LabelsSpec",
+    "LevelPlan",
     "PlateWriteSpec",
     "PreparedLabels",
     "SaveError",
     "SceneSpec",
+    "StoredLevel",
+    "StoredPyramid",
     "WriteCancelled",
     "WriteOptions",  # re-exported from .options, its home
     "WriteSummary",
     "chunk_and_shard",
+    "plan_levels",
     "prepare_labels",
+    "pyramid_notes",
     "pyramid_shapes",
     "summarize_write",
     "write_ome_zarr",
@@ -100,6 +110,39 @@ class SaveError(OzxError, OSError):
         self.errno = errno
 
 
+@dataclass(frozen=True)
+class StoredLevel:
+    """A lower pyramid level as the source stores it: its data (numpy or dask, the
+    spec's axes and data type), its scale and translation to the intrinsic system, and
+    its array path (``None``: the level's index)."""
+
+    data: Any
+    scale: Sequence[float]
+    translation: Sequence[float]
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredPyramid:
+    """The pyramid an image or label image has as stored, to be written level for level
+    rather than rebuilt: levels 1.. (level 0 is the spec's ``data``, ``scale`` and
+    ``translation``), level 0's array path, and the multiscale's ``type`` and
+    ``metadata`` (the downsampling another tool used, e.g. a Gaussian).
+
+    ``WriteOptions.pyramid_levels`` then says how many levels to write (``None``: the
+    stored ones): fewer keeps the finest, more builds the missing ones from the coarsest
+    stored level; ``rebuild_pyramid`` ignores the stored lower levels."""
+
+    lower: tuple[StoredLevel, ...] = ()
+    path0: str | None = None
+    type: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+    @property
+    def count(self) -> int:
+        return 1 + len(self.lower)
+
+
 @dataclass
 class LabelsSpec:
     name: str
@@ -114,6 +157,8 @@ class LabelsSpec:
     to_world: Any = None
     #: what ``to_world`` is, for messages ("rotation", "shear or affine")
     to_world_kind: str = ""
+    #: the pyramid the labels have as stored (``None``: built from ``data``)
+    pyramid: StoredPyramid | None = None
 
 
 @dataclass
@@ -127,6 +172,7 @@ class ImageSpec:
     labels: Sequence[LabelsSpec] = field(default_factory=list)
     to_world: Any = None  # as LabelsSpec.to_world
     to_world_kind: str = ""
+    pyramid: StoredPyramid | None = None  # as LabelsSpec.pyramid
 
 
 #: the name of the coordinate system a napari layer's world becomes
@@ -159,6 +205,10 @@ class SceneSpec:
     images: Sequence[ImageSpec]
     paths: Sequence[str]
     name: str | None = None
+    #: the scene's coordinate system the images are placed in (its name and axes;
+    #: default: "world" with the first image's axes)
+    system: str = WORLD
+    system_axes: Sequence[Axis] | None = None
 
     @property
     def labels(self) -> list[LabelsSpec]:
@@ -203,6 +253,8 @@ class WriteSummary:
     labels: int = 0
     channels: int | None = None  # the channels of the one image written
     kind: str = ""  # "scene" or "plate": what the images make up
+    #: what was done to stored pyramids beyond copying them (levels dropped or built)
+    notes: tuple[str, ...] = ()
 
     def content(self) -> str:
         """``"OME-Zarr 0.5, 1 image (2 channels), 1 labels"``."""
@@ -217,8 +269,10 @@ class WriteSummary:
         return ", ".join(parts)
 
     def message(self) -> str:
-        """``"Saved cells.ozx: OME-Zarr 0.5, 1 image (2 channels), 1 labels"``."""
-        return f"Saved {self.target.name or self.target}: {self.content()}"
+        """``"Saved cells.ozx: OME-Zarr 0.5, 1 image (2 channels), 1 labels"``, and one
+        more line per note (a stored pyramid's levels dropped or built)."""
+        line = f"Saved {self.target.name or self.target}: {self.content()}"
+        return "\n".join([line, *self.notes])
 
 
 def summarize_write(
@@ -240,7 +294,8 @@ def summarize_write(
     kind = ""
     if isinstance(image, SceneSpec | PlateWriteSpec):
         kind = "scene" if isinstance(image, SceneSpec) else "plate"
-    return WriteSummary(Path(target), version, n_images, n_labels, channels, kind)
+    notes = tuple(pyramid_notes(image, labels, options or WriteOptions()))
+    return WriteSummary(Path(target), version, n_images, n_labels, channels, kind, notes)
 
 
 def _check_version_holds(specs: Sequence[ImageSpec | LabelsSpec], version: str) -> None:
@@ -351,20 +406,32 @@ def _v2_compressor(opts: WriteOptions) -> Any:
 # ------------------------------------------------------------------ metadata
 
 
-def _multiscale(
-    name: str | None,
-    axes: Sequence[Axis],
-    shapes: list[tuple[int, ...]],
+@dataclass(frozen=True)
+class LevelPlan:
+    """One level a write stores: its array path, shape, scale and translation (to the
+    intrinsic system), and the data it is copied from (``None``: computed from the level
+    above as written)."""
+
+    path: str
+    shape: tuple[int, ...]
+    scale: tuple[float, ...]
+    translation: tuple[float, ...]
+    source: Any = None
+
+
+def _halved_places(
     scale: Sequence[float],
     translation: Sequence[float],
+    axes: Sequence[Axis],
     method: str,
-    version: str,
-    to_world: Any = None,
-) -> Multiscale:
-    datasets = []
+    count: int,
+) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
+    """(scale, translation) of *count* levels, the first placed by *scale* and
+    *translation*, each next one halved in y and x by *method*."""
     halved = _yx_axes(axes)
-    for i, _shp in enumerate(shapes):
-        # ceil halving repeats the edge: a level-i pixel is exactly 2**i level-0 pixels
+    out = []
+    for i in range(count):
+        # ceil halving repeats the edge: a level-i pixel is exactly 2**i first-level pixels
         factors = [2.0**i if ax in halved else 1.0 for ax in range(len(axes))]
         sc = tuple(float(s) * f for s, f in zip(scale, factors, strict=True))
         if method == "mean":  # the centre of a 2x2 block lies half a pixel further in
@@ -374,8 +441,208 @@ def _multiscale(
             )
         else:
             tr = tuple(float(t) for t in translation)
-        datasets.append(Dataset(str(i), sc, tr))
-    ms = Multiscale(version, tuple(axes), tuple(datasets), name=name or None, type=method)
+        out.append((sc, tr))
+    return out
+
+
+def _next_path(previous: str, index: int, used: set[str]) -> str:
+    """The array path of a level built after *previous*: its numbering continued
+    (``s2`` after ``s1``), else the level's index."""
+    m = re.fullmatch(r"([A-Za-z_\-]*)(\d+)", previous)
+    candidates = [f"{m.group(1)}{int(m.group(2)) + 1}"] if m else []
+    candidates += [str(index), f"level{index}"]
+    return next(c for c in candidates if c not in used)
+
+
+def plan_levels(
+    data: Any,
+    axes: Sequence[Axis],
+    scale: Sequence[float] | None,
+    translation: Sequence[float] | None,
+    method: str,
+    opts: WriteOptions,
+    pyramid: StoredPyramid | None = None,
+    name: str = "",
+) -> list[LevelPlan]:
+    """Every level one multiscale is written with (no I/O: shapes only).
+
+    Without a stored *pyramid* (or with ``opts.rebuild_pyramid``), the writer's own: level
+    0 from *data*, then halved in y and x by *method* (:func:`pyramid_shapes`). With one,
+    the stored levels, as stored (``opts.pyramid_levels`` of them, default all), then any
+    more asked for halved from the coarsest stored one."""
+    ndim = len(axes)
+    sc0 = tuple(float(v) for v in scale) if scale is not None else (1.0,) * ndim
+    tr0 = tuple(float(v) for v in translation) if translation is not None else (0.0,) * ndim
+    if pyramid is None or opts.rebuild_pyramid:
+        shapes = pyramid_shapes(data.shape, axes, opts)
+        places = _halved_places(sc0, tr0, axes, method, len(shapes))
+        return [
+            LevelPlan(str(i), shp, sc, tr, data if i == 0 else None)
+            for i, (shp, (sc, tr)) in enumerate(zip(shapes, places, strict=True))
+        ]
+    stored = [(pyramid.path0, data, sc0, tr0)] + [
+        (
+            lv.path,
+            lv.data,
+            tuple(float(v) for v in lv.scale),
+            tuple(float(v) for v in lv.translation),
+        )
+        for lv in pyramid.lower
+    ]
+    count = opts.pyramid_levels or len(stored)
+    out: list[LevelPlan] = []
+    used: set[str] = set()
+    for i, (path, d, sc, tr) in enumerate(stored[:count]):
+        if len(d.shape) != ndim or len(sc) != ndim or len(tr) != ndim:
+            raise OzxError(
+                f"{name or 'image'}: level {i} has {len(d.shape)} dimensions, "
+                f"{len(sc)} scales and {len(tr)} translations for {ndim} axes"
+            )
+        if np.dtype(d.dtype) != np.dtype(data.dtype):
+            raise OzxError(
+                f"{name or 'image'}: level {i} is {np.dtype(d.dtype)}, level 0 "
+                f"{np.dtype(data.dtype)}: a pyramid has one data type"
+            )
+        p = path if path and "/" not in path and path not in used else str(i)
+        if p in used:
+            p = _next_path(out[-1].path, i, used)
+        used.add(p)
+        out.append(LevelPlan(p, tuple(int(x) for x in d.shape), sc, tr, d))
+    if count > len(out):
+        last = out[-1]
+        more = pyramid_shapes(last.shape, axes, replace(opts, pyramid_levels=count - len(out) + 1))
+        places = _halved_places(last.scale, last.translation, axes, method, len(more))
+        for shp, (sc, tr) in zip(more[1:], places[1:], strict=True):
+            p = _next_path(out[-1].path, len(out), used)
+            used.add(p)
+            out.append(LevelPlan(p, shp, sc, tr, None))
+    return out
+
+
+def pyramid_notes(
+    image: ImageSpec | SceneSpec | PlateWriteSpec | None,
+    labels: Sequence[LabelsSpec],
+    opts: WriteOptions,
+) -> list[str]:
+    """What a write does to stored pyramids beyond copying them (levels dropped, built or
+    rebuilt), one line per image or label image, for the summary (no I/O)."""
+    notes = []
+    for spec in _all_specs(image, labels):
+        pyr = spec.pyramid
+        if pyr is None:
+            continue
+        what = (
+            f"labels {spec.name!r}"
+            if isinstance(spec, LabelsSpec)
+            else f"image {spec.name!r}"
+            if spec.name
+            else "the image"
+        )
+        if opts.rebuild_pyramid:
+            n = len(pyramid_shapes(spec.data.shape, spec.axes, opts))
+            if pyr.count > 1 or n > 1:
+                notes.append(
+                    f"{what}: pyramid rebuilt from level 0 ({n} levels; the "
+                    f"{pyr.count} stored were not copied)"
+                )
+            continue
+        method = _method(opts, isinstance(spec, LabelsSpec))
+        plan = plan_levels(
+            spec.data, spec.axes, spec.scale, spec.translation, method, opts, pyr, spec.name or ""
+        )
+        kept = sum(lv.source is not None for lv in plan)
+        if kept < pyr.count:
+            notes.append(
+                f"{what}: {kept} of its {pyr.count} stored levels written, "
+                f"level{'s' if pyr.count - kept > 1 else ''} "
+                f"{_span(kept, pyr.count - 1)} dropped"
+            )
+        if len(plan) > kept:
+            notes.append(
+                f"{what}: level{'s' if len(plan) - kept > 1 else ''} "
+                f"{_span(kept, len(plan) - 1)} built from stored level {kept - 1} ({method})"
+            )
+    return notes
+
+
+def _labels_like(
+    lab: LabelsSpec, image: ImageSpec, image_levels: Sequence[LevelPlan], opts: WriteOptions
+) -> list[LevelPlan] | None:
+    """The levels of labels without a stored pyramid of their own under an image whose
+    stored pyramid is kept: the image's levels (channel axis dropped), so the label image
+    has "the same number of entries (scale levels) as the original unlabeled image"
+    (0.4-0.6, "labels") at the same scales, each level taken from the one above
+    (nearest, or *opts*' mode where a level halves). ``None``: the labels' own pyramid
+    (they have one stored, the image's is rebuilt, or they are shaped or placed
+    otherwise than its level 0)."""
+    if lab.pyramid is not None or image.pyramid is None or opts.rebuild_pyramid:
+        return None
+    c = next((i for i, a in enumerate(image.axes) if a.type == "channel"), None)
+    keep = [i for i in range(len(image.axes)) if i != c]
+    if [image.axes[i].name for i in keep] != [a.name for a in lab.axes]:
+        return None
+    first = image_levels[0]
+    ndim = len(lab.axes)
+    lab_scale = tuple(float(v) for v in lab.scale) if lab.scale is not None else (1.0,) * ndim
+    lab_tr = (
+        tuple(float(v) for v in lab.translation) if lab.translation is not None else (0.0,) * ndim
+    )
+    if (
+        tuple(lab.data.shape) != tuple(first.shape[i] for i in keep)
+        or not np.allclose(lab_scale, [first.scale[i] for i in keep])
+        or not np.allclose(lab_tr, [first.translation[i] for i in keep])
+    ):
+        return None
+    return [
+        LevelPlan(
+            str(n),
+            tuple(lv.shape[i] for i in keep),
+            tuple(lv.scale[i] for i in keep),
+            tuple(lv.translation[i] for i in keep),
+            lab.data if n == 0 else None,
+        )
+        for n, lv in enumerate(image_levels)
+    ]
+
+
+def _factors(shapes: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Per level, the integer factor from the level above on every axis (1 for level 0)."""
+    return [tuple(1 for _ in shapes[0])] + [
+        tuple(max(1, round(p / c)) if c else 1 for p, c in zip(a, b, strict=True))
+        for a, b in itertools.pairwise(shapes)
+    ]
+
+
+def _span(a: int, b: int) -> str:
+    return str(a) if a == b else f"{a}-{b}"
+
+
+def _method(opts: WriteOptions, labels: bool) -> str:
+    """The downsampling method of built levels: *opts*' where it suits, else mean for
+    images and nearest for labels."""
+    if labels:
+        return opts.downsample if opts.downsample in ("nearest", "mode") else "nearest"
+    return opts.downsample if opts.downsample in ("mean", "nearest") else "mean"
+
+
+def _multiscale(
+    name: str | None,
+    axes: Sequence[Axis],
+    levels: Sequence[LevelPlan],
+    kind: str | None,
+    version: str,
+    to_world: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Multiscale:
+    datasets = tuple(Dataset(lv.path, lv.scale, lv.translation) for lv in levels)
+    ms = Multiscale(
+        version,
+        tuple(axes),
+        datasets,
+        name=name or None,
+        type=kind,
+        metadata=dict(metadata) if metadata else None,
+    )
     if to_world is None:
         return ms
     from .transforms import SystemRef, simplest
@@ -472,6 +739,15 @@ class _Job:
     #: per level, the integer factor from the level above on every axis; ``None``: the
     #: writer's own pyramid (2x in y and x, :func:`pyramid_shapes`)
     factors: list[tuple[int, ...]] | None = None
+    #: per level, the data it is copied from (a stored level), or ``None``: computed from
+    #: the level above; no list: level 0 from ``data``, every other computed
+    sources: list[Any] | None = None
+
+    def source(self, level: int) -> Any:
+        """The data level *level* is copied from, or ``None`` (computed from above)."""
+        if self.sources is not None:
+            return self.sources[level]
+        return self.data if level == 0 else None
 
 
 #: unsharded arrays are written in regions of about this many bytes (whole chunks)
@@ -728,11 +1004,9 @@ class PreparedLabels:
             for i, m in enumerate(self.array_metadata)
         ]
         shapes = [lvl.shape for lvl in self.levels]
-        factors = [tuple(1 for _ in shapes[0])] + [
-            tuple(max(1, round(p / c)) if c else 1 for p, c in zip(a, b, strict=True))
-            for a, b in itertools.pairwise(shapes)
-        ]
-        job = _Job(prefix, self.spec.data, self.spec.axes, shapes, self.method, arrays, factors)
+        job = _Job(
+            prefix, self.spec.data, self.spec.axes, shapes, self.method, arrays, _factors(shapes)
+        )
         _write_data([job], self.options, progress, cancel, compute or _compute)
 
 
@@ -756,7 +1030,7 @@ def prepare_labels(
         raise OzxError(f"invalid label name {spec.name!r}")
     if len(levels) < 1 or any(len(lvl.shape) != len(spec.axes) for lvl in levels):
         raise OzxError(f"{spec.name}: every level needs one size per axis")
-    method = opts.downsample if opts.downsample in ("nearest", "mode") else "nearest"
+    method = _method(opts, labels=True)
     datasets = tuple(
         Dataset(str(i), tuple(lvl.scale), tuple(lvl.translation)) for i, lvl in enumerate(levels)
     )
@@ -797,13 +1071,24 @@ def _create_hierarchy(
         omero: Omero | None = None,
         image_label: ImageLabel | None = None,
         to_world: Any = None,
-    ) -> None:
+        pyramid: StoredPyramid | None = None,
+        like: list[LevelPlan] | None = None,
+    ) -> list[LevelPlan]:
         if len(axes) != data.ndim:
             raise OzxError(f"{name or path or 'image'}: {data.ndim}-D data but {len(axes)} axes")
-        shapes = pyramid_shapes(data.shape, axes, opts)
-        scale = list(scale) if scale is not None else [1.0] * data.ndim
-        translation = list(translation) if translation is not None else [0.0] * data.ndim
-        ms = _multiscale(name, axes, shapes, scale, translation, method, opts.version, to_world)
+        levels = like or plan_levels(
+            data, axes, scale, translation, method, opts, pyramid, name or path
+        )
+        kept = pyramid is not None and not opts.rebuild_pyramid
+        ms = _multiscale(
+            name,
+            axes,
+            levels,
+            pyramid.type if kept and pyramid is not None else method,
+            opts.version,
+            to_world,
+            pyramid.metadata if kept and pyramid is not None else None,
+        )
         node = NodeMetadata(multiscales=(ms,), omero=omero, image_label=image_label)
         attrs = node.to_attributes(opts.version)
         # never overwrite=True at the root: zarr then deletes the store's directory (our
@@ -812,26 +1097,27 @@ def _create_hierarchy(
         grp = zarr.create_group(
             store=store, path=path, zarr_format=zf, attributes=attrs, overwrite=bool(path)
         )
-        job = _Job(path, data, axes, shapes, method)
+        shapes = [lv.shape for lv in levels]
+        job = _Job(path, data, axes, shapes, method, sources=[lv.source for lv in levels])
+        if like is not None:
+            job.factors = _factors(shapes)
         dtype = np.dtype(data.dtype)
-        for i, shp in enumerate(shapes):
-            chunks, shards = chunk_and_shard(shp, axes, opts)
+        for lv in levels:
+            chunks, shards = chunk_and_shard(lv.shape, axes, opts)
             kw = _array_kwargs(chunks, shards, dtype, axes, opts)
-            job.arrays.append(grp.create_array(str(i), shape=shp, dtype=dtype, **kw))
+            job.arrays.append(grp.create_array(lv.path, shape=lv.shape, dtype=dtype, **kw))
         jobs.append(job)
+        return levels
 
     def image_label(lab: LabelsSpec, source: str | None) -> ImageLabel:
         return ImageLabel(
             tuple(lab.colors), tuple(dict(p) for p in lab.properties), source_image=source
         )
 
-    def label_method(lab: LabelsSpec) -> str:
-        return opts.downsample if opts.downsample in ("nearest", "mode") else "nearest"
-
     def add_image(prefix: str, image: ImageSpec, to_world: Any) -> None:
-        method = opts.downsample if opts.downsample in ("mean", "nearest") else "mean"
+        method = _method(opts, labels=False)
         om = _omero(image.channels, np.dtype(image.data.dtype), image.name)
-        add_multiscale(
+        image_levels = add_multiscale(
             prefix,
             image.data,
             image.axes,
@@ -841,6 +1127,7 @@ def _create_hierarchy(
             method,
             om,
             to_world=to_world,
+            pyramid=image.pyramid,
         )
         if image.labels:
             names = [lab.name for lab in image.labels]
@@ -861,9 +1148,11 @@ def _create_hierarchy(
                     lab.scale,
                     lab.translation,
                     lab.name,
-                    label_method(lab),
+                    _method(opts, labels=True),
                     image_label=image_label(lab, "../../"),
                     to_world=lab.to_world if to_world is not None else None,
+                    pyramid=lab.pyramid,
+                    like=_labels_like(lab, image, image_levels, opts),
                 )
 
     if isinstance(image, SceneSpec):
@@ -876,10 +1165,10 @@ def _create_hierarchy(
             m = im.to_world
             t = simplest(np.asarray(m, float)) if m is not None else Identity(ndim=len(im.axes))
             transformations.append(
-                replace(t, input=SystemRef(INTRINSIC, path), output=SystemRef(WORLD))
+                replace(t, input=SystemRef(INTRINSIC, path), output=SystemRef(image.system))
             )
-        axes = tuple(image.images[0].axes)
-        scene = Scene(tuple(transformations), (CoordinateSystem(WORLD, axes),))
+        axes = tuple(image.system_axes or image.images[0].axes)
+        scene = Scene(tuple(transformations), (CoordinateSystem(image.system, axes),))
         zarr.create_group(  # the root first (see add_multiscale on overwrite at the root)
             store=store,
             path="",
@@ -924,9 +1213,10 @@ def _create_hierarchy(
             lab.scale,
             lab.translation,
             lab.name,
-            label_method(lab),
+            _method(opts, labels=True),
             image_label=image_label(lab, None),
             to_world=lab.to_world,
+            pyramid=lab.pyramid,
         )
     return jobs
 
@@ -962,8 +1252,9 @@ def _write_data(
         check()
         if failed.is_set():
             return
-        if lvl == 0:
-            block = _source_region(job.data, region, ds_axes, arr.dtype, compute, check)
+        src = job.source(lvl)
+        if src is not None:
+            block = _source_region(src, region, ds_axes, arr.dtype, compute, check)
         elif job.factors is not None and any(f > 2 for f in job.factors[lvl]):
             block = _strided_region(job.arrays[lvl - 1], region, job.factors[lvl], arr.dtype)
         else:
