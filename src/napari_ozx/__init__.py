@@ -33,6 +33,15 @@ _EXPORTS: dict[str, str] = {
     "add_labels_to_image": "napari_ozx.layers.add_labels",
     "save_labels_back": "napari_ozx.layers.saveback",
     "SaveBackError": "napari_ozx.layers.saveback",
+    # tables (Fractal / ngio table specification V1, SpatialData)
+    "list_tables": "napari_ozx.ngff.tables",
+    "read_table": "napari_ozx.ngff.tables",
+    "TableInfo": "napari_ozx.ngff.tables",
+    "TableData": "napari_ozx.ngff.tables",
+    "roi_pixel_boxes": "napari_ozx.ngff.tables",
+    "roi_world_boxes": "napari_ozx.ngff.tables",
+    "table_layer_data": "napari_ozx.layers.reading",
+    "zoom_to_roi": "napari_ozx.layers.tables",
     # validating
     "validate": "napari_ozx.ozx.validate",
     "ValidationReport": "napari_ozx.ozx.validate",
@@ -51,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "NotOmeZarrError": "napari_ozx.errors",
     "UnsupportedExtensionError": "napari_ozx.errors",
     "InvalidOptionError": "napari_ozx.errors",
+    "TableError": "napari_ozx.errors",
 }
 
 __all__ = [
@@ -69,6 +79,9 @@ __all__ = [
     "OzxWriter",
     "ReadOnlyStoreError",
     "SaveBackError",
+    "TableData",
+    "TableError",
+    "TableInfo",
     "UnsupportedExtensionError",
     "UnsupportedZipFeature",
     "ValidationReport",
@@ -78,11 +91,17 @@ __all__ = [
     "__version__",
     "add_labels_to_image",
     "convert",
+    "list_tables",
     "open_hcs",
     "open_ome_zarr",
+    "read_table",
+    "roi_pixel_boxes",
+    "roi_world_boxes",
     "save_labels_back",
+    "table_layer_data",
     "validate",
     "write_ome_zarr",
+    "zoom_to_roi",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
@@ -93,16 +112,27 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         NotOmeZarrError,
         OzxError,
         ReadOnlyStoreError,
+        TableError,
         UnsupportedExtensionError,
         UnsupportedZipFeature,
         ZipFormatError,
     )
     from napari_ozx.layers.add_labels import add_labels_to_image
+    from napari_ozx.layers.reading import table_layer_data
     from napari_ozx.layers.saveback import SaveBackError, save_labels_back
+    from napari_ozx.layers.tables import zoom_to_roi
     from napari_ozx.ngff.convert import convert
     from napari_ozx.ngff.open import Image, OmeZarr, open_ome_zarr
     from napari_ozx.ngff.options import WriteOptions
     from napari_ozx.ngff.plate import open_hcs
+    from napari_ozx.ngff.tables import (
+        TableData,
+        TableInfo,
+        list_tables,
+        read_table,
+        roi_pixel_boxes,
+        roi_world_boxes,
+    )
     from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteCancelled, write_ome_zarr
     from napari_ozx.ozx.store import OzxStore
     from napari_ozx.ozx.validate import Finding, ValidationReport, validate

@@ -55,6 +55,22 @@ class UnsupportedExtensionError(MetadataError):
         )
 
 
+class TableError(MetadataError):
+    """A table next to an image (Fractal / ngio table specification V1, SpatialData) that
+    cannot be read: malformed attributes, missing or truncated columns, an unknown
+    backend, a backend whose optional dependency is missing. The message says the reason
+    first, then the table and the file; the image itself still opens."""
+
+    def __init__(self, reason: str, table: str = "", source: str = "") -> None:
+        self.reason = reason
+        self.table = table
+        self.source = source
+        where = f"table {table!r}" if table else ""
+        if source:
+            where = f"{where} in {source}" if where else source
+        super().__init__(f"{reason} ({where})" if where else reason)
+
+
 class InvalidOptionError(OzxError, ValueError):
     """A write option outside what it allows (the message names the option and the range)."""
 

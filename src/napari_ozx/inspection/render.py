@@ -1,8 +1,9 @@
 """Plain-text and JSON renderings of the inspection's facts (``napari-ozx info``).
 
 :func:`info_report` gathers, from one :class:`~.source.Inspection`, the facts the CLI
-prints: the root's kind, each image with its axes, channels, labels and the
-:class:`~.facts.ArrayFacts` of every level, a plate's layout, the archive's facts and
+prints: the root's kind, each image with its axes, channels, labels, tables (from their
+metadata: :mod:`napari_ozx.ngff.tables`) and the :class:`~.facts.ArrayFacts` of every
+level, a plate's layout, the archive's facts and
 RFC-9 verdict, and every problem found on the way. :func:`info_text` renders that report
 for people; ``--json`` prints it as it is. The Qt inspector renders the same facts as
 HTML, so the command line and the dock cannot disagree.
@@ -67,7 +68,36 @@ def _image_entry(insp: Inspection, node: TreeNode, problems: list[dict[str, Any]
         channels=[c.label for c in meta.omero.channels] if meta.omero else [],
         labels=labels,
     )
+    if node.kind != LABEL_IMAGE:
+        entry["tables"] = _tables(insp, node.path)
     return entry
+
+
+class _Docs:
+    """The inspection's cached document reads as a :class:`~..ngff.tables.TableSource`."""
+
+    def __init__(self, insp: Inspection) -> None:
+        self.insp = insp
+        self.store = insp.store
+        self.source = insp.source
+
+    def read_docs(self, paths: Any, kind: Any = None) -> list[Any]:
+        return [None if r is None else r.docs for r in self.insp.read_many(list(paths))]
+
+
+def _tables(insp: Inspection, image: str | None) -> list[dict[str, Any]]:
+    """The tables of the image at *image* (``None``: a SpatialData store's root tables),
+    from their metadata (Fractal / ngio table specification V1, SpatialData)."""
+    from ..errors import TableError
+    from ..ngff.tables import list_tables, spatialdata_tables
+
+    try:
+        infos = (
+            spatialdata_tables(_Docs(insp)) if image is None else list_tables(_Docs(insp), image)
+        )
+    except TableError as e:
+        return [{"name": None, "error": e.reason}]
+    return [i.to_dict() for i in infos]
 
 
 def info_report(insp: Inspection) -> dict[str, Any]:
@@ -108,6 +138,8 @@ def info_report(insp: Inspection) -> dict[str, Any]:
         if node.error and node is not insp.root:
             problems.append({"path": node.path, "error": node.error})
         out["images"].append(_image_entry(insp, node, problems))
+    if meta is not None and meta.kind == "spatialdata":
+        out["tables"] = _tables(insp, None)
     archive = insp.archive()
     if archive is not None:
         out["archive"] = archive.to_dict()
@@ -163,6 +195,8 @@ def info_text(report: dict[str, Any]) -> str:
             lines.append("    " + _level_text(lv))
         if img["labels"]:
             lines.append(f"    labels: {', '.join(img['labels'])}")
+        lines.extend("    " + _table_text(t) for t in img.get("tables", ()))
+    lines.extend("  " + _table_text(t) for t in report.get("tables", ()))
     for p in report.get("problems", ()):
         lines.append(f"  problem at {p['path']}: {p['error']}")
     return "\n".join(lines)
@@ -183,3 +217,19 @@ def _level_text(lv: dict[str, Any]) -> str:
         f"{shape_text(lv['chunks'])}{shard} [{' → '.join(lv['codecs']) or 'no codecs'}] "
         f"scale {tuple(lv['scale'])}{stored}"
     )
+
+
+def _table_text(t: dict[str, Any]) -> str:
+    """One table of the listing: name, type, backend, rows, columns, region (or why it
+    cannot be read)."""
+    if t.get("name") is None:
+        return f"tables: {t.get('error')}"
+    if t.get("error"):
+        return f"table {t['name']}: cannot be read: {t['error']}"
+    rows = "? rows" if t.get("rows") is None else f"{t['rows']:,} rows"
+    parts = [str(t.get("type") or "untyped"), str(t.get("backend")), rows]
+    parts.append(f"{len(t.get('columns') or [])} columns")
+    regions = t.get("regions") or ([t["region"]] if t.get("region") else [])
+    if regions:
+        parts.append("region " + ", ".join(regions))
+    return f"table {t['name']}: {', '.join(parts)}"

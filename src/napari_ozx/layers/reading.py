@@ -3,10 +3,12 @@
 :mod:`napari_ozx.ngff` parses and opens; this module maps the typed model to napari
 layer keyword arguments (scale, translate, axis labels, units, colormaps, contrast
 limits, label colours and features), each layer with its :class:`LayerSource` in
-``metadata``. It imports neither Qt nor napari, so a headless ``npe2.read`` stays
-headless, and it never shows anything: problems that do not stop a read (a broken label
-image, a field of a well that cannot be opened) go to the *report* callback the caller
-passes (the npe2 reader turns them into napari notifications), else to the log.
+``metadata``; an image's tables go through :mod:`.tables` (ROI tables as Shapes layers,
+feature tables as its labels' features). It imports neither Qt nor napari, so a headless
+``npe2.read`` stays headless, and it never shows anything: problems that do not stop a
+read (a broken label image or table, a field of a well that cannot be opened) go to the
+*report* callback the caller passes (the npe2 reader turns them into napari
+notifications), else to the log.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "read_layer_data",
     "scene_layer_data",
     "scene_systems",
+    "table_layer_data",
     "well_layer_data",
 ]
 
@@ -91,18 +94,84 @@ def read_layer_data(
         if root.root.meta.kind == "spatialdata"
         else set()
     )
+    sd_layers: dict[str, list[LayerData]] = {}
     for image in root.images():
         if image.meta.image_label is not None or image.path in sd_labels:
-            out.extend(labels_layer_data(image))
+            lds = labels_layer_data(image)
+            out.extend(lds)
+            if image.path in sd_labels:
+                sd_layers[image.path.rsplit("/", 1)[-1]] = lds
             continue
-        out.append(image_layer_data(image, report=report))
+        ld = image_layer_data(image, report=report)
+        out.append(ld)
+        by_label: dict[str, list[LayerData]] = {}
         for label in image.labels:
             try:
-                out.extend(labels_layer_data(label, to_world=_label_to_world(image, label)))
+                lds = labels_layer_data(label, to_world=_label_to_world(image, label))
             except OzxError as e:  # a broken label must not hide the image
                 report(f"{path} (labels {label.name!r})", e)
+                continue
+            out.extend(lds)
+            by_label[label.path.rsplit("/", 1)[-1]] = lds
+        out.extend(_table_layers(root, image, ld[1], by_label, report))
+    if sd_layers:
+        _spatialdata_tables(root, sd_layers, report)
     warn_broken_rules(root)
     return out
+
+
+def _table_layers(
+    root: Any,
+    image: Any,
+    image_kwargs: dict[str, Any],
+    labels: dict[str, list[LayerData]],
+    report: Report,
+) -> list[LayerData]:
+    """The image's tables (:mod:`.tables`): ROI tables as Shapes layer data, feature
+    tables as its labels' ``features``. A table never stops the read."""
+    from .tables import image_table_layers
+
+    try:
+        return image_table_layers(root, image, image_kwargs, labels, report)
+    except OzxError as e:
+        report(f"{root.source} (tables of {image.path or '/'!r})", e)
+    except Exception:  # a table must never stop a read that worked
+        logger.warning("napari-ozx: tables of %s not shown", root.source, exc_info=True)
+    return []
+
+
+def _spatialdata_tables(root: Any, labels: dict[str, list[LayerData]], report: Report) -> None:
+    from .tables import spatialdata_features
+
+    try:
+        spatialdata_features(root, labels, report)
+    except OzxError as e:
+        report(f"{root.source} (tables)", e)
+    except Exception:  # a table must never stop a read that worked
+        logger.warning("napari-ozx: tables of %s not shown", root.source, exc_info=True)
+
+
+def table_layer_data(
+    path: str, table: str, image: str = "", report: Report | None = None
+) -> LayerData:
+    """A ROI (or masking ROI) table of the image at *image* in *path* as Shapes layer
+    data, whatever its size (the reader reads only small tables when an image opens).
+    For a feature table use :func:`napari_ozx.read_table` and
+    :func:`napari_ozx.layers.tables.labels_features` on its labels layer."""
+    from ..errors import TableError
+    from ..ngff.open import open_ome_zarr
+    from ..ngff.tables import read_table
+    from .tables import roi_shapes_layer_data
+
+    with open_ome_zarr(path) as root:
+        data = read_table(root, table, image)
+        if not data.info.is_roi:
+            raise TableError(
+                f"a {data.info.type} is no ROI table: not a Shapes layer", table, str(path)
+            )
+        img = root.image(image)
+        kwargs = image_layer_data(img, report=report)[1]
+        return roi_shapes_layer_data(data, img, kwargs, report)
 
 
 def _label_to_world(image: Any, label: Any) -> Any:
@@ -202,7 +271,7 @@ def warn_broken_rules(root: Any) -> None:
     if is_url(root.source):  # each document is a round trip: `napari-ozx validate` it
         return
     try:
-        findings = validate_documents(root, fields=False)
+        findings = validate_documents(root, fields=False, tables=False)
     except Exception:  # the check must never stop a read that worked
         logger.debug("rule check of %s failed", root.source, exc_info=True)
         return

@@ -60,6 +60,7 @@ _WELL = f"{_S04} §well-md"
 _HCS = f"{_S04} §hcs-layout"
 _BF2RAW = f"{_S04} §bf2raw"
 _OMERO = "OME-Zarr 0.4/0.5 JSON schema image.schema, omero"
+_TABLES = "Fractal / ngio table specification V1"
 
 RULES: dict[str, Rule] = {
     # ---- versions and where the metadata lives
@@ -601,6 +602,65 @@ RULES: dict[str, Rule] = {
         'If the "series" attribute does not exist and no "plate" is present: separate '
         '"multiscales" images MUST be stored in consecutively numbered groups starting from 0.',
         _BF2RAW,
+    ),
+    # ---- tables (Fractal / ngio table specification V1): not OME-Zarr, so warnings only
+    "tables-list": Rule(
+        "warning",
+        "The tables group of an image contains a single `tables` attribute with the list of "
+        "table names (or is empty); each table is a group under it.",
+        _TABLES,
+    ),
+    "table-missing": Rule(
+        "warning",
+        "Each name listed in `tables` is a table group under the tables group.",
+        _TABLES,
+    ),
+    "table-type": Rule(
+        "warning",
+        'A table must include the following metadata fields in the group attributes: "type" '
+        '(e.g. "roi_table", "masking_roi_table", "feature_table", "condition_table"), '
+        '"table_version": "1", "backend" (the backend used to store the table, e.g. '
+        '"anndata", "parquet" ...).',
+        _TABLES,
+    ),
+    "table-version": Rule(
+        "warning",
+        "A table must include the following metadata fields in the group attributes: ... "
+        '"table_version": "1" (only version 1 of the specification exists).',
+        _TABLES,
+    ),
+    "table-backend": Rule(
+        "warning",
+        '"backend": the backend used to store the table: "anndata_v1" (or "anndata"), '
+        '"parquet", "csv" or "json", as ngio writes them.',
+        _TABLES,
+    ),
+    "table-roi-columns": Rule(
+        "warning",
+        "Moreover the ROI table must include the following columns: x_micrometer, "
+        "y_micrometer, z_micrometer: the top-left corner coordinates of the ROI in "
+        "micrometers. len_x_micrometer, len_y_micrometer, len_z_micrometer: the size of the "
+        "ROI in micrometers along each axis.",
+        f"{_TABLES}, ROI table",
+    ),
+    "table-region": Rule(
+        "warning",
+        'A masking ROI table and a feature table must include "region": {"path": '
+        '"../labels/<label>"}, the label image their rows describe, relative to the tables '
+        "group.",
+        f"{_TABLES}, masking ROI table / feature table",
+    ),
+    "table-instance-key": Rule(
+        "warning",
+        'A masking ROI table and a feature table must include "instance_key": the column '
+        "(or index) holding the label value of each row.",
+        f"{_TABLES}, masking ROI table / feature table",
+    ),
+    "table-unreadable": Rule(
+        "warning",
+        "napari-ozx: a table's data is read as its backend says (AnnData obs / X / var, "
+        "table.parquet, table.csv, the json table group).",
+        "napari-ozx",
     ),
     "findings-truncated": Rule(
         "info", f"napari-ozx: at most {MAX_PER_CODE} findings per code are listed.", "napari-ozx"
@@ -1339,6 +1399,63 @@ def check_omero(
             node,
             f"{len(channels)} omero channels for a channel axis of size {channel_count}",
         )
+
+
+# ----------------------------------------------------------------------- tables
+
+#: what :func:`check_table` knows of the V1 specification
+_TABLE_TYPES = ("roi_table", "masking_roi_table", "feature_table", "condition_table")
+_TABLE_BACKENDS = ("anndata_v1", "anndata", "parquet", "csv", "json")
+_ROI_COLUMNS = (
+    "x_micrometer",
+    "y_micrometer",
+    "z_micrometer",
+    "len_x_micrometer",
+    "len_y_micrometer",
+    "len_z_micrometer",
+)
+
+
+def check_tables_group(r: Reporter, node: str, attrs: Mapping[str, Any]) -> list[str]:
+    """The table names an image's ``tables`` group lists (reported when malformed)."""
+    names = attrs.get("tables")
+    if names is None and not attrs:
+        return []
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        r.add("tables-list", node, f"tables {short(names)}")
+        return [n for n in names if isinstance(n, str) and n] if isinstance(names, list) else []
+    return list(dict.fromkeys(names))
+
+
+def check_table(
+    r: Reporter, node: str, attrs: Mapping[str, Any], columns: Sequence[str] | None = None
+) -> None:
+    """One table group's attributes (and its *columns* when known) against the V1
+    specification."""
+    ttype = attrs.get("type", attrs.get("table_type"))
+    if ttype is None:
+        r.add("table-type", node, "no 'type' attribute")
+    elif ttype not in _TABLE_TYPES:
+        r.add("table-type", node, f"type {short(ttype)} is none of {', '.join(_TABLE_TYPES)}")
+    version = attrs.get("table_version", attrs.get("fractal_table_version"))
+    if version != "1":
+        what = "no 'table_version'" if version is None else f"table_version {short(version)}"
+        r.add("table-version", node, what)
+    backend = attrs.get("backend")
+    if backend is None and attrs.get("encoding-type") != "anndata":
+        r.add("table-backend", node, "no 'backend' attribute and no AnnData encoding")
+    elif backend is not None and backend not in _TABLE_BACKENDS:
+        r.add("table-backend", node, f"backend {short(backend)}")
+    if ttype in ("masking_roi_table", "feature_table"):
+        region = attrs.get("region")
+        if not isinstance(region, Mapping) or not isinstance(region.get("path"), str):
+            r.add("table-region", node, f"region {short(region)}")
+        if not isinstance(attrs.get("instance_key"), str):
+            r.add("table-instance-key", node, f"instance_key {short(attrs.get('instance_key'))}")
+    if ttype in ("roi_table", "masking_roi_table") and columns is not None:
+        missing = [c for c in _ROI_COLUMNS if c not in columns]
+        if missing:
+            r.add("table-roi-columns", node, f"missing {', '.join(missing)}")
 
 
 # ----------------------------------------------------------------------- labels

@@ -74,12 +74,13 @@ def validate_ome(
 
 
 def validate_documents(
-    docs: DocumentReader, fields: bool = True, metadata_only: bool = False
+    docs: DocumentReader, fields: bool = True, metadata_only: bool = False, tables: bool = True
 ) -> list[Finding]:
     """The findings for the hierarchy *docs* reads. ``fields=False`` checks a plate and
     its wells but not the wells' fields (what a reader can afford on every open: the plate
-    reader reads those well documents anyway)."""
-    walker = _Walker(docs, fields, metadata_only)
+    reader reads those well documents anyway); ``tables=False`` leaves images' tables
+    (:mod:`.tables`) out."""
+    walker = _Walker(docs, fields, metadata_only, tables)
     walker.run()
     found = walker.r.finish()
     if metadata_only:
@@ -113,10 +114,13 @@ _UNREADABLE = _Unreadable()
 
 
 class _Walker:
-    def __init__(self, docs: DocumentReader, fields: bool, metadata_only: bool = False) -> None:
+    def __init__(
+        self, docs: DocumentReader, fields: bool, metadata_only: bool = False, tables: bool = True
+    ) -> None:
         self.docs = docs
         self.fields = fields
         self.metadata_only = metadata_only
+        self.with_tables = tables
         self.r = Reporter()
         self.hierarchy_version: str | None = None
         self.cache: dict[str, Doc | _Unreadable | None] = {}
@@ -301,6 +305,55 @@ class _Walker:
                 lg = self.group(lpath, res)
                 if lg is not None:
                     self.labels_group(lg, first.levels)
+            if self.with_tables:
+                self.tables(path)
+
+    def tables(self, image: str) -> None:
+        """An image's tables (Fractal / ngio table specification V1): the ``tables``
+        group's list, each table's attributes and, unless metadata only, its columns."""
+        tpath = _join(image, "tables")
+        (res,) = self.read([tpath])
+        if not isinstance(res, tuple) or res[1].get("node_type", "group") != "group":
+            return
+        names = rules.check_tables_group(self.r, tpath, res[2])
+        paths = [_join(tpath, n) for n in names]
+        attrs: dict[str, Mapping[str, Any]] = {}
+        for n, p, tres in zip(names, paths, self.read(paths), strict=True):
+            if tres is None:
+                if not self.metadata_only:
+                    self.r.add("table-missing", tpath, f"listed table {n!r} does not exist")
+            elif isinstance(tres, tuple):
+                attrs[p] = tres[2]
+        columns: dict[str, tuple[str, ...]] = {}
+        if not self.metadata_only and attrs:
+            columns = self._table_columns(image, set(attrs))
+        for p, a in attrs.items():
+            rules.check_table(self.r, p, a, columns.get(p))
+
+    def _table_columns(self, image: str, paths: set[str]) -> dict[str, tuple[str, ...]]:
+        """Each readable table's columns (from its metadata: :func:`.tables.list_tables`);
+        a table whose data cannot be read is reported."""
+        from ..errors import TableError
+        from .tables import StoreDocuments, list_tables
+
+        store = getattr(self.docs, "store", None)
+        if store is None:
+            return {}
+        src: Any = self.docs if hasattr(self.docs, "source") else StoreDocuments(store, "")
+        try:
+            infos = list_tables(src, image)
+        except (TableError, OSError):
+            return {}  # the tables group itself: reported above
+        out = {}
+        for info in infos:
+            if info.path not in paths:
+                continue
+            if info.columns:  # (a ROI table's missing columns: table-roi-columns)
+                out[info.path] = (*info.columns, *([info.index_key] if info.index_key else []))
+            elif info.error is not None and info.backend is not None and info.type is not None:
+                # (a type or backend the specification does not know: reported as such)
+                self.r.add("table-unreadable", info.path, info.error)
+        return out
 
     def labels_group(self, g: _Group, image_levels: int | None) -> None:
         names = rules.check_labels_group(self.r, g.path, g.ome)

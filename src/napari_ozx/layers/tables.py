@@ -1,0 +1,367 @@
+"""Tables -> napari: ROI tables as Shapes layers, feature tables as labels ``features``.
+
+What the reader does with an image's tables (:mod:`napari_ozx.ngff.tables` lists and
+reads them):
+
+* every table is listed in the image layer's metadata (:data:`TABLES_KEY`: name, type,
+  backend, rows, columns, region, and whether it was read);
+* a small table (at most :data:`~napari_ozx.ngff.tables.OPEN_MAX_ROWS` rows and
+  :data:`~napari_ozx.ngff.tables.OPEN_MAX_BYTES`) is read when the image opens; a larger
+  one is listed only and read when asked for
+  (:func:`napari_ozx.layers.reading.table_layer_data`);
+* a ROI or masking ROI table becomes a Shapes layer named after the table: one
+  rectangle per ROI over the level-0 pixels ngio maps it to, edges coloured, faces
+  transparent, hidden when there are more than :data:`MANY_ROIS`; its ``features`` are
+  the ROI names (``name``; a masking ROI table's ``label`` values too) and the table's
+  columns;
+* a feature table becomes the ``features`` of the Labels layer its ``region`` names, with
+  napari's ``index`` column holding the label values, so hovering an object shows its
+  measurements (a SpatialData table gives each labels element only its own rows);
+* a table that cannot be read is one report naming the table and the reason; the image
+  and its other tables still open.
+
+**Rectangles in 3D.** napari draws a Shapes rectangle on the one plane its vertices lie
+in (napari 0.9 shows a shape only where the minimum *and* maximum of its coordinates
+along every non-displayed axis match the slider), so a box of several z planes cannot be
+one nD rectangle. The ROI layer is therefore 2D (y, x), with the image's y / x scale and
+translation: napari aligns a layer's axes with the viewer's last ones and shows a
+lower-dimensional layer at every position of the others, so each ROI's outline stays on
+screen while stepping z (and t). A ROI's z extent is in its ``features``
+(``z_micrometer`` ...) and its middle plane in the layer metadata, where
+:func:`zoom_to_roi` takes the slider. One rectangle per z plane was not chosen: a 3D masking
+table of 1,000 objects over 50 planes would be 50,000 shapes.
+
+Qt-free, and napari is not imported: the layer data are plain tuples.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import OzxError, TableError
+from ..ngff.tables import (
+    OPEN_MAX_ROWS,
+    ROI_TYPES,
+    TableData,
+    TableInfo,
+    image_roi_boxes,
+    list_tables,
+    read_table,
+    spatialdata_tables,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "MANY_ROIS",
+    "TABLES_KEY",
+    "TABLE_KEY",
+    "labels_features",
+    "merge_features",
+    "roi_shapes_layer_data",
+    "zoom_to_roi",
+]
+
+LayerData = tuple[Any, dict[str, Any], str]
+Report = Callable[[str, OzxError], None]
+
+#: the metadata key of a Shapes layer made from a ROI table (source, image, table ...)
+TABLE_KEY = "napari_ozx_table"
+#: the metadata key of an image layer listing the image's tables
+TABLES_KEY = "napari_ozx_tables"
+#: a ROI layer with more rectangles than this opens hidden (and without text)
+MANY_ROIS = 50
+#: the edge colour of ROI and masking ROI rectangles
+ROI_COLORS = {"roi_table": "yellow", "masking_roi_table": "cyan"}
+
+
+# ------------------------------------------------------------------------ ROI shapes
+
+
+def _yx(image: Any) -> tuple[int, int, list[int]]:
+    """(y, x) axis indices of *image* among its non-channel axes, and those axes."""
+    from ..ngff.plate import yx_axes
+
+    ms = image.multiscale
+    keep = [i for i in range(ms.ndim) if i != ms.channel_axis]
+    y, x = yx_axes(ms.axes)
+    return keep.index(y), keep.index(x), keep
+
+
+def roi_shapes_layer_data(
+    table: TableData,
+    image: Any,
+    image_kwargs: Mapping[str, Any],
+    report: Report | None = None,
+) -> LayerData:
+    """A ROI (or masking ROI) table of *image* as Shapes layer data: one rectangle per
+    ROI over the level-0 pixels ngio maps it to (:func:`~napari_ozx.ngff.tables.
+    roi_pixel_boxes`), in a 2D (y, x) layer placed as the image is (*image_kwargs*: the
+    image layer's ``scale`` / ``translate`` / ``affine`` / ``axis_labels`` / ``units``).
+
+    A rectangle's corners lie on the pixel edges (napari draws pixel *i* from i - 0.5 to
+    i + 0.5), so it outlines exactly the ROI's pixels of the image layer.
+    """
+    info = table.info
+    boxes = image_roi_boxes(table, image)
+    ms = image.multiscale
+    iy, ix, keep = _yx(image)
+    ay, ax = keep[iy], keep[ix]
+    y0, y1 = boxes.start[:, ay] - 0.5, boxes.stop[:, ay] - 0.5
+    x0, x1 = boxes.start[:, ax] - 0.5, boxes.stop[:, ax] - 0.5
+    data = [
+        np.array([[a, b], [a, d], [c, d], [c, b]], dtype=float)
+        for a, b, c, d in zip(y0, x0, y1, x1, strict=True)
+    ]
+    n = len(data)
+    names = np.asarray([str(v) for v in table.index], dtype=object)
+    features: dict[str, Any] = {"name": names}
+    if info.type == "masking_roi_table":
+        features["label"] = table.instances()
+    for k, v in table.columns.items():
+        features.setdefault(k, v)
+    color = ROI_COLORS.get(str(info.type), "yellow")
+    pick = [iy, ix]
+    extent = [image.levels[0].shape[keep[i]] for i in pick]
+    kwargs: dict[str, Any] = {
+        "name": info.name,
+        "ndim": 2,
+        "shape_type": "rectangle",
+        "edge_color": color,
+        "face_color": "transparent",
+        "edge_width": max(1.0, 0.004 * max(extent)),
+        "features": features,
+        "visible": n <= MANY_ROIS,
+        "scale": tuple(image_kwargs["scale"][i] for i in pick),
+        "translate": tuple(image_kwargs["translate"][i] for i in pick),
+        "axis_labels": tuple(image_kwargs["axis_labels"][i] for i in pick),
+        "units": tuple(image_kwargs["units"][i] for i in pick),
+    }
+    if 0 < n <= MANY_ROIS:
+        kwargs["text"] = {"string": "{name}", "color": color, "anchor": "upper_left", "size": 9}
+    affine = image_kwargs.get("affine")
+    if affine is not None:
+        sub = _yx_affine(np.asarray(affine, dtype=float), iy, ix)
+        if sub is None:
+            (report or _log_report)(
+                info.source,
+                TableError(
+                    "the image's transformation mixes y / x with other axes: its ROIs are "
+                    "shown without it",
+                    info.name,
+                ),
+            )
+        else:
+            kwargs["affine"] = sub
+    meta: dict[str, Any] = {
+        "source": info.source,
+        "image": info.image,
+        "table": info.name,
+        "type": info.type,
+        "backend": info.backend,
+        "rows": n,
+    }
+    z = next((i for i, a in enumerate(ms.axis_names) if str(a).lower() == "z"), None)
+    if z is not None and z in keep:
+        sz = float(ms.datasets[0].scale[z])
+        tz = float(ms.datasets[0].translation[z])
+        middle = (boxes.start[:, z] + np.maximum(boxes.stop[:, z] - 1, boxes.start[:, z])) // 2
+        meta["z_middle"] = (middle * sz + tz).tolist()  # each box's middle plane, in world
+        meta["z_axis_from_end"] = len(keep) - keep.index(z)
+    kwargs["metadata"] = {TABLE_KEY: meta}
+    return (data, kwargs, "shapes")
+
+
+def _yx_affine(m: np.ndarray, iy: int, ix: int) -> np.ndarray | None:
+    """The y / x part of a napari affine over the image's axes, or None when the
+    transformation mixes y or x with another axis."""
+    d = m.shape[0] - 1
+    others = [i for i in range(d) if i not in (iy, ix)]
+    if others and (
+        not np.allclose(m[np.ix_([iy, ix], others)], 0)
+        or not np.allclose(m[np.ix_(others, [iy, ix])], 0)
+    ):
+        return None
+    idx = [iy, ix, d]
+    return m[np.ix_(idx, idx)]
+
+
+# ------------------------------------------------------------------ labels features
+
+
+def labels_features(table: TableData, region: str | None = None) -> dict[str, np.ndarray]:
+    """A feature table (or any table with label values) as napari labels ``features``:
+    ``index`` = the label value of each row (napari's convention), then the columns. With
+    *region*, only the rows of that labels element (SpatialData)."""
+    t = table.for_region(region) if region is not None else table
+    out: dict[str, np.ndarray] = {"index": t.instances()}
+    skip = {t.info.instance_key, t.info.region_key}
+    for k, v in t.columns.items():
+        if k not in skip and k != "index":
+            out[k] = v
+    return out
+
+
+def merge_features(existing: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+    """*new* features (with an ``index`` column), plus the columns of *existing* ones
+    (an image-label's ``properties``) matched by ``index``; *new* wins a name both have."""
+    out = {k: list(v) if not isinstance(v, np.ndarray) else v for k, v in new.items()}
+    if not existing or "index" not in existing:
+        return out
+    where = {v: i for i, v in enumerate(existing["index"])}
+    for k, col in existing.items():
+        if k in out:
+            continue
+        vals = list(col)
+        out[k] = [vals[where[v]] if v in where else None for v in out["index"]]
+    return out
+
+
+# ------------------------------------------------------------------- the reader's hook
+
+
+def _log_report(what: str, err: OzxError) -> None:
+    logger.warning("napari-ozx: %s: %s", what, err)
+
+
+def _report_table(report: Report, source: str, info: TableInfo, reason: str) -> None:
+    report(source, TableError(reason, info.name))
+
+
+def _annotate(image_kwargs: dict[str, Any], infos: Sequence[TableInfo], read: set[str]) -> None:
+    listing = [{**i.to_dict(), "read": i.name in read} for i in infos]
+    meta = image_kwargs.get("metadata")
+    if isinstance(meta, list):
+        image_kwargs["metadata"] = [{**m, TABLES_KEY: listing} for m in meta]
+    elif isinstance(meta, dict):
+        image_kwargs["metadata"] = {**meta, TABLES_KEY: listing}
+
+
+def _set_features(lds: Sequence[LayerData], features: Mapping[str, Any]) -> None:
+    for _data, kw, _kind in lds:
+        kw["features"] = merge_features(kw.get("features"), features)
+
+
+def image_table_layers(
+    root: Any,
+    image: Any,
+    image_kwargs: dict[str, Any],
+    labels: Mapping[str, Sequence[LayerData]],
+    report: Report | None = None,
+) -> list[LayerData]:
+    """The reader's hook for one image: its ROI tables as Shapes layer data (returned),
+    its feature tables as the ``features`` of the labels layer data in *labels* (by label
+    name; changed in place), and the listing in *image_kwargs*' metadata. Reads only the
+    small tables (metadata first); never raises for a table."""
+    report = report or _log_report
+    source = str(root.source)
+    try:
+        infos = list_tables(root, image.path)
+    except TableError as e:
+        report(source, TableError(e.reason, "", f"image {image.path!r}" if image.path else ""))
+        return []
+    if not infos:
+        return []
+    out: list[LayerData] = []
+    read: set[str] = set()
+    for info in infos:
+        if info.error is not None:
+            _report_table(report, source, info, info.error)
+            continue
+        wanted = info.is_roi or (info.type == "feature_table" and info.region in labels)
+        if not wanted:
+            continue
+        if not info.small():
+            logger.info(
+                "%s: table %r (%s rows) is not read at open (more than %d rows or %d bytes)",
+                source,
+                info.name,
+                "?" if info.rows is None else f"{info.rows:,}",
+                OPEN_MAX_ROWS,
+                info.nbytes or 0,
+            )
+            continue
+        try:
+            table = read_table(root, info)
+            if info.type in ROI_TYPES:
+                out.append(roi_shapes_layer_data(table, image, image_kwargs, report))
+            else:
+                _set_features(labels[str(info.region)], labels_features(table))
+            read.add(info.name)
+        except TableError as e:
+            _report_table(report, source, info, e.reason)
+    _annotate(image_kwargs, infos, read)
+    return out
+
+
+def spatialdata_features(
+    root: Any, labels: Mapping[str, Sequence[LayerData]], report: Report | None = None
+) -> None:
+    """A SpatialData store's tables on its labels elements (*labels*: element name ->
+    its layer data): each element gets the rows of the tables that annotate it."""
+    report = report or _log_report
+    source = str(root.source)
+    try:
+        infos = spatialdata_tables(root)
+    except TableError as e:
+        report(source, e)
+        return
+    for info in infos:
+        if info.error is not None:
+            _report_table(report, source, info, info.error)
+            continue
+        targets = [r for r in info.regions if r in labels]
+        if not targets or not info.small():
+            continue
+        try:
+            table = read_table(root, info)
+            for region in targets:
+                _set_features(labels[region], labels_features(table, region))
+        except TableError as e:
+            _report_table(report, source, info, e.reason)
+
+
+# ---------------------------------------------------------------------------- viewing
+
+
+def zoom_to_roi(viewer: Any, layer: Any, row: int | str, margin: float = 0.1) -> None:
+    """Centre *viewer* on ROI *row* (its position, or its name) of a ROI Shapes layer
+    made by napari-ozx, zoom so it fills the canvas but for *margin*, select it, and move
+    the z slider to the box's middle plane."""
+    names = (
+        [str(v) for v in np.asarray(layer.features["name"])]
+        if "name" in getattr(layer, "features", {})
+        else []
+    )
+    if isinstance(row, str):
+        if row not in names:
+            raise OzxError(f"no ROI named {row!r} in layer {layer.name!r}")
+        row = names.index(row)
+    if not 0 <= row < len(layer.data):
+        raise OzxError(f"layer {layer.name!r} has no ROI {row} (it has {len(layer.data)})")
+    corners = np.array([layer.data_to_world(v) for v in np.asarray(layer.data[row])])
+    lo, hi = corners.min(axis=0), corners.max(axis=0)
+    ndim = viewer.dims.ndim
+    first = ndim - corners.shape[1]  # the layer's axes are the viewer's last ones
+    meta = layer.metadata.get(TABLE_KEY, {}) if isinstance(layer.metadata, Mapping) else {}
+    z_middle, z_from_end = meta.get("z_middle"), meta.get("z_axis_from_end")
+    if z_middle and isinstance(z_from_end, int) and ndim - z_from_end >= 0:
+        viewer.dims.set_point(ndim - z_from_end, float(z_middle[row]))
+    scene = getattr(viewer, "scene", None)
+    camera = scene.camera if scene is not None else viewer.camera
+    displayed = list(viewer.dims.displayed)
+    centre = [
+        (lo[d - first] + hi[d - first]) / 2 if d >= first else viewer.dims.point[d]
+        for d in displayed
+    ]
+    camera.center = tuple(float(c) for c in centre)
+    size = getattr(getattr(viewer, "canvas", None), "size", None)
+    extent = [hi[d - first] - lo[d - first] for d in displayed[-2:] if d >= first]
+    if size is not None and extent and min(extent) > 0:
+        canvas = np.asarray(size, dtype=float)[-len(extent) :]
+        camera.zoom = float((1 - margin) * np.min(canvas / np.asarray(extent)))
+    layer.selected_data = {row}
