@@ -177,6 +177,38 @@ def test_after_a_jump_both_neighbours_are_read_ahead(served):
     assert z6 == [], "the plane after the jump's target was not read ahead"
 
 
+@pytest.mark.parametrize("name", ["stack.ozx", "stack.ome.zarr"])
+def test_siblings_take_over_read_ahead_still_queued(served, name, monkeypatch):
+    """A plane read ahead but still queued (the read-ahead requests are slow or many) is
+    sent at once when napari arrives there: channel 0's read sends its own chunks and
+    the sibling fetch sends channel 1's, so channel 1 does not wait for the read-ahead
+    queue nor cost napari's next read a round trip of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    srv, data = served
+    gate = threading.Event()
+    stuck = ThreadPoolExecutor(1, thread_name_prefix="stuck-ahead")
+    stuck.submit(gate.wait, 30)  # every read-ahead request queues behind this
+    monkeypatch.setattr(fastread, "_readahead_pool", lambda: stuck)
+    try:
+        levels = _levels(f"{srv.url}/{name}")
+        for z in (0, 1):  # a step of one: z=2 is planned ahead, and stays queued
+            for c in (0, 1):
+                _plane(levels, c, z)
+        np.testing.assert_array_equal(_plane(levels, 0, 2), data[0, 2])
+        settled, last = time.monotonic() + 10, -1
+        while time.monotonic() < settled and len(srv.requests) != last:
+            last = len(srv.requests)  # the sibling fetch's requests, until none come
+            time.sleep(0.3)
+        srv.reset()
+        np.testing.assert_array_equal(_plane(levels, 1, 2), data[1, 2])
+        assert srv.requests == [], "channel 1 at z=2 waited in the read-ahead queue"
+    finally:
+        gate.set()
+        stuck.shutdown(wait=True)
+        _idle()
+
+
 def test_read_ahead_off_with_a_zero_budget(served):
     srv, data = served
     set_readahead_mb(0)

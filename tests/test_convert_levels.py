@@ -25,6 +25,8 @@ from napari_ozx.ngff.convert import convert, convert_summary
 from napari_ozx.ngff.open import open_ome_zarr
 from napari_ozx.ngff.options import WriteOptions
 
+from .classic_dask import in_child_without_query_planning
+
 AXES = [
     {"name": "c", "type": "channel"},
     {"name": "z", "type": "space", "unit": "micrometer"},
@@ -247,6 +249,7 @@ def test_named_level_paths_are_kept_and_continued(tmp_path):
 # ------------------------------------------------------------- third-party pyramids
 
 
+@in_child_without_query_planning
 def _ome_zarr_py_gaussian(path: Path) -> None:
     from ome_zarr import scale as ome_scale
     from ome_zarr import writer as ome_writer
@@ -267,6 +270,7 @@ def _ome_zarr_py_gaussian(path: Path) -> None:
         )
 
 
+@in_child_without_query_planning
 def _ngff_zarr_gaussian(path: Path) -> None:
     import ngff_zarr as nz
 

@@ -507,8 +507,16 @@ class FastReader:
                     found[cc] = value
                     continue
                 fut = _inflight.get((self._uid, cc))
-                if fut is not None and wait and getattr(fut, "readahead", False) and fut.cancel():
-                    fut = None  # a read-ahead request not sent yet: this read sends it now
+                if (
+                    fut is not None
+                    and (wait or wanted is None)
+                    and getattr(fut, "readahead", False)
+                    and fut.cancel()
+                ):
+                    # a read-ahead request not sent yet: this read (or a sibling fetch
+                    # for it, which napari asks for next) sends it now, not behind the
+                    # read-ahead queue
+                    fut = None
                 if fut is None:
                     fut = _inflight[(self._uid, cc)] = Future()
                     fut.readahead = wanted is not None  # type: ignore[attr-defined]
