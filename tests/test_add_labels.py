@@ -238,8 +238,12 @@ def test_new_labels_go_into_an_ozx(tmp_path, labels_before):
         assert cells[0][1, 1, 1] == 5
     np.testing.assert_array_equal(np.asarray(image.data[0]), image_px)
     # every open layer reads the current archive: no descriptor keeps a replaced one alive
+    # (a save-back closes the replaced file on a thread: wait for it)
     import gc
 
+    from napari_ozx.layers.saveback import released
+
+    assert released(10)
     gc.collect()
     links = []
     for fd in os.listdir("/proc/self/fd"):
