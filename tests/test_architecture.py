@@ -31,7 +31,6 @@ RANKS: tuple[tuple[str, float, str], ...] = (
     (f"{PKG}._sample_data", 4, "entry points"),
     (f"{PKG}._preferences", 4, "entry points"),  # napari's reader settings (a command)
     (f"{PKG}.__main__", 4, "entry points"),
-    (f"{PKG}.cli", 4, "entry points"),
     (f"{PKG}._qt", 5, "widgets"),
 )
 EXEMPT = {PKG}  # napari_ozx/__init__.py: the lazy public API

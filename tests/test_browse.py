@@ -25,6 +25,9 @@ from napari_ozx.ozx import store as ozx_store
 from .httpserver import Server
 from .omegen import write_image
 
+#: every test here talks to a local server (tests/httpserver.py or moto's)
+pytestmark = pytest.mark.network
+
 pytest.importorskip("aiohttp")
 
 SHAPE = (2, 8, 64, 96)  # c, z, y, x: 2 x 3 chunks of 32 per plane

@@ -202,6 +202,7 @@ def _small() -> dict:
     return {"chunk_yx": 32, "shard_yx": 64, "shard_z": 3}
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("where", ["file", "http"])
 def test_ozx_source_local_or_over_http_is_reopened_by_the_workers(client, source, tmp_path, where):
     """An ``.ozx`` source (OzxStore, or HTTP range reads) pickles as its path or URL: the
@@ -227,6 +228,7 @@ def test_ozx_source_local_or_over_http_is_reopened_by_the_workers(client, source
     assert stored(out) == stored(local)
 
 
+@pytest.mark.network
 def test_a_source_the_workers_cannot_reopen_fails_its_tasks_not_the_workers(
     client, source, tmp_path
 ):

@@ -3,10 +3,10 @@ still there in the installed releases, and the fast paths' switch and log."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import inspect
 import logging
-import re
 from pathlib import Path
 
 import numpy as np
@@ -15,18 +15,156 @@ import pytest
 from napari_ozx._compat import dask_query_planning
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "napari_ozx"
-PRIVATE = re.compile(r"zarr\.core|_Array__|sys\._getframe")
+#: the packages whose private names only ``_compat.py`` may use
+FOREIGN = ("napari", "npe2", "vispy", "zarr", "dask")
+#: private-looking names that are public API (namedtuple's methods) or ``sys._getframe``'s
+#: kind that the stdlib owns; never a name of the packages above
+PUBLIC_UNDERSCORE = {"_make", "_replace", "_asdict", "_fields", "_field_defaults"}
+#: TEMPORARY: offenders in modules other engineers are editing now (file, name); move
+#: each into ``_compat.py`` and delete its line here. Empty when the guard is whole.
+TEMPORARY_ALLOWED: set[tuple[str, str]] = set()
+
+
+def _modules() -> dict[Path, ast.Module]:
+    return {p: ast.parse(p.read_text(encoding="utf-8"), str(p)) for p in sorted(SRC.rglob("*.py"))}
+
+
+def _own_private_names(trees: dict[Path, ast.Module]) -> set[str]:
+    """Every ``_name`` napari_ozx (but ``_compat.py``) defines: functions, classes,
+    assignments (``x._a = …`` too), arguments, imports' aliases, ``__slots__`` strings."""
+    own: set[str] = set()
+    for path, tree in trees.items():
+        if path.name == "_compat.py":
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                own.add(n.name)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                own.add(n.id)
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store | ast.Del):
+                own.add(n.attr)
+            elif isinstance(n, ast.arg):
+                own.add(n.arg)
+            elif isinstance(n, ast.alias):
+                own.add((n.asname or n.name).split(".")[0])
+            elif isinstance(n, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__slots__" for t in n.targets
+            ):
+                own.update(
+                    c.value
+                    for c in ast.walk(n.value)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                )
+    return {n for n in own if n.startswith("_")}
+
+
+def _foreign_base_names() -> dict[str, set[str]]:
+    """module path -> the private names our classes there inherit from a FOREIGN class
+    (``zarr.abc.store.Store._is_open``): ours to override, not to use outside _compat."""
+    import importlib
+    import inspect as _inspect
+
+    out: dict[str, set[str]] = {}
+    for p in sorted(SRC.rglob("*.py")):
+        if "_qt" in p.parts:
+            continue  # widgets subclass Qt only
+        mod = ".".join(p.relative_to(SRC.parent).with_suffix("").parts).removesuffix(".__init__")
+        module = importlib.import_module(mod)
+        for obj in vars(module).values():
+            if not _inspect.isclass(obj) or obj.__module__ != mod:
+                continue
+            for base in obj.__mro__[1:]:
+                if base.__module__.split(".")[0] in FOREIGN:
+                    names = set(vars(base)) | set(getattr(base, "__slots__", ()))
+                    names |= set(getattr(base, "__annotations__", {}))
+                    out.setdefault(str(p.relative_to(SRC)), set()).update(
+                        n for n in names if n.startswith("_") and not n.endswith("__")
+                    )
+    return out
+
+
+def _is_private_module(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] in FOREIGN and (
+        any(x.startswith("_") for x in parts[1:]) or name.startswith("zarr.core")
+    )
 
 
 def test_private_api_only_in_compat():
-    found = [
-        f"{p.relative_to(SRC)}:{i}: {line.strip()}"
-        for p in sorted(SRC.rglob("*.py"))
-        if p.name != "_compat.py"
-        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-        if PRIVATE.search(line)
-    ]
-    assert not found, "\n".join(found)
+    """No private name of napari, npe2, vispy, zarr or dask outside ``_compat.py``: as an
+    attribute (``layer._get_state``, ``getattr(cm, "_display_name")``), an import
+    (``from napari._vispy… import``, ``zarr.core``, ``from dask… import _x``) or a module
+    name (``"napari._qt" in sys.modules``). Our own ``_names`` are allowed; a ``_name``
+    that napari_ozx never defines is someone else's."""
+    trees = _modules()
+    own = _own_private_names(trees) | PUBLIC_UNDERSCORE
+    inherited = _foreign_base_names()
+    found: list[str] = []
+    for p, tree in trees.items():
+        if p.name == "_compat.py":
+            continue
+        rel = str(p.relative_to(SRC))
+        theirs = inherited.get(rel, set())
+
+        def hit(line: int, name: str, rel: str = rel) -> None:
+            if (rel, name) not in TEMPORARY_ALLOWED:
+                found.append(f"{rel}:{line}: {name}")
+
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and n.attr.startswith("_"):
+                if not n.attr.endswith("__") and (n.attr not in own or n.attr in theirs):
+                    hit(n.lineno, n.attr)
+            elif (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id in ("getattr", "hasattr", "setattr")
+                and len(n.args) >= 2
+                and isinstance(n.args[1], ast.Constant)
+                and isinstance(n.args[1].value, str)
+            ):
+                name = n.args[1].value
+                private = name.startswith("_") and not name.endswith("__")
+                if private and (name not in own or name in theirs):
+                    hit(n.lineno, name)
+            elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
+                if _is_private_module(n.module):
+                    hit(n.lineno, n.module)
+                elif n.module.split(".")[0] in FOREIGN:
+                    for a in n.names:
+                        if a.name.startswith("_"):
+                            hit(n.lineno, f"{n.module}.{a.name}")
+            elif isinstance(n, ast.Import):
+                for a in n.names:
+                    if _is_private_module(a.name):
+                        hit(n.lineno, a.name)
+            elif (
+                isinstance(n, ast.Constant)
+                and isinstance(n.value, str)
+                and _is_private_module(n.value)
+            ):
+                hit(n.lineno, n.value)
+    assert not found, "private API outside _compat.py:\n" + "\n".join(found)
+
+
+def test_the_private_api_guard_catches_what_it_should(tmp_path: Path) -> None:
+    """The guard's pieces on a made-up module: a foreign private attribute, a private
+    import and a private module name are caught; our own ``_names`` are not."""
+    code = (
+        "from napari._vispy.utils.gl import get_max_texture_sizes\n"
+        "import zarr.core.sync\n"
+        "x = 'napari._qt'\n"
+        "def f(layer):\n"
+        "    return layer._no_such_name_of_ours\n"
+    )
+    tree = ast.parse(code)
+    imports = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert all(_is_private_module(m) for m in imports if m)
+    assert _is_private_module("zarr.core.sync") and _is_private_module("napari._qt")
+    assert not _is_private_module("napari.layers") and not _is_private_module("zarr.abc.store")
+    own = _own_private_names(_modules())
+    assert "_no_such_name_of_ours" not in own
+    assert "_get_state" not in own and "_slice_input" not in own
+    assert "_is_open" in _foreign_base_names()["ozx/store.py"]
 
 
 def test_zarr_event_loop_runs_a_coroutine():
@@ -205,3 +343,24 @@ def test_other_indexes_are_dask_s_orthogonal_ones(key, want):
         np.testing.assert_array_equal(
             orthogonal(a, key), da.from_array(a, chunks=(1, 1, 25, 7))[key]
         )
+
+
+def test_napari_and_zarr_private_names_are_still_there():
+    """What the napari / zarr items of ``_compat`` reach is in the installed releases."""
+    import numpy as np
+    from napari.layers import Labels
+    from napari.utils.colormaps import ensure_colormap
+    from zarr.abc.store import Store
+
+    from napari_ozx import _compat
+
+    importlib_gl = __import__("napari._vispy.utils.gl", fromlist=["get_max_texture_sizes"])
+    assert callable(importlib_gl.get_max_texture_sizes)
+    layer = Labels(np.zeros((3, 4, 5), dtype=np.uint8))
+    assert _compat.napari_displayed_axes(layer) == [1, 2]
+    state = _compat.napari_layer_state(layer)
+    assert "data" in state and "opacity" in state
+    assert isinstance(_compat.napari_colormap_display_name(ensure_colormap("gray")), str)
+    assert hasattr(ensure_colormap("gray"), "_display_name")
+    assert "_is_open" in Store.__annotations__ and callable(Store._check_writable)
+    assert isinstance(_compat.napari_max_3d_texture(), int)

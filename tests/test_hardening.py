@@ -219,6 +219,7 @@ def www(tmp_path: Path):  # type: ignore[no-untyped-def]
         yield srv, root
 
 
+@pytest.mark.network
 def test_remote_object_replaced_while_open_is_a_clear_error(www) -> None:  # type: ignore[no-untyped-def]
     import os
 
@@ -236,6 +237,7 @@ def test_remote_object_replaced_while_open_is_a_clear_error(www) -> None:  # typ
     assert first[:2] == b"PK"
 
 
+@pytest.mark.network
 def test_remote_read_timeout_names_the_url(www) -> None:  # type: ignore[no-untyped-def]
     from napari_ozx.ozx.remote import FsspecRangeReader, RemoteError
 
@@ -481,6 +483,7 @@ def _mutated(base: Path, work: Path, mutations: list[tuple[int, int, int, bool]]
         f.write_text(json.dumps(doc))
 
 
+@pytest.mark.slow  # the longest of the suite's fuzzers
 def test_hostile_metadata_raises_only_ozx_errors(
     fuzz_base: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

@@ -314,6 +314,7 @@ def test_concurrent_reads_of_views(level):
         np.testing.assert_array_equal(g, data[i])
 
 
+@pytest.mark.network
 def test_remote_tiles_are_read_once_then_from_the_chunk_cache(tmp_path, monkeypatch):
     """napari's dask cache never sees direct reads: remote decoded chunks are kept instead
     (a pan back costs no requests); a second reader (reopened file) never shares them."""

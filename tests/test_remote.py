@@ -16,6 +16,9 @@ from napari_ozx.ngff.open import open_ome_zarr
 from .httpserver import Server
 from .omegen import write_image
 
+#: every test here talks to a local server (tests/httpserver.py or moto's)
+pytestmark = pytest.mark.network
+
 pytest.importorskip("aiohttp")
 
 

@@ -38,6 +38,9 @@ from napari_ozx.ozx import remote
 from napari_ozx.ozx.remote import RemoteError
 from napari_ozx.ozx.remote_store import open_remote_store
 
+#: every test here talks to a local server (tests/httpserver.py or moto's)
+pytestmark = pytest.mark.network
+
 PUBLIC, PRIVATE = "public-bucket", "private-bucket"
 NAMES = ("x.ozx", "x.ome.zarr")
 KEY, SECRET = "AKIAOZXTESTKEY", "ozx-test-secret"  # moto accepts any signed request

@@ -47,60 +47,26 @@ def info(path: str) -> dict[str, Any]:
 def validate_path(
     path: str, deep: bool, metadata_only: bool = False, strict: bool = False
 ) -> tuple[int, dict[str, Any]]:
-    """(exit code, report dict) for one path: RFC-9 for files, the OME-Zarr metadata rules
-    (:mod:`.ngff.rules`) for all, and whether the reader can open it.
+    """(exit code, report dict) for one path: :func:`napari_ozx.ngff.validate.validate`
+    (RFC-9 for files, the OME-Zarr metadata rules for all, and whether the reader can
+    open it): 0 conformant, 1 not, 2 not checked (no such path, not an archive).
 
     ``metadata_only``: the metadata documents only (nothing they name has to exist, the
     reader is not tried); ``strict``: a SHOULD broken (a warning) fails too."""
-    from .ngff.open import open_ome_zarr
+    from .ngff.validate import validate
 
     report: dict[str, Any] = {"path": path, "findings": []}
-    code = 0
-    p = Path(path)
-    if not p.exists():
+    try:
+        rep = validate(path, deep=deep, metadata_only=metadata_only, strict=strict)
+    except FileNotFoundError:
         report["error"] = "no such file or directory"
         return 2, report
-    if p.is_file():
-        from .ozx.validate import validate
-
-        try:
-            rep = validate(path, deep=deep)
-        except (OzxError, OSError) as e:
-            report["error"] = str(e)
-            return 2, report
-        report["findings"] = [f.to_dict() for f in rep.findings]
-        code = 0 if rep.ok else 1
-    from .ngff.validate import validate_ome
-
-    try:
-        ome_findings = validate_ome(path, metadata_only=metadata_only)
     except (OzxError, OSError) as e:
-        ome_findings = []
-        report["findings"].append(
-            {"severity": "error", "code": "ome-metadata", "message": str(e), "member": None}
-        )
-        code = max(code, 1)
-    report["findings"].extend(f.to_dict() for f in ome_findings)
-    from .ngff.rules import STRICT_CODES
-
-    if any(f.severity == "error" or (strict and f.code in STRICT_CODES) for f in ome_findings):
-        code = max(code, 1)
-    if metadata_only or any(f.code == "not-ome" for f in ome_findings):
-        # (not OME-Zarr: that finding says it all; the reader would only repeat it)
-        report["ok"] = code == 0
-        return code, report
-    try:
-        with open_ome_zarr(path) as oz:
-            if oz.root.meta.kind not in ("plate", "well"):
-                for img in oz.images():
-                    _ = img.labels
-    except (OzxError, OSError) as e:
-        report["findings"].append(
-            {"severity": "error", "code": "ome-metadata", "message": str(e), "member": None}
-        )
-        code = max(code, 1)
-    report["ok"] = code == 0
-    return code, report
+        report["error"] = str(e)
+        return 2, report
+    report["findings"] = [f.to_dict() for f in rep.findings]
+    report["ok"] = rep.ok
+    return (0 if rep.ok else 1), report
 
 
 # ------------------------------------------------------------------ convert

@@ -1,9 +1,10 @@
 """Everything napari-ozx uses that another package does not promise, in one place.
 
-The rest of the package uses public API only (``grep -rn "zarr\\.core\\|_Array__\\|
-sys\\._getframe" src`` finds nothing outside this module; ``tests/test_compat.py``
-checks it, and checks each item below against the installed versions, so a release
-that changes one fails a test instead of a user's read).
+The rest of the package uses public API only: no private name (``_x``) of napari, npe2,
+vispy, zarr or dask, as an attribute, an import or a module name, outside this module
+(``tests/test_compat.py`` checks it by parsing every module with ``ast``, and checks each
+item below against the installed versions, so a release that changes one fails a test
+instead of a user's read).
 
 Each use says what it is for, what it was checked against, and what happens when it is
 gone:
@@ -21,13 +22,32 @@ gone:
   ``Array.__new__``: its name, chunks and meta set through dask's ``_name`` / ``_chunks``
   properties and ``_meta`` / ``_cached_keys`` slots. napari makes up to three views per
   tile; the public constructor (normalising chunks and meta, annotating a graph layer
-  the view does not have yet) costs ~45 us a view against ~12 us, ~10% of a tile read.
-  Checked against dask 2026.8.0; where those slots or properties are not there, the
-  public constructor is used (same array, slower).
+  the view does not have yet) costs several times as much as setting the slots, a
+  noticeable part of a tile read. Checked against dask 2026.8.0; where those slots or
+  properties are not there, the public constructor is used (same array, slower).
 * ``dask_query_planning``: whether ``dask.array.Array`` is the query-planning (array
   expression) class, read from dask's own config the way ``dask.array`` reads it. Our
   direct tile path subclasses the classic ``Array``; under query planning levels are
   ``LevelArray`` instead (:func:`napari_ozx.ngff.lazy.lazy_array`).
+* ``zarr_store_set_open`` / ``zarr_store_check_writable``: our stores subclass
+  ``zarr.abc.store.Store``, whose open flag (``_is_open``) and write check
+  (``_check_writable``) are its subclass protocol without a public name. Checked
+  against zarr 3.1.6 and 3.4.2.
+* ``napari_qt_loaded``: whether napari's Qt front end (``napari._qt``) is imported, i.e.
+  a window may exist; asked without importing Qt. Checked against napari 0.6 to 0.9.2;
+  if napari renames the package, it answers False and the viewer hooks do nothing.
+* ``napari_max_3d_texture``: the GPU's largest 3D texture, from
+  ``napari._vispy.utils.gl.get_max_texture_sizes``. Checked against napari 0.9.2; when it
+  is gone (or there is no GL), the default every OpenGL 3D texture supports.
+* ``napari_displayed_axes``: a layer's displayed axes (``layer._slice_input.displayed``,
+  the layer's own axes, which differ from the viewer's when the layer has fewer
+  dimensions). Checked against napari 0.9.2; when it is gone, the last 2 or 3 of the
+  layer's axes (what napari displays by default).
+* ``napari_layer_state``: a layer's constructor arguments (``layer._get_state()``), to
+  remake a labels layer as editable with everything else kept. Checked against napari
+  0.9.2; no fallback (the caller says the layer could not be made editable).
+* ``napari_colormap_display_name``: a colormap's display name (``Colormap._display_name``,
+  its name as napari's menus show it). Checked against napari 0.9.2; "" when gone.
 """
 
 from __future__ import annotations
@@ -41,8 +61,15 @@ __all__ = [
     "CHECKED_AGAINST",
     "dask_query_planning",
     "fast_dask_views",
+    "napari_colormap_display_name",
+    "napari_displayed_axes",
+    "napari_layer_state",
+    "napari_max_3d_texture",
+    "napari_qt_loaded",
     "new_dask_view",
     "npe2_reading_plugin",
+    "zarr_store_check_writable",
+    "zarr_store_set_open",
     "zarr_sync",
 ]
 
@@ -51,6 +78,7 @@ CHECKED_AGAINST = {
     "zarr": ("3.1.6", "3.4.2"),
     "dask": ("2026.8.0",),
     "npe2": ("0.10.0",),
+    "napari": ("0.9.2",),
 }
 
 
@@ -59,6 +87,51 @@ def zarr_sync(coro: Coroutine[Any, Any, Any]) -> Any:
     from zarr.core.sync import sync
 
     return sync(coro)
+
+
+def zarr_store_set_open(store: Any, is_open: bool) -> None:
+    """Mark our ``zarr.abc.store.Store`` subclass *store* open or closed."""
+    store._is_open = is_open
+
+
+def zarr_store_check_writable(store: Any) -> None:
+    """zarr's own check that *store* may be written (raises when read-only)."""
+    store._check_writable()
+
+
+def napari_qt_loaded() -> bool:
+    """Whether napari's Qt front end is imported (a window may exist); imports nothing."""
+    return "napari._qt" in sys.modules
+
+
+def napari_max_3d_texture(default: int = 2048) -> int:
+    """The GPU's largest 3D texture edge, else *default* (no GL, or napari moved it)."""
+    try:
+        from napari._vispy.utils.gl import get_max_texture_sizes
+
+        return int(get_max_texture_sizes()[1] or default)
+    except Exception:  # no GL here: a size every OpenGL 3D texture supports
+        return default
+
+
+def napari_displayed_axes(layer: Any) -> list[int]:
+    """The axes of *layer* (its own numbering) napari displays."""
+    slice_input = getattr(layer, "_slice_input", None)
+    displayed = getattr(slice_input, "displayed", None)
+    if displayed is not None:
+        return [int(a) for a in displayed]
+    ndisplay = int(getattr(slice_input, "ndisplay", 2) or 2)
+    return list(range(max(layer.ndim - ndisplay, 0), layer.ndim))
+
+
+def napari_layer_state(layer: Any) -> dict[str, Any]:
+    """*layer*'s constructor arguments, as napari itself copies a layer."""
+    return dict(layer._get_state())
+
+
+def napari_colormap_display_name(cm: Any) -> str:
+    """The name napari's menus show for colormap *cm* ("" when napari has none)."""
+    return str(getattr(cm, "_display_name", "") or "")
 
 
 def npe2_reading_plugin(max_depth: int = 12, skip: int = 2) -> str | None:

@@ -17,12 +17,12 @@ never imports Qt from here. Nothing here raises.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._compat import napari_displayed_axes, napari_max_3d_texture, napari_qt_loaded
 from .layers.provenance import LayerSource
 from .layers.reading import LayerData
 from .ngff.models import TIME_UNITS
@@ -77,7 +77,7 @@ def frame_when_added(layers: Sequence[LayerData]) -> None:
     this read's is inserted the wait ends without touching the camera. Only when
     napari's Qt front end is already imported (a window exists).
     """
-    if "napari._qt" not in sys.modules:
+    if not napari_qt_loaded():
         return
     try:
         import napari
@@ -212,14 +212,7 @@ def apply_3d_levels(viewer: Any) -> None:
     from .layers.provenance import LEVEL_3D_KEY, LOCKED_3D_KEY
 
     three_d = viewer.dims.ndisplay == 3
-    max_texture = 2048
-    if three_d:
-        try:
-            from napari._vispy.utils.gl import get_max_texture_sizes
-
-            max_texture = int(get_max_texture_sizes()[1] or 2048)
-        except Exception:  # no GL here: a size every OpenGL 3D texture supports
-            logger.debug("max 3D texture size unknown", exc_info=True)
+    max_texture = napari_max_3d_texture(2048) if three_d else 2048
     for layer in list(viewer.layers):
         src = LayerSource.of(layer)
         if src is None or not getattr(layer, "multiscale", False):
@@ -231,7 +224,7 @@ def apply_3d_levels(viewer: Any) -> None:
                     layer.locked_data_level = None
                 continue
             pinned = layer.metadata.get(LEVEL_3D_KEY)
-            displayed = list(layer._slice_input.displayed)
+            displayed = napari_displayed_axes(layer)
             level = (
                 int(pinned)
                 if isinstance(pinned, int) and not isinstance(pinned, bool)
@@ -269,7 +262,7 @@ def show_physical_time() -> None:
     layers change; and, when the view turns 3D, the level of each multiscale layer
     (:func:`apply_3d_levels`)."""
     global _TIMED
-    if "napari._qt" not in sys.modules:  # headless: no viewer, and never import Qt here
+    if not napari_qt_loaded():  # headless: no viewer, and never import Qt here
         return
     try:
         import weakref
@@ -338,7 +331,7 @@ def show_dock(name: str, wanted: Callable[[LayerSource], bool]) -> None:
     from a worker thread it docks when napari inserts a layer *wanted* accepts (napari
     does that on the GUI thread). Never raises.
     """
-    if "napari._qt" not in sys.modules:
+    if not napari_qt_loaded():
         return
     try:
         import napari

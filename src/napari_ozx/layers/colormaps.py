@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from .._compat import napari_colormap_display_name
+
 __all__ = ["colormap_hex"]
 
 _HEX = re.compile(r"^#?([0-9a-fA-F]{6})([0-9a-fA-F]{2})?$")
@@ -49,7 +51,7 @@ def _named(name: str) -> str | None:
         cm = ensure_colormap(name)
     except (KeyError, ValueError, TypeError):
         return None
-    if cm.name != name and name.lower() not in (cm.name.lower(), getattr(cm, "_display_name", "")):
+    if cm.name != name and name.lower() not in (cm.name.lower(), napari_colormap_display_name(cm)):
         # napari warns and falls back to a default for unknown names: not this colour
         return None
     return colormap_hex({"colors": cm.colors})

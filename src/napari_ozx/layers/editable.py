@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .._compat import napari_layer_state
 from ..errors import OzxError
 from ..ngff.indexing import basic_box, expand, is_fancy
 from .provenance import EDITABLE_KEY
@@ -481,7 +482,7 @@ def make_labels_editable(layer: Any) -> Any:
     if isinstance(layer.data, EditableLabels):
         return layer
     data = layer.data[0] if layer.multiscale else layer.data
-    state = layer._get_state()
+    state = napari_layer_state(layer)
     for k in ("data", "multiscale"):
         state.pop(k, None)
     state["metadata"] = {**state.get("metadata", {}), EDITABLE_KEY: True}

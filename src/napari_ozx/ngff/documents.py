@@ -108,9 +108,8 @@ def run_sync(coro: Any) -> Any:
 
 #: documents of a remote store requested at once (one batch: a plate's wells), and how
 #: often a transient failure (timeout, reset, HTTP 429 / 5xx) is retried, with backoff.
-#: 48 measured best for a 1536-well plate over HTTP (benchmarks/bench_plate1536.py
-#: --remote): 64 made a server with a small listen backlog drop connections, 32 was slower
-#: well served
+#: 48 is what benchmarks/bench_plate1536.py --remote chose: more made a server with a
+#: small listen backlog drop connections, fewer left a well-served one waiting
 REMOTE_CONCURRENCY = 48
 REMOTE_ATTEMPTS = 4
 REMOTE_BACKOFF_S = 0.25
@@ -348,11 +347,10 @@ def _prefetch_local(
         def one(key: str) -> tuple[str, bytes | MetadataError | Exception | None]:
             return key, _read_member(store, key, proto)
 
-    # the first documents in this thread: from the page cache a read costs ~10 us and
-    # threads only add hand-offs (12,288 documents of a 1536-well plate: 0.07 s here
-    # in one thread, 0.12-0.16 s in batches over 8 threads, 0.37-0.5 s a task per file);
-    # slower (a cold disk, a network file system), the rest go to a few threads in
-    # batches, which keeps their latencies overlapping
+    # the first documents in this thread: from the page cache a read is cheap and
+    # threads only add hand-offs (one thread beats batches over threads, which beat a
+    # task per file); slower (a cold disk, a network file system), the rest go to a few
+    # threads in batches, which keeps their latencies overlapping
     head = 64
     t0 = time.perf_counter()
     found = [one(k) for k in keys[:head]]
@@ -538,7 +536,7 @@ def read_documents(
 
     if pre is not None:
         # every document was read above: parse them here, without an event-loop round
-        # trip per node (a 1536-well plate's 3,000 nodes cost 0.4 s that way)
+        # trip per node (which adds up over a large plate's thousands of nodes)
         out = []
         for p in paths:
             coro = _read_node(store, p, zarr_format, pre, kind)

@@ -70,7 +70,7 @@ REMOTE_MERGE_GAP = 4 << 10
 #: shards of a local container (``.ozx``) up to this size are read whole, as zarr-python
 #: read them when a dask chunk covered the shard: the store then verifies the member's
 #: CRC-32 (``OzxStore.verify_crc_max``), which ranged reads cannot. Locally that costs
-#: one page-cache pread of <= 1 MiB (~0.1 ms); remote containers (``threaded_io``) keep
+#: one page-cache pread of <= 1 MiB; remote containers (``threaded_io``) keep
 #: ranged reads, where bytes are what costs.
 WHOLE_SHARD_BYTES = 1 << 20
 #: decode on threads only when a request needs at least this many chunks
@@ -78,7 +78,7 @@ _THREAD_MIN_CHUNKS = 4
 #: decoded inner chunks of remote arrays kept (one LRU for the process): napari's
 #: opportunistic dask cache never sees the direct reads of :mod:`.lazy`, and remotely a
 #: re-read (a pan back, a re-slice) costs requests. Local arrays are not cached: a
-#: re-read is a page-cache pread and one decode (~0.5 ms per 256x256 chunk). The cache
+#: re-read is a page-cache pread and one decode. The cache
 #: holds this much plus the read-ahead budget (:func:`.fastpaths.readahead_budget`),
 #: where read-ahead (:mod:`.browse`) puts the planes it fetches.
 REMOTE_CHUNK_CACHE_BYTES = 64 << 20
@@ -328,8 +328,8 @@ class FastReader:
             max_item=lambda _: 1 << 62,  # the newest index is always kept
             min_items=1,
         )
-        # member sizes of the container's shards (a central-directory lookup costs ~20 us,
-        # as much as the read of a tile's bytes); the container is read-only
+        # member sizes of the container's shards (a central-directory lookup costs as much
+        # as the read of a tile's bytes); the container is read-only
         self._sizes: dict[tuple[int, ...], int | None] = {}
         self._lock = threading.Lock()
 

@@ -35,7 +35,6 @@ from ..ozx.protocol import as_container
 from .documents import NodeDocuments, join_path, read_documents
 from .extensions import NodeExtensions
 from .models import Multiscale, NodeMetadata, parse_node_attributes, with_implied_scales
-from .options import OZX_SUFFIXES
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -56,7 +55,6 @@ __all__ = [
     "transform_points",
 ]
 
-ZIP_SUFFIXES = OZX_SUFFIXES  # single-file OME-Zarr names: one definition, in .options
 # below this many bytes a dask chunk costs more in scheduling than in reading
 _MIN_DASK_CHUNK_BYTES = 4 << 20  # see _dask_chunks
 _MAX_DASK_CHUNKS = 1 << 18

@@ -163,7 +163,7 @@ def _meta(
 @dataclass(frozen=True)
 class WriteOptions:
     """How to store the data. The same object drives File > Save, the export panel and
-    the command line. Defaults were measured on 2 cores (see benchmarks/bench_write.py).
+    the command line. Defaults are what benchmarks/bench_write.py chose.
 
     Ranges: an edge of 1 pixel is legal Zarr and kept legal; the upper bounds stop a typo
     from asking for a multi-gigabyte chunk. ``level`` is checked against the codec

@@ -1,4 +1,4 @@
-"""The OME-Zarr metadata rules (0.1 to 0.5), quoted, and the checks that apply them.
+"""The OME-Zarr metadata rules (0.1 to 0.6), quoted, and the checks that apply them.
 
 :data:`RULES` maps a finding code to its severity (``error`` for a MUST / MUST NOT,
 ``warning`` for a SHOULD), the rule's text as the specification states it and the section
@@ -26,6 +26,8 @@ from typing import Any
 
 from ..ozx.findings import Finding, Severity
 from .models import KNOWN_VERSIONS, SPACE_UNITS, TIME_UNITS
+from .tables import BACKENDS as TABLE_BACKENDS
+from .tables import ROI_COLUMNS, TABLE_TYPES
 
 __all__ = [
     "CROSS_REFERENCE_CODES",
@@ -66,7 +68,7 @@ RULES: dict[str, Rule] = {
     # ---- versions and where the metadata lives
     "version-unknown": Rule(
         "error",
-        "OME-Zarr defines the metadata versions 0.1, 0.2, 0.3, 0.4 and 0.5; a document "
+        "OME-Zarr defines the metadata versions 0.1, 0.2, 0.3, 0.4, 0.5 and 0.6; a document "
         "declaring any other version cannot be checked (or read) as one of them.",
         "OME-Zarr versions",
     ),
@@ -707,10 +709,6 @@ class Reporter:
                 )
         return out
 
-    @property
-    def has_errors(self) -> bool:
-        return any(f.severity == "error" for f in self.findings)
-
 
 # ---------------------------------------------------------------------- helpers
 
@@ -781,7 +779,6 @@ def read_as(version: str | None) -> str | None:
 
 
 _ALNUM = re.compile(r"^[A-Za-z0-9]+$")
-_HEX6 = re.compile(r"^[0-9A-Fa-f]{6}$")
 _IMPLIED = ("t", "c", "z", "y", "x")
 _LABEL_DTYPES = frozenset(
     ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64"]
@@ -1404,16 +1401,9 @@ def check_omero(
 # ----------------------------------------------------------------------- tables
 
 #: what :func:`check_table` knows of the V1 specification
-_TABLE_TYPES = ("roi_table", "masking_roi_table", "feature_table", "condition_table")
-_TABLE_BACKENDS = ("anndata_v1", "anndata", "parquet", "csv", "json")
-_ROI_COLUMNS = (
-    "x_micrometer",
-    "y_micrometer",
-    "z_micrometer",
-    "len_x_micrometer",
-    "len_y_micrometer",
-    "len_z_micrometer",
-)
+_TABLE_TYPES = TABLE_TYPES
+_TABLE_BACKENDS = tuple(TABLE_BACKENDS)
+_ROI_COLUMNS = ROI_COLUMNS
 
 
 def check_tables_group(r: Reporter, node: str, attrs: Mapping[str, Any]) -> list[str]:

@@ -8,16 +8,22 @@ hierarchy, so a plate of 384 wells costs a few concurrent rounds, not 384 sequen
 
 Nothing is parsed into the typed models first: a node that breaks a rule is reported and
 the walk goes on, where the opener would stop at its first error.
+
+:func:`validate` is the whole check (``napari_ozx.validate``, ``napari-ozx validate``):
+the container's RFC-9 rules for an ``.ozx``, these rules, and whether the reader opens it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import OzxError, UnsupportedExtensionError
+from ..ozx.validate import ValidationReport, validate_rfc9
 from . import rules
 from .documents import NodeDocuments, read_documents
 from .extensions import check_document
@@ -27,7 +33,7 @@ from .rules import Finding, ImageFacts, PlateFacts, Reporter
 if TYPE_CHECKING:
     from zarr.abc.store import Store
 
-__all__ = ["DocumentReader", "validate_documents", "validate_ome"]
+__all__ = ["DocumentReader", "ValidationReport", "validate", "validate_documents", "validate_ome"]
 
 Doc = tuple[int, dict[str, Any], dict[str, Any]]
 #: bioformats2raw without an OME/series list: at most this many numbered groups are probed
@@ -71,6 +77,61 @@ def validate_ome(
     finally:
         if store is not source:
             store.close()
+
+
+def validate(
+    source: str | os.PathLike[str] | Store,
+    *,
+    deep: bool = False,
+    metadata_only: bool = False,
+    strict: bool = False,
+) -> ValidationReport:
+    """Check a directory or ``.ozx`` the way ``napari-ozx validate`` does: the container
+    (RFC-9, for a file: :func:`napari_ozx.ozx.validate.validate_rfc9`), the OME-Zarr
+    metadata rules (:func:`validate_ome`) and, unless *metadata_only*, whether the reader
+    opens it (its error as an ``ome-metadata`` finding).
+
+    ``deep``: also check every archive member's CRC-32; ``metadata_only``: the documents
+    only (nothing they name has to exist, the reader is not tried); ``strict``: a SHOULD
+    the strict schemas require (:data:`.rules.STRICT_CODES`) broken fails
+    :attr:`~napari_ozx.ozx.validate.ValidationReport.ok` too. A store (an ``OzxStore`` or
+    another zarr store) is checked the same way.
+
+    Raises :class:`FileNotFoundError` for a path that does not exist and
+    :class:`~napari_ozx.errors.ZipFormatError` for a file that is no ZIP archive at all.
+    """
+    from ..ozx.store import OzxStore
+    from .open import open_ome_zarr
+
+    strict_codes = rules.STRICT_CODES if strict else frozenset()
+    findings: list[Finding] = []
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", str(source))
+        label = str(source)
+        if path.is_file():
+            findings.extend(validate_rfc9(path, deep=deep).findings)
+    else:
+        label = str(getattr(source, "path", None) or source)
+        if isinstance(source, OzxStore):
+            findings.extend(validate_rfc9(source, deep=deep).findings)
+    try:
+        ome = validate_ome(source, metadata_only=metadata_only)
+    except (OzxError, OSError) as e:
+        ome = []
+        findings.append(Finding("error", "ome-metadata", str(e)))
+    findings.extend(ome)
+    if not metadata_only and not any(f.code == "not-ome" for f in ome):
+        # (not OME-Zarr: that finding says it all; the reader would only repeat it)
+        try:
+            with open_ome_zarr(source) as oz:
+                if oz.root.meta.kind not in ("plate", "well"):
+                    for img in oz.images():
+                        _ = img.labels
+        except (OzxError, OSError) as e:
+            findings.append(Finding("error", "ome-metadata", str(e)))
+    return ValidationReport(findings, source=label, deep=deep, strict_codes=strict_codes)
 
 
 def validate_documents(
@@ -523,7 +584,3 @@ class _Walker:
                 found.append(n)
             batch = min(batch * 2, 256)
         return found
-
-
-def first_error(findings: Sequence[Finding]) -> Finding | None:
-    return next((f for f in findings if f.severity == "error"), None)

@@ -68,6 +68,7 @@ from zarr.abc.store import (
 )
 from zarr.buffer import default_buffer_prototype
 
+from napari_ozx._compat import zarr_store_set_open
 from napari_ozx.errors import ReadOnlyStoreError, ZipFormatError
 from napari_ozx.ozx import rfc9
 from napari_ozx.ozx._zip import (
@@ -344,7 +345,7 @@ class OzxStore(Store):
             verify_members=bool(verify),
         )
         self._closed = False
-        self._is_open = True
+        zarr_store_set_open(self, True)
 
     # ------------------------------------------------------------------ properties
 
@@ -475,7 +476,7 @@ class OzxStore(Store):
     async def _open(self) -> None:
         if self._closed:
             self._reopen()
-        self._is_open = True
+        zarr_store_set_open(self, True)
 
     def _reopen(self) -> None:
         if self._path is None:

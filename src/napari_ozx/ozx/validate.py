@@ -56,7 +56,15 @@ from napari_ozx.ozx.records import (
     method_name,
 )
 
-__all__ = ["CHECKS", "RULES", "Finding", "Severity", "ValidationReport", "validate"]
+__all__ = [
+    "CHECKS",
+    "RULES",
+    "Finding",
+    "Severity",
+    "ValidationReport",
+    "validate",
+    "validate_rfc9",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -148,14 +156,23 @@ RULES: dict[str, tuple[Severity, str]] = {
 
 @dataclass
 class ValidationReport:
+    """The findings of a validation (:func:`validate_rfc9`, or
+    :func:`napari_ozx.validate`: the OME-Zarr rules and the container)."""
+
     findings: list[Finding] = field(default_factory=list)
     source: str | None = None
     deep: bool = False
+    #: warnings with these codes fail :attr:`ok` too (``strict``: the SHOULDs the strict
+    #: schemas require, :data:`napari_ozx.ngff.rules.STRICT_CODES`)
+    strict_codes: frozenset[str] = frozenset()
 
     @property
     def ok(self) -> bool:
-        """No errors (warnings allowed)."""
-        return not any(f.severity == "error" for f in self.findings)
+        """No errors (warnings allowed, but those in :attr:`strict_codes`)."""
+        return not any(
+            f.severity == "error" or (f.severity == "warning" and f.code in self.strict_codes)
+            for f in self.findings
+        )
 
     @property
     def errors(self) -> list[Finding]:
@@ -282,8 +299,9 @@ def _head_bytes(reader: RangeReader, entry: ZipEntry, local: LocalExtent, n: int
 # --------------------------------------------------------------------------- validate
 
 
-def validate(source: Any, *, deep: bool = False) -> ValidationReport:
-    """Check an ``.ozx`` archive against RFC-9.
+def validate_rfc9(source: Any, *, deep: bool = False) -> ValidationReport:
+    """Check an ``.ozx`` archive against RFC-9 (the container only; the OME-Zarr rules
+    too: :func:`napari_ozx.validate`).
 
     ``source`` is a path, an :class:`~napari_ozx.ozx.store.OzxStore` or a binary file-like
     object. ``deep=True`` also verifies the CRC-32 of every member (reads the whole file);
@@ -299,6 +317,10 @@ def validate(source: Any, *, deep: bool = False) -> ValidationReport:
     finally:
         if owned:
             reader.close()
+
+
+#: the RFC-9 validator's name before :func:`napari_ozx.validate` covered the OME-Zarr rules
+validate = validate_rfc9
 
 
 def _open(source: Any) -> tuple[RangeReader, ZipIndex, str | None, str | None, bool]:

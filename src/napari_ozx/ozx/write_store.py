@@ -49,6 +49,7 @@ from zarr.abc.store import (
 )
 from zarr.buffer import default_buffer_prototype
 
+from napari_ozx._compat import zarr_store_check_writable, zarr_store_set_open
 from napari_ozx.ozx.rfc9 import DEFAULT_COMMENT, is_metadata_name
 from napari_ozx.ozx.writer import (
     DuplicateEntryError,
@@ -154,13 +155,13 @@ class OzxWriteStore(Store):
     def commit(self) -> Path:
         """Finish the archive and move it onto the target (see :meth:`OzxWriter.commit`)."""
         path = self._writer.commit()
-        self._is_open = False
+        zarr_store_set_open(self, False)
         return path
 
     def abort(self) -> None:
         """Discard everything written; the target is left untouched."""
         self._writer.abort()
-        self._is_open = False
+        zarr_store_set_open(self, False)
 
     def close(self) -> None:
         """Commit unless aborted or already committed."""
@@ -262,7 +263,7 @@ class OzxWriteStore(Store):
     # ------------------------------------------------------------------ writes
 
     async def set(self, key: str, value: Buffer) -> None:
-        self._check_writable()
+        zarr_store_check_writable(self)
         if not isinstance(value, Buffer):
             raise TypeError(f"OzxWriteStore.set(): value must be a Buffer, not {type(value)}")
         if is_metadata_name(key):
@@ -275,7 +276,7 @@ class OzxWriteStore(Store):
             raise DuplicateEntryError(self._rewrite_message(key, "write")) from None
 
     async def set_if_not_exists(self, key: str, value: Buffer) -> None:
-        self._check_writable()
+        zarr_store_check_writable(self)
         if is_metadata_name(key):
             with self._meta_lock:
                 if key in self._meta:
@@ -302,7 +303,7 @@ class OzxWriteStore(Store):
         self._meta[key] = data
 
     async def delete(self, key: str) -> None:
-        self._check_writable()
+        zarr_store_check_writable(self)
         if is_metadata_name(key):
             with self._meta_lock:
                 if key in self._meta:

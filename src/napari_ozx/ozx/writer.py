@@ -405,10 +405,6 @@ class OzxWriter:
         return self._meta_flushed
 
     @property
-    def is_open(self) -> bool:
-        return self._state == _OPEN
-
-    @property
     def committed(self) -> bool:
         return self._state == _COMMITTED
 
@@ -637,13 +633,6 @@ class OzxWriter:
             if name in self._by_name:
                 raise OzxOrderError(f"cannot remove {name!r}: it was already written")
             return False
-
-    def flush_metadata(self) -> None:
-        """Write the buffered metadata now (normally automatic at the first data entry)."""
-        with self._lock:
-            self._check_open_locked()
-            if not self._meta_flushed:
-                self._flush_metadata_locked()
 
     # ------------------------------------------------------------------ finishing
 
