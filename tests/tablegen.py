@@ -174,14 +174,23 @@ def write_big_feature_table(path: Path, rows: int) -> None:
         oz.add_table("big", FeatureTable(df, reference_label="nuclei"), backend="anndata")
 
 
+def _ngio_open(path: Path) -> Any:
+    """ngio's container of a directory, or of an ``.ozx`` through zarr's ``ZipStore``."""
+    from ngio import open_ome_zarr_container
+
+    if Path(path).suffix == ".ozx":
+        from zarr.storage import ZipStore
+
+        return open_ome_zarr_container(ZipStore(path, mode="r"), mode="r")
+    return open_ome_zarr_container(str(path), mode="r")
+
+
 @in_child_without_query_planning
 def ngio_dataframes(path: Path, names: tuple[str, ...]) -> dict[str, Any]:
     """The tables as ngio itself reads them (pandas, indexed by their index key), all in
     one call (one child process under query planning)."""
-    from ngio import open_ome_zarr_container
-
     with quiet():
-        oz = open_ome_zarr_container(str(path), mode="r")
+        oz = _ngio_open(path)
         return {name: oz.get_table(name).dataframe for name in names}
 
 
@@ -189,10 +198,8 @@ def ngio_dataframes(path: Path, names: tuple[str, ...]) -> dict[str, Any]:
 def ngio_roi_pixels(path: Path, names: tuple[str, ...]) -> dict[str, dict[str, np.ndarray]]:
     """Per ROI table, each ROI's pixels of level 0 as ngio reads them
     (``Image.get_roi``): the reference for napari-ozx's ROI -> pixel mapping."""
-    from ngio import open_ome_zarr_container
-
     with quiet():
-        oz = open_ome_zarr_container(str(path), mode="r")
+        oz = _ngio_open(path)
         img = oz.get_image()
         out = {}
         for name in names:

@@ -39,7 +39,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,28 +77,38 @@ def add_labels_to_image(
     file's path. *name* defaults to the layer's name (made safe for a path). Returns
     the file written; the layer then reads it and saves back into it.
     """
-    src = image_source_of(image)
     lname = getattr(labels_layer, "name", None) or "labels"
+    src, target = local_image_target(
+        image, f"labels {lname!r}", "open it with napari-ozx, or save both with File > Save"
+    )
+    with save_errors(f"saving labels {lname!r} into", target):
+        return _add(labels_layer, src, target, name)
+
+
+def local_image_target(image: Any, what: str, hint: str) -> tuple[LayerSource, Path]:
+    """The record and the local file of the image *what* (e.g. "labels 'cells'") is to
+    be saved into, or one :class:`SaveBackError` saying why not (not opened from a file,
+    remote, not an image); *hint* says what to do when it was not opened from a file."""
+    src = image_source_of(image)
     if src is None:
         raise SaveBackError(
-            f"the image to save labels {lname!r} into was not opened from an OME-Zarr file "
-            "(open it with napari-ozx, or save both with File > Save)"
+            f"the image to save {what} into was not opened from an OME-Zarr file "
+            f"({hint}; nothing was written)"
         )
     from ..ozx.remote import is_url
 
     if is_url(src.source):
         raise SaveBackError(
-            f"the image is remote (read-only here); save labels {lname!r} into a local "
-            f"copy instead: {src.source} (nothing was written)"
+            f"the image is remote (read-only here); save {what} into a local copy "
+            f"instead: {src.source} (nothing was written)"
         )
     target = Path(src.source)
     if src.kind not in ("image", "well"):
         raise SaveBackError(
-            f"labels can be saved into an image, not into a {src.kind} layer: {target} "
+            f"{what} can be saved into an image, not into a {src.kind} layer: {target} "
             "(nothing was written)"
         )
-    with save_errors(f"saving labels {lname!r} into", target):
-        return _add(labels_layer, src, target, name)
+    return src, target
 
 
 def _level0(layer: Any) -> Any:
@@ -323,30 +333,50 @@ def _commit_ozx(
     """A new archive: the old metadata (but the labels group document), the new label
     image's and the updated group's documents, every old data member copied byte for
     byte, then the new label chunks; renamed onto *target*."""
-    from ..ozx.rfc9 import is_metadata_name
     from ..ozx.write_store import OzxWriteStore
+
+    prefix = f"{lpath}/{name}"
+    documents = {f"{prefix}/{k}": v for k, v in prepared.documents.items()}
+    documents.update({f"{lpath}/{k}": v for k, v in group_docs.items()})
+    rebuild_archive(
+        target,
+        base_store,
+        replaced=lambda member: member in documents,
+        documents=documents,
+        write_data=lambda writer: prepared.write_data(OzxWriteStore(writer), prefix),
+    )
+
+
+def rebuild_archive(
+    target: Path,
+    base_store: Any,
+    replaced: Callable[[str], bool],
+    documents: Mapping[str, bytes],
+    write_data: Callable[[Any], None],
+) -> None:
+    """Rebuild the ``.ozx`` *target* (opened as *base_store*) with new members: every old
+    member but the *replaced* ones copied byte for byte (its metadata first, RFC-9), the
+    new metadata *documents* after the old metadata, the old data, then what
+    *write_data* adds through the :class:`~napari_ozx.ozx.writer.OzxWriter` it is given;
+    the new file renamed onto *target* (nothing left behind on failure)."""
+    from ..ozx.rfc9 import is_metadata_name
     from ..ozx.writer import OzxWriter
 
-    index = base_store.index
     entries = sorted(
-        (e for e in index.by_name.values() if not e.is_dir), key=lambda e: e.header_offset
+        (e for e in base_store.index.by_name.values() if not e.is_dir and not replaced(e.name)),
+        key=lambda e: e.header_offset,
     )
-    replaced = {f"{lpath}/{k}" for k in group_docs}
     writer = OzxWriter(target, comment=base_store.comment or None)
-
     try:
         for e in entries:
-            if is_metadata_name(e.name) and e.name not in replaced:
+            if is_metadata_name(e.name):
                 writer.copy_member(base_store, e.name)
-        prefix = f"{lpath}/{name}"
-        for key, doc in prepared.documents.items():
-            writer.add(f"{prefix}/{key}", doc)
-        for key, doc in group_docs.items():
-            writer.add(f"{lpath}/{key}", doc, overwrite=True)
+        for key, doc in documents.items():
+            writer.add(key, doc)
         for e in entries:
             if not is_metadata_name(e.name):
                 writer.copy_member(base_store, e.name)
-        prepared.write_data(OzxWriteStore(writer), prefix)
+        write_data(writer)
         writer.commit()
     except BaseException:
         writer.abort()

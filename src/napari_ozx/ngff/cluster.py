@@ -32,6 +32,10 @@ Where the encoded shards go:
   client only wrote the metadata (before any data) and swaps the directory in at the end.
   Object stores (``s3://``) are not targets here (nor of the local writer).
 
+Tables: the source's ``tables/`` (:mod:`.table_write`) are small, so the client writes
+them itself, documents with the metadata and their chunks and files before the pixels,
+exactly as a local write (:func:`.write.write_with` does both).
+
 Cancel and errors: *cancel* is looked at every 0.2 s while results are awaited; then the
 client releases the outstanding futures (the scheduler forgets them and the workers
 cancel them, see :meth:`_Run._stop`), waits until no task of this write runs or is

@@ -4,7 +4,9 @@ Directory <-> ``.ozx``, 0.4 -> 0.5 / 0.6, rechunk / reshard / recompress: every 
 the source stays lazy (dask) and the writer streams it shard by shard. A pyramid is data:
 each stored level is copied with its pixels, its scale and translation (0.6: its
 transformations), its array path, and the multiscale's ``type`` and ``metadata``
-(:class:`~.write.StoredPyramid`); only re-chunked, re-sharded and re-encoded. Levels are
+(:class:`~.write.StoredPyramid`); only re-chunked, re-sharded and re-encoded. Every
+image's ``tables/`` (a plate's own and each field's) goes along (:mod:`.table_write`:
+byte for byte within a Zarr format, rewritten across formats). Levels are
 built only when asked: ``pyramid_levels`` beyond the stored count builds the missing ones
 from the coarsest stored level, fewer drops the coarsest, ``rebuild_pyramid`` rebuilds
 them all from level 0. :func:`source_options` reads the layout the source has (chunks,
@@ -24,6 +26,7 @@ from typing import Any
 
 from ..errors import OzxError
 from .open import Image, open_ome_zarr
+from .table_write import source_tables
 from .write import (
     ImageSpec,
     LabelsSpec,
@@ -72,7 +75,7 @@ def plate_spec(oz: Any) -> PlateWriteSpec:
             if isinstance(im, OzxError):
                 raise OzxError(f"{oz.source}: field {ref.path}: {im}")
             fields[ref.path] = image_spec(im)
-    return PlateWriteSpec(plate.plate, wells, fields)
+    return PlateWriteSpec(plate.plate, wells, fields, source_tables(oz, "", "plate"))
 
 
 def scene_spec(oz: Any) -> SceneSpec:
@@ -256,6 +259,7 @@ def image_spec(image: Image, with_labels: bool = True) -> ImageSpec:
         name=image.multiscale.name or (omero.name if omero else None),
         labels=[labels_spec(lab) for lab in image.labels] if with_labels else [],
         pyramid=stored_pyramid(image),
+        tables=source_tables(image.root, image.path),
     )
 
 
@@ -294,34 +298,21 @@ def convert_summary(
     if options is None:
         options = WriteOptions(**source_options(source, target))
     with open_ome_zarr(source) as oz:
-        if oz.root.meta.scene is not None:
+        kind = "scene" if oz.root.meta.scene is not None else oz.root.meta.kind
+        if kind in ("scene", "plate"):
             if client is not None:
-                raise OzxError("converting a scene on a dask cluster is not supported yet")
-            scene = scene_spec(oz)
+                raise OzxError(f"converting a {kind} on a dask cluster is not supported yet")
+            whole = scene_spec(oz) if kind == "scene" else plate_spec(oz)
             out = write_ome_zarr(
                 target,
-                scene,
+                whole,
                 (),
                 options=options,
                 progress=progress,
                 cancel=cancel,
                 compute=compute,
             )
-            return summarize_write(out, scene, (), options)
-        if oz.root.meta.kind == "plate":
-            if client is not None:
-                raise OzxError("converting a plate on a dask cluster is not supported yet")
-            plate = plate_spec(oz)
-            out = write_ome_zarr(
-                target,
-                plate,
-                (),
-                options=options,
-                progress=progress,
-                cancel=cancel,
-                compute=compute,
-            )
-            return summarize_write(out, plate, (), options)
+            return summarize_write(out, whole, (), options)
         images = oz.images()
         if len(images) != 1:
             raise OzxError(

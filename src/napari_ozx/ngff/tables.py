@@ -41,6 +41,10 @@ ignored, ``*_micrometer_original`` columns are stage positions and never a place
 missing ``z`` is the whole z extent); :func:`roi_world_boxes` places those boxes in the
 image's world (pixel * scale + level-0 translation), so a box covers the same pixels as
 the image placed with its translation.
+
+Writing is :mod:`.table_write`'s: a ROI table (what napari's Shapes layers save), and
+every table carried by ``convert``. Feature, masking ROI and condition tables are
+read-only in napari-ozx: read and shown here, never written from napari.
 """
 
 from __future__ import annotations

@@ -173,6 +173,9 @@ class ImageSpec:
     to_world: Any = None  # as LabelsSpec.to_world
     to_world_kind: str = ""
     pyramid: StoredPyramid | None = None  # as LabelsSpec.pyramid
+    #: the source image's ``tables/`` group, carried into the write (``convert``; see
+    #: :mod:`.table_write`); ``None``: no tables
+    tables: Any = None
 
 
 #: the name of the coordinate system a napari layer's world becomes
@@ -187,6 +190,8 @@ class PlateWriteSpec:
     plate: Any  # models.Plate
     wells: dict[str, Any]  # well path -> models.Well
     fields: dict[str, ImageSpec]
+    #: the plate's own ``tables/`` group (e.g. condition tables), carried as an image's
+    tables: Any = None
 
     @property
     def images(self) -> list[ImageSpec]:
@@ -253,8 +258,10 @@ class WriteSummary:
     labels: int = 0
     channels: int | None = None  # the channels of the one image written
     kind: str = ""  # "scene" or "plate": what the images make up
-    #: what was done to stored pyramids beyond copying them (levels dropped or built)
+    #: what was done to stored pyramids beyond copying them (levels dropped or built),
+    #: and the source's tables that were not carried over (and why)
     notes: tuple[str, ...] = ()
+    tables: int = 0  #: the source's tables carried over (``convert``)
 
     def content(self) -> str:
         """``"OME-Zarr 0.5, 1 image (2 channels), 1 labels"``."""
@@ -266,6 +273,8 @@ class WriteSummary:
             parts.append(text)
         if self.labels:
             parts.append(f"{self.labels} labels")
+        if self.tables:
+            parts.append(f"{self.tables} table" + ("s" if self.tables != 1 else ""))
         return ", ".join(parts)
 
     def message(self) -> str:
@@ -282,7 +291,8 @@ def summarize_write(
     options: WriteOptions | None = None,
 ) -> WriteSummary:
     """What :func:`write_ome_zarr` / :func:`write_with` store for these arguments (the
-    version ``"auto"`` resolves to by the same rule they use); no I/O, no checks."""
+    version ``"auto"`` resolves to by the same rule they use); no checks, and no I/O
+    but for a source's tables a write has not planned yet (:mod:`.table_write`)."""
     specs = _all_specs(image, labels)
     version = (options or WriteOptions()).resolved_version(_needed(image, specs))
     n_labels = sum(isinstance(s, LabelsSpec) for s in specs)
@@ -294,8 +304,36 @@ def summarize_write(
     kind = ""
     if isinstance(image, SceneSpec | PlateWriteSpec):
         kind = "scene" if isinstance(image, SceneSpec) else "plate"
-    notes = tuple(pyramid_notes(image, labels, options or WriteOptions()))
-    return WriteSummary(Path(target), version, n_images, n_labels, channels, kind, notes)
+    notes = pyramid_notes(image, labels, options or WriteOptions())
+    n_tables = 0
+    for _, tables in _table_sources(image):
+        carried, table_notes = tables.planned(zarr_format_for(version))
+        n_tables += len(carried)
+        notes.extend(table_notes)
+    return WriteSummary(
+        Path(target), version, n_images, n_labels, channels, kind, tuple(notes), n_tables
+    )
+
+
+def _table_sources(
+    image: ImageSpec | SceneSpec | PlateWriteSpec | None,
+) -> list[tuple[str, Any]]:
+    """(path in the target, :class:`~.table_write.SourceTables`) of every ``tables/``
+    group a write carries: each image's, and a plate's own."""
+    out: list[tuple[str, Any]] = []
+    if isinstance(image, PlateWriteSpec):
+        if image.tables is not None:
+            out.append(("", image.tables))
+        out += [(p, im.tables) for p, im in image.fields.items() if im.tables is not None]
+    elif isinstance(image, SceneSpec):
+        out += [
+            (p, im.tables)
+            for p, im in zip(image.paths, image.images, strict=True)
+            if im.tables is not None
+        ]
+    elif image is not None and image.tables is not None:
+        out.append(("", image.tables))
+    return out
 
 
 def _check_version_holds(specs: Sequence[ImageSpec | LabelsSpec], version: str) -> None:
@@ -760,7 +798,7 @@ def _write_step(shape: Sequence[int], chunks: Sequence[int], itemsize: int) -> t
 
     Why: one task per chunk made a 0.4 directory of 64x64 chunks cost a thread hop, a
     zarr ``__setitem__`` (event-loop round trip) and, for a lazy source, a dask compute
-    *per chunk* (864 chunks: 71 s vs 6.6 s sharded). A region of many chunks is one
+    *per chunk* (ten times slower than sharded). A region of many chunks is one
     ``__setitem__`` that zarr fans out concurrently, and one source compute. Chunks stay
     whole, so none is written twice or read back.
     """
@@ -877,6 +915,7 @@ def write_with(
         store = LocalStore(tmp_dir)
     try:
         jobs = _create_hierarchy(store, image, labels if image is None else (), opts)
+        _carry_tables(store, image, opts)
         write_data(jobs, store, tmp_dir)
     except BaseException as e:
         if tmp_dir is None:
@@ -897,6 +936,25 @@ def write_with(
     finally:
         atomic.release(lock_fd)
     return target
+
+
+def _carry_tables(
+    store: Any, image: ImageSpec | SceneSpec | PlateWriteSpec | None, opts: WriteOptions
+) -> None:
+    """The source's ``tables/`` groups into *store* (:mod:`.table_write`): every
+    document now, with the hierarchy's (an ``.ozx`` gets every ``zarr.json`` before any
+    data, RFC-9), then their chunks and files, before the pixels."""
+    sources = _table_sources(image)
+    if not sources:
+        return
+    from .table_write import TableCopy
+
+    zf = zarr_format_for(opts.version)
+    copies = [TableCopy(tables, prefix, zf) for prefix, tables in sources]
+    for c in copies:
+        c.write_documents(store)
+    for c in copies:
+        c.write_data(store)
 
 
 def _swap_directory(tmp_dir: Path, target: Path) -> None:
@@ -1241,7 +1299,7 @@ def _write_data(
 
     def check() -> None:
         """Between planes of a shard: a cancel takes effect within one plane's work, not
-        after the shards already running (measured 1.2-11.9 s before)."""
+        after the shards already running."""
         if cancel is not None and cancel.is_set():
             raise WriteCancelled("save cancelled")
 
