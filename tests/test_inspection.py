@@ -251,7 +251,8 @@ def test_plate_tree_is_lazy_and_complete(tmp_path):
             ("well", "A/1", "A1"),
             ("well", "A/3", "A3"),
         ]
-        assert insp.paths_read() == ("",)  # rows and wells come from the plate metadata alone
+        # rows and wells come from the plate metadata alone (and its tables group, if any)
+        assert insp.paths_read() == ("", "tables")
         fields = insp.children(wells[0])
         assert [(f.kind, f.path, f.title) for f in fields] == [
             ("field", "A/1/0", "Field 0"),
@@ -289,7 +290,7 @@ def test_1536_well_plate_lists_wells_from_plate_metadata_only(tmp_path):
         row_nodes = insp.children(insp.root)
         assert len(row_nodes) == 32
         assert sum(len(insp.children(r)) for r in row_nodes) == 1536
-        assert insp.paths_read() == ("",)  # one document read for 1536 wells
+        assert insp.paths_read() == ("", "tables")  # the plate's documents for 1536 wells
         # a well that does not exist is an error on that node, not an exception
         w = insp.children(row_nodes[0])[0]
         assert insp.children(w) == []
@@ -460,6 +461,7 @@ def test_format_bytes():
     assert format_bytes(None) == "?"
 
 
+@pytest.mark.network
 def test_remote_sources(tmp_path):
     pytest.importorskip("aiohttp")
     import shutil

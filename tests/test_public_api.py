@@ -45,3 +45,71 @@ def test_package_ships_py_typed() -> None:
     from importlib.resources import files
 
     assert files("napari_ozx").joinpath("py.typed").is_file()
+
+
+def _image(tmp_path):
+    import numpy as np
+
+    from .omegen import write_image
+
+    p = tmp_path / "img.zarr"
+    write_image(p, np.arange(2 * 32 * 32, dtype=np.uint16).reshape(2, 32, 32), "cyx", "0.5")
+    return p
+
+
+def _drop_axes(image) -> None:
+    import json
+
+    doc = json.loads((image / "zarr.json").read_text())
+    del doc["attributes"]["ome"]["multiscales"][0]["axes"]
+    (image / "zarr.json").write_text(json.dumps(doc))
+
+
+def test_validate_checks_the_ome_zarr_rules_of_a_directory(tmp_path) -> None:
+    """``napari_ozx.validate`` is ``napari-ozx validate``: the OME-Zarr rules of a
+    directory (not "is not a regular file"), clean on a good one."""
+    image = _image(tmp_path)
+    good = napari_ozx.validate(image)
+    assert isinstance(good, napari_ozx.ValidationReport)
+    assert good.ok and not good.errors, str(good)
+    _drop_axes(image)
+    bad = napari_ozx.validate(image)
+    assert not bad.ok
+    assert all(isinstance(f, napari_ozx.Finding) for f in bad.findings)
+    assert any(f.severity == "error" and "axes" in f.code for f in bad.findings), str(bad)
+
+
+def test_validate_checks_an_ozx_archive_and_its_ome_zarr_rules(tmp_path) -> None:
+    from .omegen import zip_dir
+
+    image = _image(tmp_path)
+    ozx = zip_dir(image, tmp_path / "good.ozx")
+    assert napari_ozx.validate(ozx, deep=True).ok
+    assert napari_ozx.validate_rfc9(ozx).ok
+    _drop_axes(image)
+    bad = zip_dir(image, tmp_path / "bad.ozx")
+    assert napari_ozx.validate_rfc9(bad).ok  # a sound archive ...
+    report = napari_ozx.validate(bad)  # ... of a broken image
+    assert not report.ok and any("axes" in f.code for f in report.errors), str(report)
+
+
+def test_validate_of_a_missing_path_raises(tmp_path) -> None:
+    import pytest
+
+    with pytest.raises(FileNotFoundError):
+        napari_ozx.validate(tmp_path / "nothing.zarr")
+
+
+def test_validate_of_a_real_world_broken_directory(tmp_path) -> None:
+    """A broken case of the shared real-world corpus (``../shared`` beside the checkout)."""
+    import shutil
+    from pathlib import Path
+
+    import pytest
+
+    case = Path(__file__).resolve().parents[2] / "shared/realworld/cases"
+    case = case / "suite04_bad_missing_axes.zarr"
+    if not case.is_dir():
+        pytest.skip("the shared real-world corpus is not beside this checkout")
+    copy = shutil.copytree(case, tmp_path / case.name)
+    assert not napari_ozx.validate(copy).ok

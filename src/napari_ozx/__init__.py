@@ -41,9 +41,13 @@ _EXPORTS: dict[str, str] = {
     "roi_pixel_boxes": "napari_ozx.ngff.tables",
     "roi_world_boxes": "napari_ozx.ngff.tables",
     "table_layer_data": "napari_ozx.layers.reading",
+    "plate_conditions": "napari_ozx.ngff.conditions",
+    "PlateConditions": "napari_ozx.ngff.conditions",
     "zoom_to_roi": "napari_ozx.layers.tables",
-    # validating
-    "validate": "napari_ozx.ozx.validate",
+    "save_roi_table": "napari_ozx.layers.save_roi",
+    # validating: the OME-Zarr rules and the container; the container (RFC-9) alone
+    "validate": "napari_ozx.ngff.validate",
+    "validate_rfc9": "napari_ozx.ozx.validate",
     "ValidationReport": "napari_ozx.ozx.validate",
     "Finding": "napari_ozx.ozx.validate",
     # stores
@@ -77,6 +81,7 @@ __all__ = [
     "OzxStore",
     "OzxWriteStore",
     "OzxWriter",
+    "PlateConditions",
     "ReadOnlyStoreError",
     "SaveBackError",
     "TableData",
@@ -94,12 +99,15 @@ __all__ = [
     "list_tables",
     "open_hcs",
     "open_ome_zarr",
+    "plate_conditions",
     "read_table",
     "roi_pixel_boxes",
     "roi_world_boxes",
     "save_labels_back",
+    "save_roi_table",
     "table_layer_data",
     "validate",
+    "validate_rfc9",
     "write_ome_zarr",
     "zoom_to_roi",
 ]
@@ -119,8 +127,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from napari_ozx.layers.add_labels import add_labels_to_image
     from napari_ozx.layers.reading import table_layer_data
+    from napari_ozx.layers.save_roi import save_roi_table
     from napari_ozx.layers.saveback import SaveBackError, save_labels_back
     from napari_ozx.layers.tables import zoom_to_roi
+    from napari_ozx.ngff.conditions import PlateConditions, plate_conditions
     from napari_ozx.ngff.convert import convert
     from napari_ozx.ngff.open import Image, OmeZarr, open_ome_zarr
     from napari_ozx.ngff.options import WriteOptions
@@ -133,9 +143,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         roi_pixel_boxes,
         roi_world_boxes,
     )
+    from napari_ozx.ngff.validate import validate
     from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteCancelled, write_ome_zarr
     from napari_ozx.ozx.store import OzxStore
-    from napari_ozx.ozx.validate import Finding, ValidationReport, validate
+    from napari_ozx.ozx.validate import Finding, ValidationReport, validate_rfc9
     from napari_ozx.ozx.write_store import OzxWriteStore
     from napari_ozx.ozx.writer import OzxWriter
 

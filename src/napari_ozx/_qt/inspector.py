@@ -5,6 +5,10 @@ opening a source, loading a node's children when it is expanded, a node's detail
 it is selected and the RFC-9 validation of an ``.ozx``. The widget only renders results.
 It follows napari's active layer (its ``LayerSource``) and can open any
 OME-Zarr directory or ``.ozx`` with its *Open* buttons.
+
+An image's (or a plate's) tables are a ``tables`` node under it, one child per table
+(type, backend, rows from the tables' metadata); selecting a table shows its facts and,
+in the *Table* tab, its first rows, read in a worker (capped in bytes).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from qtpy.QtWidgets import (
     QPushButton,
     QSplitter,
     QStyle,
+    QTableWidget,
+    QTableWidgetItem,
     QTabWidget,
     QTextBrowser,
     QTextEdit,
@@ -48,12 +54,15 @@ from ..inspection import (
     LEVEL,
     PLATE,
     ROW,
+    TABLE,
+    TABLES,
     WELL,
     ArchiveFacts,
     Inspection,
     MetadataFacts,
     NodeDetails,
     Row,
+    TablePreview,
     TreeNode,
 )
 from ..layers.provenance import LayerSource
@@ -88,6 +97,8 @@ _KIND_LABEL = {
     PLATE: "plate",
     ROW: "row",
     WELL: "well",
+    TABLES: "tables",
+    TABLE: "table",
 }
 
 
@@ -152,6 +163,46 @@ def array_html(d: NodeDetails) -> str:
 
 def archive_html(a: ArchiveFacts) -> str:
     return f"<h3>.ozx archive</h3>{_table(a.rows())}"
+
+
+def _preview_table() -> QTableWidget:
+    t = QTableWidget()
+    t.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    t.setAlternatingRowColors(True)
+    t.verticalHeader().setVisible(False)
+    t.verticalHeader().setDefaultSectionSize(t.fontMetrics().height() + 6)
+    t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    return t
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def show_preview(table: QTableWidget, note: QLabel, p: TablePreview) -> None:
+    """Fill the Table tab with a table's first rows (or say why there are none)."""
+    table.clear()
+    if p.error is not None:
+        table.setRowCount(0)
+        table.setColumnCount(0)
+        note.setText(f"<b>{_esc(p.name)}</b>: no preview: {_esc(p.error)}")
+        return
+    table.setColumnCount(len(p.columns))
+    table.setRowCount(len(p.rows))
+    table.setHorizontalHeaderLabels(list(p.columns))
+    for r, cells in enumerate(p.rows):
+        for c, text in enumerate(cells):
+            item = QTableWidgetItem(text)
+            if _is_number(text):
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            table.setItem(r, c, item)
+    shown = len(p.rows)
+    more = f" (the first {shown} of {p.total:,})" if p.total > shown else ""
+    note.setText(f"<b>{_esc(p.name)}</b>: {p.total:,} rows{more}")
 
 
 # ------------------------------------------------------------------ source leases
@@ -232,6 +283,8 @@ class InspectorWidget(OzxDockWidget):
     archive_shown = Signal()
     #: emitted (badge text) when the OME metadata validator's verdict is shown
     metadata_shown = Signal(str)
+    #: emitted (table path) when a table's first rows (or why not) are shown
+    table_preview_shown = Signal(str)
 
     def __init__(
         self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None
@@ -344,6 +397,17 @@ class InspectorWidget(OzxDockWidget):
             )
         self.tabs.addTab(self.metadata_findings, "Metadata rules")
         self._metadata_tab = 4
+        self.table_preview = _preview_table()
+        self.table_note = QLabel("")
+        self.table_note.setWordWrap(True)
+        table_page = QWidget()
+        tl = QVBoxLayout(table_page)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addWidget(self.table_note)
+        tl.addWidget(self.table_preview, 1)
+        self.tabs.addTab(table_page, "Table")
+        self._table_tab = 5
+        self.tabs.setTabEnabled(self._table_tab, False)
         self.validation_badge = QLabel("")
         self.validation_badge.setToolTip(
             "OME-Zarr metadata validation of the whole hierarchy (napari-ozx validate)"
@@ -527,6 +591,8 @@ class InspectorWidget(OzxDockWidget):
             return style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
         if node.kind in (LEVEL, ARRAY):
             return style.standardIcon(QStyle.StandardPixmap.SP_FileIcon)
+        if node.kind == TABLE:
+            return style.standardIcon(QStyle.StandardPixmap.SP_FileDialogDetailedView)
         return style.standardIcon(QStyle.StandardPixmap.SP_DirIcon)
 
     def _make_item(self, node: TreeNode) -> QTreeWidgetItem:
@@ -593,7 +659,36 @@ class InspectorWidget(OzxDockWidget):
         self.json_view.setPlainText(d.raw_json)
         self.tabs.setTabText(2, " + ".join(d.raw_files) if d.raw_files else "JSON")
         self._on_find_text(self.find_edit.text())
+        self._start_preview(gen, token, d.node)
         self.details_shown.emit(d.node.path)
+
+    # ------------------------------------------------------------------ table preview
+    def _start_preview(self, gen: int, token: int, node: TreeNode) -> None:
+        """A table node: read its first rows in a worker; another node: no Table tab."""
+        insp = self._inspection
+        is_table = node.kind == TABLE and insp is not None
+        self.tabs.setTabEnabled(self._table_tab, is_table)
+        self.table_preview.clear()
+        self.table_preview.setRowCount(0)
+        self.table_preview.setColumnCount(0)
+        if not is_table:
+            self.table_note.setText("")
+            if self.tabs.currentIndex() == self._table_tab:
+                self.tabs.setCurrentIndex(0)
+            return
+        assert insp is not None
+        self.table_note.setText(f"Reading the first rows of {_esc(node.title)}…")
+        self._run(
+            insp,
+            lambda i: i.table_preview(node),
+            lambda p: self._on_preview(gen, token, node, p),
+        )
+
+    def _on_preview(self, gen: int, token: int, node: TreeNode, p: TablePreview | None) -> None:
+        if not self._alive(gen) or token != self._details_token or p is None:
+            return
+        show_preview(self.table_preview, self.table_note, p)
+        self.table_preview_shown.emit(node.path)
 
     def _clear_details(self) -> None:
         self._last_details = None

@@ -18,6 +18,11 @@ thread: metadata only (``HcsPlate.open_fields`` + reader layer mapping); the lay
 added on the GUI thread, on top of the well's overview tile, replacing the previous
 well's layers unless "Keep previous wells" is checked. Errors become napari
 notifications and the well is marked red; the rest keeps working.
+
+A plate with a condition table (Fractal's ``condition_table``, read once per plate in a
+worker) gets the condition panel (:mod:`.plate_conditions`): wells coloured by a chosen
+column with a legend, a filter that fades the other wells and keeps them from being
+opened on the map, and each well's conditions in its tooltip.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from ..layers.provenance import LayerSource
 from ..layers.reading import well_layer_data
 from ..ngff.plate import HcsPlate, Overview, WellInfo, open_hcs, plate_by_id
 from .base import OzxDockWidget
+from .plate_conditions import ConditionPanel, ConditionsRead, read_conditions
 
 if TYPE_CHECKING:
     import napari
@@ -80,7 +86,10 @@ class PlateMap(QWidget):
     Scales from 6 to 1536 wells (cell size follows the widget, 6-44 px). Present wells
     are blue, absent ones an empty grey outline, wells without fields in the current
     acquisition grey, failed ones red, loaded ones orange; the keyboard cursor is a
-    white ring. Arrow keys move it, Enter / Return / Space open the well under it.
+    white ring. Arrow keys move it, Enter / Return / Space open the well under it. A
+    condition overlay (:meth:`set_conditions`) fills wells with their condition's colour
+    (loaded ones get an orange ring), fades the wells a filter leaves out (they do not
+    open) and adds each well's conditions to its tooltip.
     """
 
     wellActivated = Signal(int, int)
@@ -104,6 +113,10 @@ class PlateMap(QWidget):
         self._failed: set[tuple[int, int]] = set()
         self._current: tuple[int, int] | None = None
         self._hover: tuple[int, int] | None = None
+        # a condition table's overlay (see plate_conditions.ConditionPanel.overlay)
+        self._colors: dict[tuple[int, int], QColor] = {}
+        self._hidden: set[tuple[int, int]] = set()
+        self._notes: dict[tuple[int, int], str] = {}
 
     # -- content -------------------------------------------------------------
     def set_plate(
@@ -117,6 +130,7 @@ class PlateMap(QWidget):
         self._state, self._tips = dict(state), dict(tips)
         self._loaded.clear()
         self._failed.clear()
+        self._colors, self._hidden, self._notes = {}, set(), {}
         present = [k for k, s in sorted(self._state.items()) if s == PRESENT]
         self._current = present[0] if present else ((0, 0) if rows and cols else None)
         self.updateGeometry()
@@ -135,6 +149,22 @@ class PlateMap(QWidget):
             if cell not in self._failed:  # (a failure's tip says why)
                 self._tips[cell] = tip
         self.update()
+
+    def set_conditions(
+        self,
+        colors: dict[tuple[int, int], QColor],
+        hidden: set[tuple[int, int]],
+        notes: dict[tuple[int, int], str],
+    ) -> None:
+        """A condition overlay: wells filled with their condition's colour, wells the
+        filter leaves out faded and not clickable, and each well's conditions in its
+        tooltip (empty: none)."""
+        self._colors, self._hidden, self._notes = dict(colors), set(hidden), dict(notes)
+        self.update()
+
+    def filtered_out(self, row: int, col: int) -> bool:
+        """The condition filter leaves this well out (it cannot be opened from the map)."""
+        return (row, col) in self._hidden
 
     def set_loaded(self, cells: set[tuple[int, int]]) -> None:
         self._loaded = set(cells)
@@ -254,11 +284,7 @@ class PlateMap(QWidget):
                     p.setPen(QPen(_ABSENT_PEN, 1))
                     p.setBrush(Qt.BrushStyle.NoBrush)
                 else:
-                    fill = _LOADED if (r, c) in self._loaded else _FILL[st]
-                    if self._hover == (r, c) and st == PRESENT:
-                        fill = fill.lighter(130)
-                    p.setPen(QPen(fill.darker(140), 1))
-                    p.setBrush(fill)
+                    self._well_pen_brush(p, r, c, st, cell)
                 if round_wells:
                     p.drawEllipse(rect)
                 else:
@@ -269,6 +295,24 @@ class PlateMap(QWidget):
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawRect(QRectF(x0 + c * cell + 0.5, y0 + r * cell + 0.5, cell - 1, cell - 1))
         p.end()
+
+    def _well_pen_brush(self, p: QPainter, r: int, c: int, st: int, cell: float) -> None:
+        """A well's fill: its state's colour, or its condition's (loaded: an orange
+        ring then); faded when the condition filter leaves it out."""
+        loaded = (r, c) in self._loaded
+        color = self._colors.get((r, c)) if st == PRESENT else None
+        fill = color if color is not None else (_LOADED if loaded else _FILL[st])
+        if self._hover == (r, c) and st == PRESENT:
+            fill = fill.lighter(130)
+        pen = QPen(fill.darker(140), 1)
+        if color is not None and loaded:
+            pen = QPen(_LOADED, max(2.0, cell * 0.12))
+        if (r, c) in self._hidden:
+            fill = QColor(fill)
+            fill.setAlpha(40)
+            pen = QPen(QColor(128, 128, 128, 90), 1)
+        p.setPen(pen)
+        p.setBrush(fill)
 
     # -- interaction -----------------------------------------------------------
     def event(self, ev: QEvent | None) -> bool:
@@ -283,10 +327,9 @@ class PlateMap(QWidget):
         return super().event(ev)
 
     def tooltip(self, row: int, col: int) -> str:
-        tip = self._tips.get((row, col))
-        if tip:
-            return tip
-        return f"{self._rows[row]}{self._cols[col]}: no well"
+        tip = self._tips.get((row, col)) or f"{self._rows[row]}{self._cols[col]}: no well"
+        note = self._notes.get((row, col))
+        return f"{tip}\n{note}" if note else tip
 
     def mouseMoveEvent(self, ev: Any) -> None:
         cell = self.cell_at(ev.position() if hasattr(ev, "position") else ev.pos())
@@ -308,7 +351,8 @@ class PlateMap(QWidget):
             return None
         self.setFocus()
         self.set_current(*cell)
-        self.wellActivated.emit(*cell)
+        if cell not in self._hidden:
+            self.wellActivated.emit(*cell)
         return None
 
     def keyPressEvent(self, ev: Any) -> None:
@@ -332,7 +376,8 @@ class PlateMap(QWidget):
         elif key == Qt.Key.Key_End:
             self.set_current(r, len(self._cols) - 1)
         elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
-            self.wellActivated.emit(r, c)
+            if (r, c) not in self._hidden:
+                self.wellActivated.emit(r, c)
         else:
             return super().keyPressEvent(ev)
         return None
@@ -346,6 +391,7 @@ class _Entry:
     plate: HcsPlate
     layers: list[Any] = field(default_factory=list)  # its overview + well-label layers
     overview: Overview | None = None
+    conditions: ConditionsRead | None = None  # its condition table, once read
 
 
 @dataclass(frozen=True)
@@ -409,6 +455,9 @@ class PlateNavigator(OzxDockWidget):
         self._generation = -1  # of the shown plate's wells, as last shown on the map
         self.hover_label = QLabel("")
         self.hover_label.setToolTip("The well under the mouse on the canvas")
+        self.conditions = ConditionPanel()
+        self.conditions.changed.connect(self._apply_conditions)
+        self.conditions.tableChosen.connect(self._load_conditions)
 
         opts = QHBoxLayout()
         opts.addWidget(QLabel("Field"))
@@ -426,6 +475,7 @@ class PlateNavigator(OzxDockWidget):
         lay.addWidget(self.progress)
         lay.addLayout(opts)
         lay.addLayout(opts2)
+        lay.addWidget(self.conditions)
         lay.addWidget(self.status)
         lay.addWidget(self.hover_label)
         lay.addStretch(1)
@@ -582,6 +632,7 @@ class PlateNavigator(OzxDockWidget):
                 self._show_plate(nxt)
             else:
                 self.map.set_plate((), (), {}, {})
+                self.conditions.clear()
                 self.title.setText("Open an HCS plate (OME-Zarr) to browse its wells.")
                 self._set_enabled(False)
 
@@ -621,6 +672,38 @@ class PlateNavigator(OzxDockWidget):
         )
         self._set_enabled(True)
         self._watch_overview()
+        self._show_conditions(self._entries[pid])
+
+    # -- conditions -----------------------------------------------------------------
+    def _show_conditions(self, entry: _Entry) -> None:
+        if entry.conditions is not None:
+            self.conditions.set_result(entry.plate, entry.conditions)
+        else:
+            self.conditions.clear()
+            self._load_conditions()
+
+    def _load_conditions(self, table: str | None = None) -> None:
+        """Read the shown plate's condition table (*table*: that one) in a worker."""
+        plate = self.plate
+        if plate is None or plate.kind != "plate":
+            return
+        self.start_worker(
+            read_conditions,
+            plate,
+            table,
+            returned=functools.partial(self._on_conditions, plate.id),
+        )
+
+    def _on_conditions(self, pid: str, result: ConditionsRead) -> None:
+        entry = self._entries.get(pid)
+        if entry is None:
+            return
+        entry.conditions = result
+        if pid == self._current:
+            self.conditions.set_result(entry.plate, result)
+
+    def _apply_conditions(self) -> None:
+        self.map.set_conditions(*self.conditions.overlay())
 
     # -- a partly read plate -----------------------------------------------------------
     def _watch_overview(self) -> None:
@@ -847,20 +930,16 @@ class PlateNavigator(OzxDockWidget):
         if len(flat) != len(current):
             return None
         for (data, kw, kind), layer in zip(flat, current, strict=True):
-            levels = data if kw.get("multiscale") else [data]
-            if (
-                layer.__class__.__name__.lower() != kind  # (napari may hand us proxies)
-                or bool(kw.get("multiscale")) != bool(layer.multiscale)
-                or levels[0].ndim != layer.ndim
-                or (kw.get("multiscale") and len(levels) != len(layer.data))
-            ):
+            if not _reusable(layer, data, kw, kind):
                 return None
-        for (data, kw, _kind), layer in zip(flat, current, strict=True):
+        for (data, kw, kind), layer in zip(flat, current, strict=True):
             layer.metadata = kw.get("metadata", {})
             layer.name = kw["name"]
             layer.scale = kw["scale"]
             layer.translate = kw["translate"]
             layer.data = data
+            if kind == "shapes":  # a field's ROI table: its rows
+                layer.features = kw.get("features", {})
         return current
 
     def _on_error(self, req: _Request, w: WellInfo, err: BaseException) -> None:
@@ -1037,6 +1116,20 @@ def _load_well(
     fields = None if req.grid else [req.field]
     return well_layer_data(
         plate, w, fields=fields, grid=req.grid, acquisition=req.acquisition, overview=overview
+    )
+
+
+def _reusable(layer: Any, data: Any, kw: dict[str, Any], kind: str) -> bool:
+    """Whether *layer* can show the layer data (data, kw, kind) of the next well."""
+    if layer.__class__.__name__.lower() != kind:  # (napari may hand us proxies)
+        return False
+    if kind == "shapes":  # a ROI table of as many rows (their names and colours stay)
+        return len(layer.data) == len(data) and layer.ndim == kw.get("ndim", 2)
+    levels = data if kw.get("multiscale") else [data]
+    return not (
+        bool(kw.get("multiscale")) != bool(layer.multiscale)
+        or levels[0].ndim != layer.ndim
+        or (kw.get("multiscale") and len(levels) != len(layer.data))
     )
 
 

@@ -6,6 +6,7 @@
   codec descriptions from zarr's parsed metadata;
 * :mod:`.archive` - :class:`ArchiveFacts` of an ``.ozx`` and its RFC-9 findings;
 * :mod:`.source` - :class:`Inspection`, which ties them together (thread-safe);
+* :mod:`.tables` - an image's or a plate's tables, listed, and a table's first rows;
 * :mod:`.render` - plain text and JSON for the command line.
 
 Documents are read by :mod:`napari_ozx.ngff.documents`, the opener's own reader. This
@@ -19,6 +20,7 @@ from .archive import ArchiveFacts, MetadataFacts
 from .facts import ArrayFacts, ExtensionInfo, NodeDetails, Row, Section, describe_codec
 from .render import info_report, info_text
 from .source import Inspection
+from .tables import TablePreview
 from .tree import (
     ARRAY,
     COLLECTION,
@@ -30,6 +32,8 @@ from .tree import (
     LEVEL,
     PLATE,
     ROW,
+    TABLE,
+    TABLES,
     WELL,
     TreeNode,
 )
@@ -45,6 +49,8 @@ __all__ = [
     "LEVEL",
     "PLATE",
     "ROW",
+    "TABLE",
+    "TABLES",
     "WELL",
     "ArchiveFacts",
     "ArrayFacts",
@@ -54,6 +60,7 @@ __all__ = [
     "NodeDetails",
     "Row",
     "Section",
+    "TablePreview",
     "TreeNode",
     "describe_codec",
     "format_bytes",

@@ -7,7 +7,9 @@ It answers three questions, each from metadata only (no pixel is ever read):
   chunk and shard shape, codecs, number of chunks, stored size and compression ratio),
   ZEP 10 extensions and its documents as stored;
 * :meth:`Inspection.archive` - for an ``.ozx``: the container's facts and the RFC-9
-  validator's findings (computed once).
+  validator's findings (computed once);
+* :meth:`Inspection.table_preview` - a table's first rows (the one question that reads
+  data: the table's columns, capped in bytes).
 
 Every method is thread-safe, so a GUI can call them from worker threads.
 """
@@ -36,6 +38,7 @@ from .facts import (
     group_sections,
     level_section,
 )
+from .tables import TablePreview, preview_table, table_facts
 from .tree import (
     COLLECTION,
     FIELD,
@@ -44,6 +47,8 @@ from .tree import (
     LABELS,
     PLATE,
     ROW,
+    TABLE,
+    TABLES,
     WELL,
     Hierarchy,
     NodeRead,
@@ -61,6 +66,9 @@ _SECTION_TITLE = {
     LABELS: "Labels",
     COLLECTION: "Collection",
 }
+
+#: the preview of a table node's first rows is this many rows
+PREVIEW_ROWS = 20
 
 
 class Inspection(Hierarchy):
@@ -84,6 +92,8 @@ class Inspection(Hierarchy):
                 Row("Wells", ", ".join(w.title for w in wells)),
             )
             return NodeDetails(node, node.kind, (Section("Row", rows),))
+        if node.kind in (TABLE, TABLES):
+            return self._table_details(node)
         read = self.read(node.path)
         if read is None:
             return NodeDetails(
@@ -125,6 +135,35 @@ class Inspection(Hierarchy):
             tuple(n for n, _ in read.docs.files),
             error,
         )
+
+    def _table_details(self, node: TreeNode) -> NodeDetails:
+        """A table node: its facts from its metadata; the tables node: every table."""
+        if node.kind == TABLE and node.table is not None:
+            rows = tuple(Row(k, v) for k, v in table_facts(node.table))
+            sections = (Section("Table", rows),)
+        else:
+            kids = self.children(node)
+            sections = (Section("Tables", tuple(Row(k.title, k.info) for k in kids)),)
+        read = self.read(node.path)
+        if read is None:
+            return NodeDetails(node, node.kind, sections, error=node.error)
+        return NodeDetails(
+            node,
+            node.kind,
+            sections,
+            None,
+            extension_infos(read.docs.extensions),
+            _raw_text(read),
+            tuple(n for n, _ in read.docs.files),
+            node.error,
+        )
+
+    def table_preview(self, node: TreeNode, rows: int = PREVIEW_ROWS) -> TablePreview | None:
+        """The first *rows* rows of a table node's table (None for another node); a
+        table that cannot be read, or is too large to preview, says why."""
+        if node.kind != TABLE or node.table is None:
+            return None
+        return preview_table(self, node.table, rows)
 
     # -- arrays --------------------------------------------------------------------------
     def array_facts(self, path: str) -> ArrayFacts | None:

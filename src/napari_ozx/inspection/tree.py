@@ -8,6 +8,9 @@ through :mod:`napari_ozx.ngff.documents` (the opener's reader) and parsed by
 * a plate lists its rows and wells from the plate metadata alone; a well reads its own
   documents only when it is expanded, so a 1536-well plate costs one document until the
   user opens a well;
+* an image's (or a plate's) ``tables`` group is a node whose children, one per table
+  (:mod:`.tables`: type, backend, rows from the tables' metadata), are listed when it is
+  expanded;
 * a Zarr group without OME metadata lists the store.
 
 Problems (an unknown must-understand extension, invalid JSON or OME metadata) become a
@@ -29,6 +32,7 @@ from ..ngff.models import Multiscale, NodeMetadata, parse_node_attributes
 from ..ngff.open import open_store
 from ..ozx.protocol import as_container
 from ._text import shape_text
+from .tables import TableDocs, table_summary
 
 if TYPE_CHECKING:
     from zarr.abc.store import Store
@@ -44,6 +48,8 @@ __all__ = [
     "LEVEL",
     "PLATE",
     "ROW",
+    "TABLE",
+    "TABLES",
     "WELL",
     "Hierarchy",
     "NodeRead",
@@ -60,6 +66,7 @@ GROUP, IMAGE, LABEL_IMAGE, LABELS, LEVEL, ARRAY = (
     "array",
 )
 PLATE, ROW, WELL, FIELD, COLLECTION = "plate", "row", "well", "field", "collection"
+TABLES, TABLE = "tables", "table"
 
 _KIND_OF_META = {
     "image": IMAGE,
@@ -90,6 +97,8 @@ class TreeNode:
     children: list[TreeNode] | None = field(default=None, repr=False)
     #: the multiscale dataset index of a level node
     level: int | None = None
+    #: a table node's :class:`~napari_ozx.ngff.tables.TableInfo`
+    table: Any = field(default=None, repr=False)
 
     @property
     def loaded(self) -> bool:
@@ -269,8 +278,10 @@ class Hierarchy:
             return node.children
 
     def _load_children(self, node: TreeNode) -> list[TreeNode]:
-        if node.kind in (LEVEL, ARRAY, ROW) or not node.expandable:
+        if node.kind in (LEVEL, ARRAY, ROW, TABLE) or not node.expandable:
             return []  # rows are built with their wells
+        if node.kind == TABLES:
+            return self._table_children(node)
         read = self.read(node.path)
         if read is None or read.is_array:
             return []
@@ -308,7 +319,9 @@ class Hierarchy:
     def _image_children(self, node: TreeNode, ms: Multiscale) -> list[TreeNode]:
         paths = [join_path(node.path, d.path, key="datasets path") for d in ms.datasets]
         labels_path = join_path(node.path, "labels")
-        reads = self.read_many([*paths, labels_path] if node.kind != LABEL_IMAGE else paths)
+        tables_path = join_path(node.path, "tables")
+        extra = [labels_path, tables_path] if node.kind != LABEL_IMAGE else []
+        reads = self.read_many([*paths, *extra])
         out = []
         for i, (ds, p, r) in enumerate(zip(ms.datasets, paths, reads, strict=False)):
             title = f"Level {i}" + (f" ({ds.path})" if ds.path != str(i) else "")
@@ -316,9 +329,33 @@ class Hierarchy:
             n.level = i
             out.append(n)
         if node.kind != LABEL_IMAGE:
-            lab = reads[-1]
+            lab = reads[len(paths)]
             if lab is not None and lab.meta is not None and lab.meta.labels:
                 out.append(self._make_node(labels_path, lab, node, title="labels", kind=LABELS))
+            out.extend(self._tables_node(node, reads[-1]))
+        return out
+
+    def _tables_node(self, parent: TreeNode, read: NodeRead | None) -> list[TreeNode]:
+        """The ``tables`` group of an image or plate, when it lists tables."""
+        if read is None or read.is_array:
+            return []
+        names = read.docs.attributes.get("tables") if read.error is None else None
+        if read.error is None and not (isinstance(names, list) and names):
+            return []
+        n = len(names) if isinstance(names, list) else 0
+        info = f"{n} table{'s' if n != 1 else ''}" if read.error is None else ""
+        return [TreeNode(TABLES, read.path, "tables", info, True, read.error, parent)]
+
+    def _table_children(self, node: TreeNode) -> list[TreeNode]:
+        """One node per table of the image (or plate) above *node*, from its metadata."""
+        from ..ngff.tables import list_tables
+
+        image = node.parent.path if node.parent is not None else ""
+        out = []
+        for info in list_tables(TableDocs(self), image):
+            kid = TreeNode(TABLE, info.path, info.name, table_summary(info), False, info.error)
+            kid.parent, kid.table = node, info
+            out.append(kid)
         return out
 
     def _plate_children(self, node: TreeNode, meta: NodeMetadata) -> list[TreeNode]:
@@ -354,7 +391,7 @@ class Hierarchy:
                 for w in wells
             ]
             rows.append(row)
-        return rows
+        return rows + self._tables_node(node, self.read(join_path(node.path, "tables")))
 
     def _listed_children(self, node: TreeNode) -> list[TreeNode]:
         """Children of a plain Zarr group, found by listing the store."""

@@ -665,7 +665,12 @@ def well_layer_data(
     overview: Any = None,
 ) -> tuple[list[LayerData], list[str]]:
     """Full-resolution layer data (images + labels) of a well's fields, placed on its
-    overview tile (or as a grid), and the messages of the fields that failed."""
+    overview tile (or as a grid), and the messages of the fields that failed.
+
+    Each field's tables come too, as a plain image's do (:mod:`.tables`): its small ROI
+    tables as Shapes layers placed in the plate mosaic exactly as the field is (made
+    from the field's layer data after placing), its feature tables as its labels'
+    ``features``."""
     opened = plate.open_fields(well, fields, acquisition)
     well = plate.well(well if isinstance(well, str) else well.path)  # now read
     images = [im for im in opened if not isinstance(im, OzxError)]
@@ -686,15 +691,39 @@ def well_layer_data(
         lds: list[tuple[LayerData, Any]] = [
             (image_layer_data(img, _node(src, img)), img),
         ]
+        by_label: dict[str, list[LayerData]] = {}
         try:
             for label in img.labels:
-                lds.extend((ld, label) for ld in labels_layer_data(label, _node(src, label)))
+                got = labels_layer_data(label, _node(src, label))
+                by_label[label.path.rsplit("/", 1)[-1]] = got
+                lds.extend((ld, label) for ld in got)
         except OzxError as e:  # a broken label must not hide the field
             errors.append(f"well {well.name} field {field} labels: {e}")
         for (data, kw, kind), node in lds:
             _place(kw, node, off, prefix)
             out.append((data, kw, kind))
+        out.extend(_field_tables(plate.oz, img, lds[0][0][1], by_label, prefix, errors))
     return out, errors
+
+
+def _field_tables(
+    root: Any,
+    image: Any,
+    placed: dict[str, Any],
+    labels: dict[str, list[LayerData]],
+    prefix: str,
+    errors: list[str],
+) -> list[LayerData]:
+    """A plate field's tables (:func:`_table_layers`) from its *placed* image layer data:
+    ROI layers named after the field ("B3 f0 FOV_ROI_table"), problems in *errors*."""
+
+    def report(what: str, err: OzxError) -> None:
+        errors.append(f"{prefix}: {err}")
+
+    out = _table_layers(root, image, placed, labels, report)
+    for _data, kw, _kind in out:
+        kw["name"] = f"{prefix} {kw['name']}"
+    return out
 
 
 def _node(src: LayerSource, image: Any) -> LayerSource:
