@@ -57,6 +57,20 @@ def test_condition_table_maps_every_well(ngio_plate, flavour):
     assert sorted(conds) == sorted(ngio_plate["plate"].wells)
 
 
+@pytest.mark.parametrize("flavour", ["dir", "ozx"])
+def test_info_lists_the_plates_own_tables(ngio_plate, flavour, capsys):
+    """``napari-ozx info --json`` lists a plate's tables with their type (the plate
+    document and its tables/ only: no well is read for it)."""
+    import json
+
+    from napari_ozx.__main__ import main
+
+    assert main(["info", "--json", str(ngio_plate[flavour])]) == 0
+    report = json.loads(capsys.readouterr().out)
+    tables = {t["name"]: t["type"] for t in report["tables"]}
+    assert tables == {"condition_table": "condition_table", "by_well": "condition_table"}
+
+
 def test_well_name_column_and_several_rows_per_well(ngio_plate):
     """A table naming wells by name ("B03", AnnData backend); a well with two rows that
     disagree keeps both values."""

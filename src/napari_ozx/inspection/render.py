@@ -140,6 +140,8 @@ def info_report(insp: Inspection) -> dict[str, Any]:
         out["images"].append(_image_entry(insp, node, problems))
     if meta is not None and meta.kind == "spatialdata":
         out["tables"] = _tables(insp, None)
+    elif meta is not None and meta.plate is not None:
+        out["tables"] = _tables(insp, "")  # the plate's own (conditions, plate ROIs)
     archive = insp.archive()
     if archive is not None:
         out["archive"] = archive.to_dict()
