@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import napari_ozx
 from napari_ozx.errors import OzxError, TableError
 from napari_ozx.layers.reading import read_layer_data, table_layer_data
 from napari_ozx.layers.tables import TABLE_KEY, TABLES_KEY, zoom_to_roi
@@ -235,6 +236,32 @@ def test_reader_gives_roi_shapes_and_labels_features(ngio_files, flavour):
     if flavour != "v2":
         data, kw, _ = layers["many"]
         assert len(data) == 60 and kw["visible"] is False and "text" not in kw
+
+
+def test_labels_coloured_by_a_feature_column_in_one_call(ngio_files):
+    """color_labels_by: each object the colormap's colour of its measurement (scaled to
+    the column's range), text columns one colour per category, objects the table does
+    not list grey, the background transparent; an unknown column is one clear error."""
+    from napari.components import ViewerModel
+    from napari.utils.colormaps import ensure_colormap
+
+    lds = read_layer_data(_path(ngio_files, "v3"))
+    vm = ViewerModel()
+    for data, kw, kind in lds:
+        getattr(vm, f"add_{kind}")(data, **kw)
+    nuclei = vm.layers["nuclei"]
+    colours = napari_ozx.color_labels_by(nuclei, "area")  # 200, 1800, 320
+    viridis = ensure_colormap("viridis")
+    np.testing.assert_allclose(colours[1], viridis.map([0.0])[0])
+    np.testing.assert_allclose(colours[2], viridis.map([1.0])[0])
+    np.testing.assert_allclose(colours[3], viridis.map([120 / 1600])[0])
+    np.testing.assert_allclose(nuclei.colormap.map(np.array([2]))[0], colours[2], atol=1e-6)
+    np.testing.assert_allclose(nuclei.colormap.map(np.array([0]))[0][3], 0.0)
+    np.testing.assert_allclose(nuclei.colormap.map(np.array([9]))[0], [0.5, 0.5, 0.5, 1.0])
+    kinds = napari_ozx.color_labels_by(nuclei, "kind", "turbo")  # round, long, edge
+    assert len({kinds[1], kinds[2], kinds[3]}) == 3
+    with pytest.raises(OzxError, match="no feature 'volume'"):
+        napari_ozx.color_labels_by(nuclei, "volume")
 
 
 def test_rectangles_outline_the_roi_pixels_in_napari(ngio_files):

@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "plate_conditions": "napari_ozx.ngff.conditions",
     "PlateConditions": "napari_ozx.ngff.conditions",
     "zoom_to_roi": "napari_ozx.layers.tables",
+    "color_labels_by": "napari_ozx.layers.tables",
     "save_roi_table": "napari_ozx.layers.save_roi",
     # validating: the OME-Zarr rules and the container; the container (RFC-9) alone
     "validate": "napari_ozx.ngff.validate",
@@ -95,6 +96,7 @@ __all__ = [
     "ZipFormatError",
     "__version__",
     "add_labels_to_image",
+    "color_labels_by",
     "convert",
     "list_tables",
     "open_hcs",
@@ -129,7 +131,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from napari_ozx.layers.reading import table_layer_data
     from napari_ozx.layers.save_roi import save_roi_table
     from napari_ozx.layers.saveback import SaveBackError, save_labels_back
-    from napari_ozx.layers.tables import zoom_to_roi
+    from napari_ozx.layers.tables import color_labels_by, zoom_to_roi
     from napari_ozx.ngff.conditions import PlateConditions, plate_conditions
     from napari_ozx.ngff.convert import convert
     from napari_ozx.ngff.open import Image, OmeZarr, open_ome_zarr
