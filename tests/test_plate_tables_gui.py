@@ -230,3 +230,31 @@ def test_inspector_lists_tables_and_previews_their_rows(qtbot, ngio_plate, tmp_p
     assert not w.tabs.isTabEnabled(w._table_tab) and t.rowCount() == 0
     w.close()
     w.deleteLater()
+
+
+def test_inspector_row_double_click_zooms_to_the_roi(make_napari_viewer, qtbot, tmp_path):
+    """Issue 33, item 2: a ROI table's row in the inspector's preview, double-clicked,
+    centres the viewer on that ROI (the one napari-ozx drew from the same table)."""
+    from napari_ozx._qt.inspector import InspectorWidget
+
+    from . import tablegen as tg
+
+    image = tg.write_ngio_image(tmp_path / "img.zarr", "0.5")
+    viewer = make_napari_viewer()
+    viewer.open(str(image.path), plugin="napari-ozx")
+    layer = viewer.layers["fov_anndata"]
+    w = InspectorWidget(viewer)
+    qtbot.addWidget(w)
+    w.show()
+    with qtbot.waitSignal(w.source_loaded, timeout=15_000):
+        w.inspect(image.path)
+    with qtbot.waitSignal(w.table_preview_shown, timeout=15_000):
+        w.select_path("tables/fov_anndata")
+    assert w.roi_layer() is layer
+    row = [w.table_preview.item(r, 0).text() for r in range(w.table_preview.rowCount())]
+    r = row.index("FOV_2")
+    w.table_preview.cellDoubleClicked.emit(r, 0)
+    corners = np.array([layer.data_to_world(v) for v in np.asarray(layer.data[1])])
+    centre = (corners.min(axis=0) + corners.max(axis=0)) / 2
+    np.testing.assert_allclose(viewer.camera.center[-2:], centre[-2:], atol=1e-6)
+    assert layer.selected_data == {1}

@@ -45,6 +45,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from ..errors import OzxError
 from ..inspection import (
     ARRAY,
     FIELD,
@@ -407,6 +408,9 @@ class InspectorWidget(OzxDockWidget):
         tl.addWidget(self.table_preview, 1)
         self.tabs.addTab(table_page, "Table")
         self._table_tab = 5
+        self._preview_node: TreeNode | None = None
+        # a ROI table's row, double-clicked: the viewer zooms to that ROI
+        self.table_preview.cellDoubleClicked.connect(self._zoom_to_row)
         self.tabs.setTabEnabled(self._table_tab, False)
         self.validation_badge = QLabel("")
         self.validation_badge.setToolTip(
@@ -667,6 +671,7 @@ class InspectorWidget(OzxDockWidget):
         """A table node: read its first rows in a worker; another node: no Table tab."""
         insp = self._inspection
         is_table = node.kind == TABLE and insp is not None
+        self._preview_node = node if is_table else None
         self.tabs.setTabEnabled(self._table_tab, is_table)
         self.table_preview.clear()
         self.table_preview.setRowCount(0)
@@ -689,6 +694,48 @@ class InspectorWidget(OzxDockWidget):
             return
         show_preview(self.table_preview, self.table_note, p)
         self.table_preview_shown.emit(node.path)
+
+    def roi_layer(self, node: TreeNode | None = None) -> Any:
+        """The viewer's Shapes layer showing the ROI table of *node* (default: the one
+        previewed), read from the file inspected; else None."""
+        from ..layers.tables import TABLE_KEY
+
+        node = node or self._preview_node
+        insp = self._inspection
+        if self._viewer is None or node is None or insp is None:
+            return None
+        name = node.path.rstrip("/").rsplit("/", 1)[-1]
+        here = os.path.realpath(str(insp.source))
+        for layer in self._viewer.layers:
+            meta = getattr(layer, "metadata", None)
+            info = meta.get(TABLE_KEY) if isinstance(meta, dict) else None
+            if (
+                isinstance(info, dict)
+                and info.get("table") == name
+                and os.path.realpath(str(info.get("source"))) == here
+            ):
+                return layer
+        return None
+
+    def _zoom_to_row(self, row: int, _column: int = 0) -> None:
+        """Double-click on a previewed ROI table's row: zoom the viewer to that ROI
+        (its Shapes layer must be shown; the first column is the ROI's name)."""
+        from ..layers.tables import zoom_to_roi
+
+        layer = self.roi_layer()
+        if layer is None:
+            self.table_note.setText(
+                self.table_note.text().split("<br>")[0]
+                + "<br>(open the image with its ROI table to zoom to a row)"
+            )
+            return
+        item = self.table_preview.item(row, 0)
+        names = layer.features["name"].astype(str).tolist() if "name" in layer.features else []
+        key: int | str = item.text() if item is not None and item.text() in names else row
+        try:
+            zoom_to_roi(self._viewer, layer, key)
+        except OzxError as e:
+            self.table_note.setText(f"{_esc(str(e))}")
 
     def _clear_details(self) -> None:
         self._last_details = None
