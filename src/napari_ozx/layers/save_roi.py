@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from ..ozx.atomic import fsync_tree, replace_files, swap_directory
-from .add_labels import _check_writable, local_image_target, rebuild_archive
+from .add_labels import _check_writable, _exists, local_image_target, rebuild_archive
 from .provenance import LayerSource
 from .saveback import SaveBackError, refusal, save_errors
 
@@ -325,16 +325,6 @@ def _save(
         "saved %d ROIs of %r into %s as %s/%s", len(names), shapes.name, target, tpath, table
     )
     return target
-
-
-def _exists(oz: Any, target: Path, path: str) -> bool:
-    if target.is_dir():
-        return (target / path).exists()
-    index = getattr(oz.store, "index", None)
-    if index is None:
-        return False
-    lead = path + "/"
-    return any(n == path or n.startswith(lead) for n in index.by_name)
 
 
 def _commit_directory(
