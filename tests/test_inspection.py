@@ -512,7 +512,8 @@ def test_info_report_of_a_plate_reads_the_plate_document_only(tmp_path):
     plate = make_plate(tmp_path / "plate.zarr")
     with Inspection(plate) as insp:
         rep = info_report(insp)
-        assert insp.paths_read() == ("",)  # a plate's summary needs no well
+        # a plate's summary needs no well: the plate and its own tables/ (conditions)
+        assert insp.paths_read() == ("", "tables")
     assert rep["kind"] == "plate" and rep["images"] == [] and rep["problems"] == []
     assert rep["plate"]["wells"] == 3 and rep["plate"]["rows"] == ["A", "B"]
     assert "2 rows × 3 columns, 3 wells, 2 fields per well" in info_text(rep)
