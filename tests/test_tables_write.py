@@ -420,6 +420,19 @@ def _docs_of(members: dict[str, bytes], lead: str) -> dict[str, Any]:
             out.setdefault(node, {}).update(kind="array", dtype=json.loads(raw)["dtype"])
         elif base == ".zgroup":
             out.setdefault(node, {})["kind"] = "group"
+    # anndata >= 0.13 with pandas' string dtype writes strings as a nullable-string-array
+    # group (values + mask) where earlier releases (and napari-ozx) write a string-array;
+    # AnnData reads both as the same column
+    for node, entry in list(out.items()):
+        if entry.get("attributes", {}).get("encoding-type") == "nullable-string-array":
+            out[node] = {
+                "attributes": {"encoding-type": "string-array", "encoding-version": "0.2.0"},
+                "kind": "array",
+            }
+            for part in ("values", "mask"):
+                out.pop(f"{node}/{part}", None)
+        elif entry.get("attributes", {}).get("encoding-type") == "string-array":
+            entry.pop("dtype", None)  # "string" (v3), "|O" (v2): both strings
     return out
 
 

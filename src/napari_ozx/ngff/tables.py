@@ -1172,7 +1172,7 @@ def _decode_column(name: str, enc: str, first: np.ndarray, second: np.ndarray) -
     """An encoded AnnData column from its two arrays."""
     if enc == "categorical":
         codes = second.astype(np.int64)
-        if codes.size and (codes.max() >= len(first) or codes.min() < -1):
+        if codes.size and (int(np.max(codes)) >= len(first) or int(np.min(codes)) < -1):
             raise TableError(f"column {name!r}: categorical codes outside its categories")
         if first.dtype.kind in ("i", "u", "f", "b") and not (codes < 0).any():
             return np.asarray(first)[codes]
