@@ -40,7 +40,7 @@ import numpy as np
 
 def make(path: Path) -> np.ndarray:
     from napari_ozx.layers.writing import layer_axes
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[0:1024, 0:1024]
@@ -85,7 +85,7 @@ def main() -> None:
     args = ap.parse_args()
     from napari_ozx.layers.add_labels import add_labels_to_image
     from napari_ozx.layers.writing import layer_axes
-    from napari_ozx.ngff.write import LabelsSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.write.writer import LabelsSpec, WriteOptions, write_ome_zarr
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as d:
         src_ozx = Path(d) / "img.ozx"

@@ -9,7 +9,7 @@ noise), sharded (shards 1x16x1024x1024, chunks 1x1x256x256, zstd 3), written onc
 Converted with ``napari-ozx convert``'s default options (4 levels) to ``.ozx`` and to a
 directory, interleaved, median of ``--repeats``:
 
-* ``local``: :func:`napari_ozx.ngff.convert.convert` in this process (its thread pool);
+* ``local``: :func:`napari_ozx.ngff.write.convert.convert` in this process (its thread pool);
 * ``cluster``: the same with a ``distributed.LocalCluster`` of ``--workers`` worker
   processes (1 thread each) passed as ``client=``: the workers read, halve and encode;
   the client (this process, which also runs the LocalCluster's scheduler) appends the
@@ -47,8 +47,8 @@ def _worker_cpu(client: Any) -> float:
 
 
 def make_source(path: Path, mib: int) -> None:
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
     planes = max(1, mib * 32 // 256)
     shape = (2, planes, 1024, 2048)
@@ -73,7 +73,7 @@ def stored(path: Path) -> dict[str, bytes]:
     from zarr.core.buffer import default_buffer_prototype
     from zarr.core.sync import sync
 
-    from napari_ozx.ngff.open import open_store
+    from napari_ozx.ngff.read.open import open_store
 
     store = open_store(path)
 
@@ -98,7 +98,7 @@ def main() -> int:
     import distributed
 
     from napari_ozx.__main__ import validate_path
-    from napari_ozx.ngff.convert import convert
+    from napari_ozx.ngff.write.convert import convert
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     try:

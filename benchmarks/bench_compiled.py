@@ -48,9 +48,9 @@ SHAPE = (2, 32, 1024, 1024)
 
 def _write_options(**kw: object) -> object:
     try:
-        from napari_ozx.ngff.options import WriteOptions  # type: ignore[import-not-found]
+        from napari_ozx.ngff.write.options import WriteOptions  # type: ignore[import-not-found]
     except ImportError:
-        from napari_ozx.ngff.write import WriteOptions
+        from napari_ozx.ngff.write.writer import WriteOptions
     return WriteOptions(**kw)  # type: ignore[arg-type]
 
 
@@ -71,15 +71,15 @@ def _data(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
 
 
 def _spec(data: np.ndarray) -> object:
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec
 
     axes = [Axis("c", "channel"), Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
     return ImageSpec(data, axes, name="bench")
 
 
 def generate(force: bool) -> None:
-    from napari_ozx.ngff.write import write_ome_zarr
+    from napari_ozx.ngff.write.writer import write_ome_zarr
 
     if OZX.exists() and DIR.exists() and not force:
         return
@@ -152,7 +152,7 @@ def _readers() -> dict[str, tuple[Callable[[int, int, int, int], object], Callab
             ),
         )
     # the same read path without dask: what dask's own per-compute cost adds
-    from napari_ozx.ngff.open import _ChunkReader, open_ome_zarr
+    from napari_ozx.ngff.read.open import _ChunkReader, open_ome_zarr
 
     for name, p in (("fastread ozx (no dask)", OZX), ("fastread dir (no dask)", DIR)):
         arr = open_ome_zarr(p).images()[0].arrays[0].array
@@ -297,7 +297,7 @@ def bench_write(repeats: int) -> tuple[float, float]:
     import numcodecs
     import zarr
 
-    from napari_ozx.ngff.write import write_ome_zarr
+    from napari_ozx.ngff.write.writer import write_ome_zarr
 
     shape = (2, 4, 1024, 1024)
     data = _data(shape, 2)

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from napari_ozx.ngff.models import Axis
-from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+from napari_ozx.ngff.model.metadata import Axis
+from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 from napari_ozx.ozx.store import OzxStore
 
 

@@ -72,7 +72,7 @@ DOC_05 = {
 }
 
 IMPORTS = {
-    "napari_ozx": ("import napari_ozx.ngff.models as m", "m.parse_node_attributes(DOC, 3)"),
+    "napari_ozx": ("import napari_ozx.ngff.model.metadata as m", "m.parse_node_attributes(DOC, 3)"),
     "yaozarrs": ("import yaozarrs", "yaozarrs.validate_ome_object(DOC)"),
     "ome-zarr-models": (
         "import ome_zarr_models.v05.image as m",
@@ -163,7 +163,7 @@ def ndim_hint(case_root: Path, attrs: Any) -> int | None:
 
 def ours(raw: bytes, zf: int, case_root: Path) -> bool:
     from napari_ozx.errors import MetadataError
-    from napari_ozx.ngff.models import parse_node_attributes
+    from napari_ozx.ngff.model.metadata import parse_node_attributes
 
     attrs = _attributes(raw, zf)
     try:

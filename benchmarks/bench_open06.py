@@ -30,8 +30,8 @@ import numpy as np
 
 from napari_ozx.layers.reading import read_layer_data
 from napari_ozx.layers.writing import write_layer_data
-from napari_ozx.ngff.open import open_ome_zarr
-from napari_ozx.ngff.options import WriteOptions
+from napari_ozx.ngff.read.open import open_ome_zarr
+from napari_ozx.ngff.write.options import WriteOptions
 
 
 def _write(d: Path) -> dict[str, Path]:

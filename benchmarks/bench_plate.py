@@ -90,8 +90,8 @@ def _zip(src: Path, dst: Path) -> None:
 
 
 def generate(force: bool) -> dict[int, tuple[Path, Path]]:
-    from napari_ozx.ngff.models import Axis, Channel, Window
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis, Channel, Window
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
     out = {}
     axes = [

@@ -37,8 +37,8 @@ SHAPE = (2, 64, 1024, 1024)
 
 
 def generate(force: bool) -> tuple[Path, Path]:
-    from napari_ozx.ngff.models import Axis, Channel, Window
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis, Channel, Window
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
     d, z = DATA / "read.ome.zarr", DATA / "read.ozx"
     if d.exists() and z.exists() and not force:

@@ -32,8 +32,8 @@ CHUNK, SHARD_Z = 256, 16
 def generate(force: bool) -> Path:
     import dask.array as da
 
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
     out = DATA / "remote_1gib.ozx"
     if out.exists() and not force:

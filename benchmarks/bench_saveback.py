@@ -62,7 +62,7 @@ def _rss_mib() -> float:
 
 def make(path: Path) -> None:
     from napari_ozx.layers.writing import layer_axes
-    from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.write.writer import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
 
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[0:1024, 0:1024]

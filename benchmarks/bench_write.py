@@ -10,7 +10,7 @@ pyramid, inner chunks 1x256x256, shards 16x1024x1024, zstd level 3. Timed in one
 
 * ``zarr floor``: zarr-python writing level 0 alone straight to a directory, whole shards
   at a time (no pyramid: the pyramid levels add about a third more data);
-* ``ours dir`` and ``ours ozx``: :func:`napari_ozx.ngff.write.write_ome_zarr`, 3 levels;
+* ``ours dir`` and ``ours ozx``: :func:`napari_ozx.ngff.write.writer.write_ome_zarr`, 3 levels;
 * ``--peers``: ngff-zarr writing the same to ``.ozx`` (slow: about a minute).
 
 Also reports the ``.ozx`` size against the sum of its entries (no dead or duplicate
@@ -62,8 +62,8 @@ def zarr_floor(data: np.ndarray, target: Path) -> None:
 
 
 def ours(data: np.ndarray, target: Path, fmt: str) -> None:
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
     axes = [
         Axis("z", "space", "micrometer"),
@@ -104,8 +104,8 @@ def rss() -> int:
 def lazy_peak(gib: float, tmp: Path) -> None:
     import dask.array as da
 
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
     z = max(16, int(gib * 2**30 / (2 * 1024 * 1024)) // 16 * 16)
     src = da.random.default_rng(1).integers(

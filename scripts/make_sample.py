@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from napari_ozx.ngff.models import Axis, Channel, LabelColor, Window
-from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
+from napari_ozx.ngff.model.metadata import Axis, Channel, LabelColor, Window
+from napari_ozx.ngff.write.writer import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
 
 Z, Y, X = 16, 256, 320
 N_CELLS = 22

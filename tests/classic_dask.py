@@ -2,7 +2,7 @@
 
 ``scripts/test-newest.sh`` runs the whole suite twice on the newest releases: with the
 classic ``dask.array.Array`` and with query planning's array. napari-ozx works under
-both (levels are :class:`napari_ozx.ngff.lazy.LevelArray` there, saves compute dask
+both (levels are :class:`napari_ozx.ngff.read.lazy.LevelArray` there, saves compute dask
 sources through dask's public calls). What cannot run in-process under query planning
 is other people's code:
 

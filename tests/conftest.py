@@ -32,7 +32,7 @@ def store_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     our ``OzxStore``, and the documents reader's direct reads of a local folder."""
     from zarr.storage import LocalStore
 
-    from napari_ozx.ngff import documents
+    from napari_ozx.ngff.read import documents
     from napari_ozx.ozx.store import OzxStore
 
     keys: list[str] = []

@@ -18,7 +18,7 @@ its own pixels, so a well shown in the wrong place is caught):
   (``tests/omegen.write_image`` per field), 0.5; for small plates.
 
 * :func:`write_plate_ours` -- every field written by **our** writer
-  (``napari_ozx.ngff.write.write_ome_zarr``: sharded, zstd, mean-downsampled levels).
+  (``napari_ozx.ngff.write.writer.write_ome_zarr``: sharded, zstd, mean-downsampled levels).
 
 ``tests/omegen.zip_dir`` turns a 0.5 directory into an ``.ozx``.
 Nothing here imports ``napari_ozx`` except :func:`write_plate_ours`.
@@ -611,8 +611,8 @@ def write_plate_sharded(path: Path, spec: PlateSpec) -> Path:
 def write_plate_ours(path: Path, spec: PlateSpec) -> Path:
     """OME-Zarr 0.5 plate whose fields (and labels) are written by napari-ozx's writer;
     level 0 is the ground truth (its pyramid is mean-downsampled, not strided)."""
-    from napari_ozx.ngff.models import Axis, Channel, LabelColor, Window
-    from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis, Channel, LabelColor, Window
+    from napari_ozx.ngff.write.writer import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
 
     path = Path(path)
     if path.exists():

@@ -44,7 +44,7 @@ def _image_layer(vm: Any) -> Any:
 
 def _read_label_levels(path: Path, name: str) -> tuple[Any, list[np.ndarray]]:
     """A fresh reader's label image *name* of the root image and its levels."""
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     with open_ome_zarr(str(path)) as oz:
         (img,) = oz.images()
@@ -104,7 +104,7 @@ def test_new_labels_go_into_a_third_party_directory(maker, tmp_path):
         t[1:] for t in fx.translations
     ]
     assert [a.name for a in label.multiscale.axes] == ["z", "y", "x"]
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     with open_ome_zarr(str(fx.path)) as oz:
         assert oz.group("labels").meta.labels == (tp.LABEL_NAME, "my_nuclei")
@@ -138,7 +138,7 @@ def test_colours_and_a_new_labels_group(tmp_path):
     from napari.utils.colormaps import DirectLabelColormap
 
     from napari_ozx.layers.writing import layer_axes
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
     path = tmp_path / "plain.ome.zarr"
     img = np.arange(3 * 40 * 50, dtype=np.uint16).reshape(3, 40, 50)
@@ -183,7 +183,7 @@ def test_new_labels_go_into_an_ozx(tmp_path, labels_before):
         path = _ours(tmp_path, ".ozx")
     else:
         from napari_ozx.layers.writing import layer_axes
-        from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+        from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
         path = tmp_path / "plain.ozx"
         img = np.random.default_rng(3).integers(0, 900, (2, 8, 96, 128), dtype=np.uint16)
@@ -335,7 +335,7 @@ def test_refusals_name_the_file_and_write_nothing(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("suffix", [".ome.zarr", ".ozx"])
 def test_a_failed_write_leaves_the_file_as_it_was(tmp_path, monkeypatch, suffix):
-    from napari_ozx.ngff import write
+    from napari_ozx.ngff.write import writer as write
 
     path = _ours(tmp_path, suffix)
     vm = _open(path)
@@ -363,8 +363,8 @@ def test_a_failed_write_leaves_the_file_as_it_was(tmp_path, monkeypatch, suffix)
 
 def test_pyramid_of_another_tool_with_other_factors(tmp_path):
     """Levels 3x apart (and rounded down) are filled by nearest neighbour."""
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import LabelLevel, LabelsSpec, WriteOptions, prepare_labels
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import LabelLevel, LabelsSpec, WriteOptions, prepare_labels
 
     data = np.arange(2 * 31 * 40, dtype=np.uint32).reshape(2, 31, 40)
     axes = [Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
@@ -424,8 +424,8 @@ def test_new_labels_go_into_a_plate_field(tmp_path):
     from napari.components import ViewerModel
 
     from napari_ozx.layers.reading import well_layer_data
-    from napari_ozx.ngff.open import open_ome_zarr
-    from napari_ozx.ngff.plate import HcsPlate
+    from napari_ozx.ngff.read.open import open_ome_zarr
+    from napari_ozx.ngff.read.plate import HcsPlate
 
     from .plategen import PlateSpec, write_plate
 

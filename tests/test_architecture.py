@@ -21,7 +21,14 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PKG
 RANKS: tuple[tuple[str, float, str], ...] = (
     (f"{PKG}.errors", 0, "errors"),
     (f"{PKG}._compat", 0, "compatibility"),  # other packages' private API, in one place
+    (f"{PKG}.ozx.remote", 1.5, "container: remote"),  # range readers over the local parser
     (f"{PKG}.ozx", 1, "container"),
+    # ngff's sub-ranks: the model knows nothing of reading, writing or validating
+    (f"{PKG}.ngff.model", 2, "OME model"),
+    (f"{PKG}.ngff.read", 2.1, "OME read"),
+    (f"{PKG}.ngff.tables", 2.2, "OME tables"),
+    (f"{PKG}.ngff.validate", 2.3, "OME validate"),
+    (f"{PKG}.ngff.write", 2.3, "OME write"),
     (f"{PKG}.ngff", 2, "OME model and I/O"),
     (f"{PKG}.inspection", 2.5, "inspection"),
     (f"{PKG}.layers", 3, "napari mapping"),
@@ -99,7 +106,8 @@ def all_imports() -> tuple[Import, ...]:
 
 def _internal(target: str) -> str | None:
     """The napari_ozx module *target* names (a dotted name may go past a module into
-    an attribute: ``import napari_ozx.ngff.open`` is the module ``napari_ozx.ngff.open``)."""
+    an attribute: ``import napari_ozx.ngff.read.open.x`` is the module
+    ``napari_ozx.ngff.read.open``)."""
     if target != PKG and not target.startswith(PKG + "."):
         return None
     known = modules()
@@ -185,6 +193,31 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_find_cycle_reports_the_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_validate_and_write_stay_apart():
+    """The two top sub-ranks of ngff share a rank: neither imports the other, so the
+    validator judges files by the model's reading, never by how the writer made them."""
+    bad = [
+        f"{imp.module} line {imp.line} imports {t}"
+        for imp in all_imports()
+        if (t := _internal(imp.target)) is not None
+        for a, b in (("validate", "write"), ("write", "validate"))
+        if imp.module.startswith(f"{PKG}.ngff.{a}") and t.startswith(f"{PKG}.ngff.{b}")
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_package_folder_is_a_heap():
+    """No folder of the package holds more than 15 flat modules or 6,000 lines: the
+    layout shows the layers (architecture.md)."""
+    heaps = []
+    for folder in sorted({p.parent for p in SRC.rglob("*.py")}):
+        mods = sorted(folder.glob("*.py"))
+        lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in mods)
+        if len(mods) > 15 or lines > 6000:
+            heaps.append(f"{folder.relative_to(SRC.parent)}: {len(mods)} modules, {lines} lines")
+    assert not heaps, heaps
 
 
 def test_no_import_cycles():

@@ -17,9 +17,9 @@ import pytest
 
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.reading import read_layer_data
-from napari_ozx.ngff import fastread
-from napari_ozx.ngff.fastpaths import readahead_budget, set_readahead_mb
-from napari_ozx.ngff.lazy import source_reader
+from napari_ozx.ngff.read import fastread
+from napari_ozx.ngff.read.fastpaths import readahead_budget, set_readahead_mb
+from napari_ozx.ngff.read.lazy import source_reader
 from napari_ozx.ozx import store as ozx_store
 
 from .httpserver import Server
@@ -67,7 +67,7 @@ def _idle(timeout: float = 10.0) -> None:
     """Wait until every prefetch napari's reads so far have planned was started (the
     planner's queue drained: each of its threads reaches a barrier behind it), then until
     no remote chunk fetch is in flight."""
-    from napari_ozx.ngff.browse import PLANNER_THREADS, _planner_pool
+    from napari_ozx.ngff.read.browse import PLANNER_THREADS, _planner_pool
 
     barrier = threading.Barrier(PLANNER_THREADS + 1)
     for _ in range(PLANNER_THREADS):
@@ -328,7 +328,7 @@ def test_remote_directory_store_get_sync_reads_what_zarr_reads(served):
     from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
     from zarr.buffer import default_buffer_prototype
 
-    from napari_ozx.ozx.remote_store import open_remote_store
+    from napari_ozx.ozx.remote.store import open_remote_store
 
     srv, _ = served
     store = open_remote_store(f"{srv.url}/stack.ome.zarr")
@@ -398,7 +398,7 @@ def test_first_range_of_a_member_with_its_local_header(tmp_path, extra):
     from zarr.buffer import default_buffer_prototype
 
     from napari_ozx.errors import ZipFormatError
-    from napari_ozx.ozx.remote import FsspecRangeReader
+    from napari_ozx.ozx.remote.source import FsspecRangeReader
     from napari_ozx.ozx.store import OzxStore
 
     payload = np.random.default_rng(extra).bytes(50_000)

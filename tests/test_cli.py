@@ -12,7 +12,7 @@ import pytest
 
 from napari_ozx.__main__ import main
 from napari_ozx._sample_data import sample_path
-from napari_ozx.ngff.open import open_ome_zarr
+from napari_ozx.ngff.read.open import open_ome_zarr
 
 from .omegen import write_image
 

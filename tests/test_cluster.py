@@ -1,4 +1,4 @@
-"""Issue 17: converting on a dask.distributed cluster (``ngff/cluster.py``).
+"""Issue 17: converting on a dask.distributed cluster (``ngff/write/cluster.py``).
 
 One 2-worker ``LocalCluster`` of separate processes serves the module, so every graph
 really is pickled to other processes and the workers read the source themselves. Each
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from napari_ozx.__main__ import main, validate_path
-from napari_ozx.ngff.convert import convert, source_options
-from napari_ozx.ngff.open import open_ome_zarr, open_store
-from napari_ozx.ngff.write import WriteCancelled, WriteOptions
+from napari_ozx.ngff.read.open import open_ome_zarr, open_store
+from napari_ozx.ngff.write.convert import convert, source_options
+from napari_ozx.ngff.write.writer import WriteCancelled, WriteOptions
 
 from .omegen import write_image
 
@@ -28,7 +28,7 @@ distributed = pytest.importorskip(
     "distributed", reason="dask.distributed is not installed (extra napari-ozx[cluster])"
 )
 
-from napari_ozx.ngff.cluster import (  # noqa: E402
+from napari_ozx.ngff.write.cluster import (  # noqa: E402
     ClusterWriteError,
     SchedulerUnreachableError,
     connect,
@@ -237,7 +237,7 @@ def test_a_source_the_workers_cannot_reopen_fails_its_tasks_not_the_workers(
     (reopening happens in the task, not while a worker reads the scheduler's messages:
     there it broke the worker's connection and both workers shut down)."""
     pytest.importorskip("aiohttp")
-    from napari_ozx.ngff.convert import image_spec
+    from napari_ozx.ngff.write.convert import image_spec
 
     from .httpserver import Server
     from .omegen import zip_dir
@@ -270,7 +270,7 @@ def test_a_lazy_source_region_travels_as_its_recipe_not_its_pixels(tmp_path):
     (reader + path), a few KiB however big the region; the worker reads the pixels."""
     import pickle
 
-    from napari_ozx.ngff.cluster import _Lazy, _source_arg
+    from napari_ozx.ngff.write.cluster import _Lazy, _source_arg
 
     data = np.random.default_rng(5).integers(0, 60000, (1, 4, 512, 512), dtype=np.uint16)
     write_image(tmp_path / "big.zarr", data, levels=1)
@@ -286,8 +286,8 @@ def test_a_lazy_source_region_travels_as_its_recipe_not_its_pixels(tmp_path):
 
 
 def test_in_memory_source_on_cluster(client, tmp_path):
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec, write_ome_zarr
 
     data = np.arange(4 * 100 * 90, dtype=np.int32).reshape(4, 100, 90)
     axes = [Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
@@ -336,8 +336,8 @@ def test_worker_lost_mid_run_is_retried(client, tmp_path):
     run again, and the output is the local writer's."""
     import dask.array as da
 
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec, write_ome_zarr
 
     client.wait_for_workers(2, timeout=60)  # both there (an earlier test may restart one)
     marker = str(tmp_path / "died-once")
@@ -388,7 +388,7 @@ def test_worker_error_is_one_clear_message(client, source, tmp_path, name):
 def test_a_cluster_without_workers_is_a_clear_error_not_a_hang(source, tmp_path, monkeypatch, name):
     """Every worker gone and none coming back (a scheduler with no workers at all here):
     the write stops after NO_WORKERS_TIMEOUT with one error saying so, nothing written."""
-    from napari_ozx.ngff import cluster
+    from napari_ozx.ngff.write import cluster
 
     monkeypatch.setattr(cluster, "NO_WORKERS_TIMEOUT", 0.5)
     monkeypatch.setattr(cluster, "_WORKER_CHECK", 0.1)

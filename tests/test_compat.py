@@ -206,13 +206,13 @@ def _levels(path):
 
 
 def test_fast_paths_off_by_environment_same_pixels(monkeypatch, caplog):
-    from napari_ozx.ngff.fastpaths import ENV
-    from napari_ozx.ngff.lazy import LazyArray
+    from napari_ozx.ngff.read.fastpaths import ENV
+    from napari_ozx.ngff.read.lazy import LazyArray
 
     sample = Path(__file__).resolve().parents[1] / "resources" / "cells.ozx"
     on = _levels(sample)
     monkeypatch.setenv(ENV, "0")
-    with caplog.at_level(logging.INFO, logger="napari_ozx.ngff.fastpaths"):
+    with caplog.at_level(logging.INFO, logger="napari_ozx.ngff.read.fastpaths"):
         off = _levels(sample)
     assert not any(isinstance(a, LazyArray) for a in off)
     assert any(f"{ENV}=0" in r.getMessage() for r in caplog.records)
@@ -226,8 +226,8 @@ def test_a_declined_fast_path_is_said_once_with_the_reason(tmp_path, caplog):
     import zarr
     from numcodecs import Delta
 
-    from napari_ozx.ngff import fastpaths
-    from napari_ozx.ngff.fastread import fast_reader
+    from napari_ozx.ngff.read import fastpaths
+    from napari_ozx.ngff.read.fastread import fast_reader
 
     fastpaths._said.clear()
     arrays = []
@@ -243,7 +243,7 @@ def test_a_declined_fast_path_is_said_once_with_the_reason(tmp_path, caplog):
         )
         a[:] = np.arange(64, dtype="u2").reshape(8, 8)
         arrays.append(a)
-    with caplog.at_level(logging.INFO, logger="napari_ozx.ngff.fastpaths"):
+    with caplog.at_level(logging.INFO, logger="napari_ozx.ngff.read.fastpaths"):
         assert [fast_reader(a) for a in arrays] == [None, None]
     said = [r.getMessage() for r in caplog.records if "direct chunk reads" in r.getMessage()]
     assert len(said) == 1 and "filters" in said[0], said
@@ -265,7 +265,7 @@ def test_under_query_planning_levels_are_our_arrays_with_the_same_pixels():
         "import logging, sys, pickle, numpy as np\n"
         "logging.basicConfig(level=logging.INFO, format='%(message)s')\n"
         "from napari_ozx.layers.reading import read_layer_data\n"
-        "from napari_ozx.ngff.lazy import LevelArray\n"
+        "from napari_ozx.ngff.read.lazy import LevelArray\n"
         f"lds = [ld for ld in read_layer_data({str(sample)!r}) if ld[2] == 'image']\n"
         "levels = lds[0][0]\n"
         "assert all(isinstance(lv, LevelArray) for lv in levels), [type(x) for x in levels]\n"
@@ -333,7 +333,7 @@ def test_dask_views_made_fast_equal_dask_s_own_constructor():
 def test_other_indexes_are_dask_s_orthogonal_ones(key, want):
     """What LevelArray (our levels under dask's query planning) does with a list: as a
     dask array (LazyArray) does, so a key means the same with query planning on or off."""
-    from napari_ozx.ngff.indexing import orthogonal
+    from napari_ozx.ngff.read.indexing import orthogonal
 
     a = np.arange(2 * 3 * 50 * 7).reshape(2, 3, 50, 7)
     np.testing.assert_array_equal(orthogonal(a, key), want(a))

@@ -31,7 +31,7 @@ from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 from napari_ozx import _reader
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.reading import read_layer_data
-from napari_ozx.ngff.open import open_ome_zarr
+from napari_ozx.ngff.read.open import open_ome_zarr
 from napari_ozx.ozx.store import OzxStore
 
 from .omegen import pyramid, write_image, zip_dir

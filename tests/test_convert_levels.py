@@ -21,9 +21,9 @@ import pytest
 import zarr
 
 from napari_ozx.__main__ import main
-from napari_ozx.ngff.convert import convert, convert_summary
-from napari_ozx.ngff.open import open_ome_zarr
-from napari_ozx.ngff.options import WriteOptions
+from napari_ozx.ngff.read.open import open_ome_zarr
+from napari_ozx.ngff.write.convert import convert, convert_summary
+from napari_ozx.ngff.write.options import WriteOptions
 
 from .classic_dask import in_child_without_query_planning
 
@@ -176,7 +176,7 @@ def test_ozx_back_to_a_directory_keeps_every_level(source, tmp_path):
 
 
 def _options(source: Path, target: str, given: dict[str, Any]) -> WriteOptions:
-    from napari_ozx.ngff.convert import source_options
+    from napari_ozx.ngff.write.convert import source_options
 
     return WriteOptions(**{**source_options(source, target), **given})
 

@@ -475,7 +475,7 @@ def test_damaged_big_shard_never_wrong_pixels(
     import numpy as np
 
     from napari_ozx.errors import ZipFormatError
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     raw = bytearray(big_shards.raw)
     if damage == "bitflip":

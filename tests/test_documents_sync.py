@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from napari_ozx.errors import OzxError
-from napari_ozx.ngff import documents
-from napari_ozx.ngff.documents import read_documents
+from napari_ozx.ngff.read import documents
+from napari_ozx.ngff.read.documents import read_documents
 from napari_ozx.ozx.store import OzxStore
 
 from .omegen import zip_dir
@@ -245,7 +245,7 @@ def test_the_same_members_are_read(tmp_path, monkeypatch):
 def test_a_plate_reads_its_documents_without_the_event_loop(tmp_path, no_event_loop):
     """Issue 30 part 7: a local .ozx plate's batches (plate, wells, fields, levels) are
     read in the calling thread, as a directory's are; the plate is the same."""
-    from napari_ozx.ngff.plate import open_hcs
+    from napari_ozx.ngff.read.plate import open_hcs
 
     spec = PlateSpec(2, 3, fields=2, labels=False, missing_groups={(1, 2)})
     d = write_plate(tmp_path / "p.ome.zarr", spec, "0.5")

@@ -53,7 +53,7 @@ def _mtimes(root: Path) -> dict[str, tuple[int, bytes]]:
 
 def _ours(tmp_path: Path, suffix: str, levels: int = 3, shape=(2, 8, 96, 128)) -> Path:
     from napari_ozx.layers.writing import layer_axes
-    from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.write.writer import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
 
     img = RNG.integers(0, 4000, shape, dtype=np.uint16)
     lab = np.zeros(shape[1:], np.uint32)
@@ -491,7 +491,7 @@ def _staged_both(lab: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """The staged bytes of *lab*'s edits: the direct encoder's (or why not) and zarr's."""
     from napari_ozx.layers import saveback as sb
     from napari_ozx.layers.provenance import LayerSource
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     src = LayerSource.of(lab)
     assert src is not None

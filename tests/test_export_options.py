@@ -26,9 +26,9 @@ from napari_ozx.layers.export import (
     retarget,
     save_options,
 )
-from napari_ozx.ngff.models import Axis
-from napari_ozx.ngff.open import open_ome_zarr
-from napari_ozx.ngff.write import WriteCancelled, WriteOptions
+from napari_ozx.ngff.model.metadata import Axis
+from napari_ozx.ngff.read.open import open_ome_zarr
+from napari_ozx.ngff.write.writer import WriteCancelled, WriteOptions
 
 RNG = np.random.default_rng(2)
 ZYX = (Axis("z", "space"), Axis("y", "space"), Axis("x", "space"))

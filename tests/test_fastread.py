@@ -21,8 +21,8 @@ from zarr.codecs import (
 )
 
 from napari_ozx.errors import ChunkDecodeError
-from napari_ozx.ngff.fastread import FastReader, fast_reader
-from napari_ozx.ngff.open import _ChunkReader
+from napari_ozx.ngff.read.fastread import FastReader, fast_reader
+from napari_ozx.ngff.read.open import _ChunkReader
 from napari_ozx.ozx.store import OzxStore
 
 RNG = np.random.default_rng(7)
@@ -240,7 +240,7 @@ def test_truncated_shard_index_is_an_error_not_pixels(tmp_path):
 
 
 def test_shard_index_cache_is_bounded(tmp_path, monkeypatch):
-    import napari_ozx.ngff.fastread as fr_mod
+    import napari_ozx.ngff.read.fastread as fr_mod
 
     data = RNG.integers(0, 9, (8, 32, 32), dtype=np.uint8)
     a = _write(tmp_path / "a.zarr", data, chunks=(1, 16, 16), shards=(1, 32, 32))

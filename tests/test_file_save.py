@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from napari_ozx.errors import OzxError
-from napari_ozx.ngff.options import WriteOptions
+from napari_ozx.ngff.write.options import WriteOptions
 
 RNG = np.random.default_rng(3)
 
@@ -46,8 +46,8 @@ def test_reader_colours_survive_a_save(tmp_path, config_dir):
     from napari_ozx._reader import read_layer_data
     from napari_ozx._writer import write_layers
     from napari_ozx.layers.writing import layer_axes
-    from napari_ozx.ngff.models import Channel
-    from napari_ozx.ngff.write import ImageSpec, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Channel
+    from napari_ozx.ngff.write.writer import ImageSpec, write_ome_zarr
 
     img = RNG.integers(0, 255, (2, 16, 16), dtype=np.uint8)
 
@@ -116,7 +116,7 @@ def test_file_save_says_what_it_wrote(tmp_path, config_dir):
     from napari.utils.notifications import notification_manager
 
     from napari_ozx import _writer
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     npe2.PluginManager.instance().discover()  # napari's Viewer does this at start-up
     img = RNG.integers(0, 255, (32, 48), dtype=np.uint8)
@@ -186,7 +186,7 @@ def test_export_leaves_naparis_dask_callbacks_alone(tmp_path):
     from dask.callbacks import Callback
 
     from napari_ozx.layers.writing import layer_axes
-    from napari_ozx.ngff.write import ImageSpec, write_ome_zarr
+    from napari_ozx.ngff.write.writer import ImageSpec, write_ome_zarr
 
     seen: list[object] = []
 

@@ -131,8 +131,8 @@ def test_napari_slices_read_boxes_directly_not_through_the_scheduler(make_napari
     and no dask scheduler run."""
     from dask.callbacks import Callback
 
-    from napari_ozx.ngff.lazy import LazyArray, LevelArray
-    from napari_ozx.ngff.open import _ChunkReader, open_ome_zarr
+    from napari_ozx.ngff.read.lazy import LazyArray, LevelArray
+    from napari_ozx.ngff.read.open import _ChunkReader, open_ome_zarr
 
     viewer = make_napari_viewer()
     layers = viewer.open(str(sample_path()), plugin="napari-ozx")

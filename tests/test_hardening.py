@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from napari_ozx.errors import OzxError
-from napari_ozx.ngff.models import Axis
-from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+from napari_ozx.ngff.model.metadata import Axis
+from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
 from .classic_dask import tokened
 
@@ -159,7 +159,7 @@ def _group(path: Path, ome: dict[str, object]) -> None:
 
 
 def test_label_path_with_dotdot_is_not_read_outside_the_root(tmp_path: Path) -> None:
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     _, _root = _outside_and_root(tmp_path)
     img = tmp_path / "img.zarr"
@@ -172,7 +172,7 @@ def test_label_path_with_dotdot_is_not_read_outside_the_root(tmp_path: Path) -> 
 @pytest.mark.parametrize("series", ["../outside.zarr", "/outside.zarr", "a/../../outside.zarr"])
 def test_series_path_escaping_the_root_is_a_metadata_error(tmp_path: Path, series: str) -> None:
     from napari_ozx.errors import MetadataError
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     _, root = _outside_and_root(tmp_path)
     _group(root, {"version": "0.5", "bioformats2raw.layout": 3})
@@ -223,7 +223,7 @@ def www(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_remote_object_replaced_while_open_is_a_clear_error(www) -> None:  # type: ignore[no-untyped-def]
     import os
 
-    from napari_ozx.ozx.remote import FsspecRangeReader, ObjectChangedError
+    from napari_ozx.ozx.remote.source import FsspecRangeReader, ObjectChangedError
 
     srv, root = www
     url = f"{srv.url}/a.ozx"
@@ -239,7 +239,7 @@ def test_remote_object_replaced_while_open_is_a_clear_error(www) -> None:  # typ
 
 @pytest.mark.network
 def test_remote_read_timeout_names_the_url(www) -> None:  # type: ignore[no-untyped-def]
-    from napari_ozx.ozx.remote import FsspecRangeReader, RemoteError
+    from napari_ozx.ozx.remote.source import FsspecRangeReader, RemoteError
 
     srv, _root = www
     url = f"{srv.url}/a.ozx"
@@ -254,8 +254,8 @@ def test_remote_read_timeout_names_the_url(www) -> None:  # type: ignore[no-unty
 _SLOW_SAVE = """
 import sys, time
 import numpy as np
-from napari_ozx.ngff.models import Axis
-from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+from napari_ozx.ngff.model.metadata import Axis
+from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
 def progress(done, total):
     print("started", flush=True)
@@ -439,7 +439,7 @@ _HOSTILE = [3, "mean", None, [], {}, -1, 1e300, "x", [1, "a"], True, {"a": 1}, [
 
 @pytest.fixture(scope="module")
 def fuzz_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from napari_ozx.ngff.write import LabelsSpec
+    from napari_ozx.ngff.write.writer import LabelsSpec
 
     base = tmp_path_factory.mktemp("fuzz") / "base.zarr"
     d = np.arange(2 * 32 * 32, dtype=np.uint16).reshape(2, 32, 32)
@@ -549,7 +549,7 @@ def test_named_hostile_array_fields_are_metadata_errors(
 
 def test_corrupted_central_name_of_a_shard_is_an_error_not_zeros(tmp_path: Path) -> None:
     from napari_ozx.errors import ZipFormatError
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     data = _image()
     src = tmp_path / "a.ozx"
@@ -577,7 +577,7 @@ def test_deflated_chunk_declaring_more_than_its_array_allows_is_not_inflated(
     import tracemalloc
     import zipfile
 
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     data = _image()
     src = tmp_path / "a.ozx"
@@ -623,7 +623,7 @@ def test_cancel_is_seen_between_planes_of_a_running_shard(tmp_path: Path, name: 
 
     import dask.array as da
 
-    from napari_ozx.ngff.write import WriteCancelled
+    from napari_ozx.ngff.write.writer import WriteCancelled
 
     cancel = threading.Event()
     computed: list[int] = []
@@ -652,7 +652,7 @@ def test_file_system_errors_name_the_target_not_the_temporary(
 ) -> None:
     import errno
 
-    from napari_ozx.ngff import write as write_mod
+    from napari_ozx.ngff.write import writer as write_mod
 
     target = tmp_path / name
 
@@ -675,8 +675,8 @@ def test_oversized_zarr_json_in_a_directory_is_refused_unread(tmp_path: Path) ->
     """A directory has no table of sizes, but a local file's size is known before it is
     read: a 17 MiB (sparse) label group document is refused as that node's problem, and
     the image still opens; the documents' reader reads the rest directly."""
-    from napari_ozx.ngff.documents import MAX_METADATA_BYTES, read_documents
-    from napari_ozx.ngff.open import open_ome_zarr, open_store
+    from napari_ozx.ngff.read.documents import MAX_METADATA_BYTES, read_documents
+    from napari_ozx.ngff.read.open import open_ome_zarr, open_store
 
     img = tmp_path / "img.zarr"
     write_ome_zarr(img, ImageSpec(_image(), AXES), options=WriteOptions(pyramid_levels=1))

@@ -14,7 +14,7 @@ import pytest
         "napari_ozx.ozx",
         "napari_ozx.ozx.store",
         "napari_ozx.ngff",
-        "napari_ozx.ngff.open",
+        "napari_ozx.ngff.read.open",
         "napari_ozx.layers.provenance",
         "napari_ozx.layers.reading",
         "napari_ozx.layers.writing",

@@ -17,9 +17,9 @@ from zarr.codecs import ZstdCodec
 
 from napari_ozx._compat import dask_query_planning
 from napari_ozx.errors import ChunkDecodeError
-from napari_ozx.ngff.fastread import FastReader
-from napari_ozx.ngff.lazy import LazyArray, lazy_array, source_reader
-from napari_ozx.ngff.open import _ChunkReader, open_ome_zarr, open_store
+from napari_ozx.ngff.read.fastread import FastReader
+from napari_ozx.ngff.read.lazy import LazyArray, lazy_array, source_reader
+from napari_ozx.ngff.read.open import _ChunkReader, open_ome_zarr, open_store
 from napari_ozx.ozx.store import OzxStore
 
 # LazyArray subclasses the classic dask Array; under dask's array query planning levels
@@ -118,8 +118,8 @@ def _same(lazy: Any, plain: da.Array, want: np.ndarray) -> None:
 
 
 def test_levels_are_lazy_arrays_with_dask_graphs(tmp_path):
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec, write_ome_zarr
 
     data = np.arange(2 * 40 * 50, dtype=np.uint16).reshape(2, 40, 50)
     axes = [Axis("c", "channel"), Axis("y", "space"), Axis("x", "space")]

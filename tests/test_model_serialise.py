@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from napari_ozx.errors import MetadataError
-from napari_ozx.ngff.models import (
+from napari_ozx.ngff.model.metadata import (
     Acquisition,
     Axis,
     Channel,
@@ -302,7 +302,7 @@ def _with_version(meta: NodeMetadata, version: str) -> NodeMetadata:
 def _written(tmp_path: Path, version: str) -> Path:
     import numpy as np
 
-    from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.write.writer import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
 
     axes = [AXES[1], AXES[3], AXES[4]]
     img = ImageSpec(

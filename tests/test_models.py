@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from napari_ozx.errors import MetadataError, UnsupportedExtensionError
-from napari_ozx.ngff.extensions import check_document
-from napari_ozx.ngff.models import has_ome_keys, parse_node_attributes
+from napari_ozx.ngff.model.extensions import check_document
+from napari_ozx.ngff.model.metadata import has_ome_keys, parse_node_attributes
 
 AXES_04 = [
     {"name": "c", "type": "channel"},

@@ -21,7 +21,7 @@ import pytest
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.reading import read_layer_data
 from napari_ozx.layers.writing import write_layer_data
-from napari_ozx.ngff.options import WriteOptions
+from napari_ozx.ngff.write.options import WriteOptions
 
 from .classic_dask import peer_in_process
 from .ome06gen import rotation2, system, write_group, write_image06

@@ -9,7 +9,7 @@ import pytest
 import zarr
 
 from napari_ozx.errors import MetadataError, NotOmeZarrError, UnsupportedExtensionError
-from napari_ozx.ngff.open import open_ome_zarr
+from napari_ozx.ngff.read.open import open_ome_zarr
 
 from .omegen import write_image
 
@@ -203,7 +203,7 @@ def test_dask_chunks_follow_zarr_chunks(tmp_path):
 
 
 def test_a_tile_of_a_large_dask_chunk_reads_only_its_inner_chunks(tmp_path, monkeypatch):
-    from napari_ozx.ngff import fastread
+    from napari_ozx.ngff.read import fastread
 
     data = RNG.integers(0, 9, (1, 2, 1024, 1024), dtype=np.uint16)
     write_image(tmp_path / "big.zarr", data, levels=1, chunks=(1, 1, 256, 256))
@@ -232,7 +232,7 @@ def test_a_tile_of_a_large_dask_chunk_reads_only_its_inner_chunks(tmp_path, monk
 
 
 def test_dask_chunks_grow_tiny_chunks_within_the_shard_and_cap_the_count():
-    from napari_ozx.ngff.open import _MAX_DASK_CHUNKS, _dask_chunks
+    from napari_ozx.ngff.read.open import _MAX_DASK_CHUNKS, _dask_chunks
 
     # 64x64 uint16 (8 KiB) grows square-ish to the shard's plane, never past it
     assert _dask_chunks((2, 8, 1024, 1024), (1, 1, 64, 64), (1, 8, 1024, 1024), 2) == (
@@ -262,8 +262,8 @@ def test_our_zstd_chunks_carry_a_checksum_so_bitflips_are_errors(tmp_path):
     """A flipped byte inside a stored shard of a file we wrote is a ChunkDecodeError,
     not silently different pixels (zstd content checksum)."""
     from napari_ozx.errors import ChunkDecodeError
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
     from napari_ozx.ozx.store import OzxStore
 
     data = RNG.integers(0, 60000, (4, 256, 256), dtype=np.uint16)

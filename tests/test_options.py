@@ -10,8 +10,8 @@ import logging
 import pytest
 
 from napari_ozx.errors import InvalidOptionError, OzxError
-from napari_ozx.ngff import write
-from napari_ozx.ngff.options import (
+from napari_ozx.ngff.write import writer as write
+from napari_ozx.ngff.write.options import (
     OZX_VERSION,
     WriteOptions,
     add_cli_arguments,
@@ -98,7 +98,7 @@ def test_container_rule_has_one_home():
 def test_writer_refuses_invalid_options_before_touching_the_target(tmp_path):
     import numpy as np
 
-    from napari_ozx.ngff.models import Axis
+    from napari_ozx.ngff.model.metadata import Axis
 
     img = write.ImageSpec(np.zeros((4, 4), "uint8"), [Axis("y", "space"), Axis("x", "space")])
     with pytest.raises(InvalidOptionError, match="version"):
@@ -213,7 +213,7 @@ def test_cli_help_shows_ranges_units_and_defaults():
 def test_cli_convert_flags_are_generated_from_write_options() -> None:
     """The CLI offers exactly the WriteOptions fields, with their ranges (one source)."""
     from napari_ozx.__main__ import build_parser
-    from napari_ozx.ngff.options import option_specs, options_from_cli
+    from napari_ozx.ngff.write.options import option_specs, options_from_cli
 
     parser = build_parser()
     args = parser.parse_args(["convert", "a.ome.zarr", "b.ozx", "--downsample", "nearest"])

@@ -15,8 +15,8 @@ import pytest
 from napari_ozx.errors import MetadataError
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.reading import read_layer_data, well_layer_data
-from napari_ozx.ngff.open import open_ome_zarr
-from napari_ozx.ngff.plate import HcsPlate, open_hcs, plate_by_id
+from napari_ozx.ngff.read.open import open_ome_zarr
+from napari_ozx.ngff.read.plate import HcsPlate, open_hcs, plate_by_id
 
 from .plategen import PlateSpec, built_plate, write_plate
 
@@ -620,7 +620,7 @@ def test_overview_views_read_directly_the_pixels_dask_computes(plates):
     import dask
 
     from napari_ozx._compat import dask_query_planning
-    from napari_ozx.ngff.lazy import LazyArray, LevelArray
+    from napari_ozx.ngff.read.lazy import LazyArray, LevelArray
 
     ours = LevelArray if dask_query_planning() else LazyArray
 
@@ -649,8 +649,8 @@ def test_a_large_plate_overview_reads_fields_when_drawn(tmp_path, monkeypatch, s
     problem (empty, with the reason)."""
     import numpy as np
 
-    from napari_ozx.ngff import plate as plate_mod
-    from napari_ozx.ngff.plate import open_hcs
+    from napari_ozx.ngff.read import plate as plate_mod
+    from napari_ozx.ngff.read.plate import open_hcs
 
     from .plategen import PlateSpec, write_plate
 
@@ -692,7 +692,7 @@ def test_convert_a_plate_directory_to_ozx_and_back(tmp_path):
     import numpy as np
 
     from napari_ozx.__main__ import main, validate_path
-    from napari_ozx.ngff.plate import open_hcs
+    from napari_ozx.ngff.read.plate import open_hcs
 
     from .plategen import PlateSpec, write_plate
 

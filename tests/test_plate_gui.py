@@ -330,7 +330,7 @@ def test_partly_read_plate_says_still_loading_and_marks_failed_fields(
     """Issue 24: a large plate's fields are read as their tiles are first drawn. The
     navigator says how many wells' fields are read while some are not, and a field that
     fails when drawn turns its well red on the map with the reason."""
-    from napari_ozx.ngff import plate as plate_mod
+    from napari_ozx.ngff.read import plate as plate_mod
 
     from .plategen import PlateSpec, write_plate
 

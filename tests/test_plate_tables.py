@@ -21,9 +21,9 @@ from napari_ozx.errors import NotOmeZarrError, TableError
 from napari_ozx.inspection import TABLE, TABLES, Inspection
 from napari_ozx.layers.reading import well_layer_data
 from napari_ozx.layers.tables import TABLE_KEY
-from napari_ozx.ngff.conditions import PlateConditions, format_value, plate_conditions
-from napari_ozx.ngff.open import open_ome_zarr
-from napari_ozx.ngff.plate import open_hcs
+from napari_ozx.ngff.read.open import open_ome_zarr
+from napari_ozx.ngff.read.plate import open_hcs
+from napari_ozx.ngff.tables.conditions import PlateConditions, format_value, plate_conditions
 
 from . import plate_tablegen as ptg
 from .omegen import zip_dir
@@ -195,7 +195,7 @@ def test_errors_name_the_table_and_the_reason(ngio_plate, tmp_path):
     doc["attributes"]["backend"] = "csv"
     big = "row,column,drug\n" + "B,03,x\n" * 20
     (group / "table.csv").write_text(big)
-    from napari_ozx.ngff import conditions
+    from napari_ozx.ngff.tables import conditions
 
     old = conditions.CONDITIONS_MAX_BYTES
     conditions.CONDITIONS_MAX_BYTES = 50

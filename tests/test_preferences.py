@@ -88,7 +88,7 @@ def test_viewer_open_folder_without_naming_a_plugin(make_napari_viewer, tmp_path
     """
     from napari_ozx._preferences import make_default_reader
     from napari_ozx._sample_data import sample_path
-    from napari_ozx.ngff.convert import convert
+    from napari_ozx.ngff.write.convert import convert
 
     folder = tmp_path / "cells.ome.zarr"
     convert(str(sample_path()), str(folder))

@@ -24,7 +24,7 @@ import pytest
 from napari_ozx.__main__ import validate_path
 from napari_ozx._reader import get_reader, read_layer_data
 from napari_ozx.errors import OzxError
-from napari_ozx.ngff.rules import RULES
+from napari_ozx.ngff.validate.rules import RULES
 
 REALWORLD = Path(__file__).parents[1] / ".." / "shared" / "realworld"
 _CASES_FILE = REALWORLD / "cases.json"

@@ -11,7 +11,7 @@ from napari_ozx._reader import get_reader, read
 from napari_ozx._sample_data import sample_path
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.reading import read_layer_data
-from napari_ozx.ngff.open import open_ome_zarr
+from napari_ozx.ngff.read.open import open_ome_zarr
 
 from .httpserver import Server
 from .omegen import write_image
@@ -86,7 +86,7 @@ def test_server_error_retried_then_reported(served):
         srv.reset()
         with pytest.raises(OzxError, match="503"):
             read_layer_data(f"{srv.url}/cells.ozx")
-        from napari_ozx.ozx.remote import RETRIES
+        from napari_ozx.ozx.remote.source import RETRIES
 
         # fsspec's size probe (HEAD, then GET) and our bounded retries: no endless loop
         assert len(srv.requests) <= 2 + RETRIES
@@ -97,7 +97,7 @@ def test_server_error_retried_then_reported(served):
 
 def test_remote_plate_ozx_overview_equals_local(tmp_path_factory):
     """Issue 8: plates work over HTTP the same way (metadata in a few requests, lazy pixels)."""
-    from napari_ozx.ngff.plate import HcsPlate
+    from napari_ozx.ngff.read.plate import HcsPlate
 
     from .plategen import built_plate
 
@@ -124,8 +124,8 @@ def test_remote_plane_of_a_morton_ordered_shard_reads_about_its_stored_bytes(tmp
     do, transferred 1.75x), in more, concurrent, requests."""
     import struct
 
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
     from napari_ozx.ozx.store import OzxStore
 
     rng = np.random.default_rng(5)
@@ -182,7 +182,7 @@ def test_a_server_that_ignores_range_is_named_and_small_objects_read_whole(tmp_p
     as "short read ...: truncated or changing file", blaming the file."""
     import logging
 
-    from napari_ozx.ozx import remote
+    from napari_ozx.ozx.remote import source as remote
 
     shutil.copy(sample_path(), tmp_path / "cells.ozx")
     with Server(tmp_path) as srv:
@@ -207,7 +207,7 @@ def test_a_failing_well_document_is_that_wells_error_not_the_plates(tmp_path):
     """Issue 24: one document that does not arrive no longer throws the plate away: a
     transient failure (HTTP 503 twice) is retried with backoff, one that persists becomes
     that well's error (missing on the map and in the overview, with the reason)."""
-    from napari_ozx.ngff.plate import open_hcs
+    from napari_ozx.ngff.read.plate import open_hcs
 
     from .plategen import PlateSpec, write_plate
 

@@ -40,9 +40,9 @@ import pytest
 import zarr
 
 from napari_ozx._writer import write_layers
-from napari_ozx.ngff.models import Axis, Channel, LabelColor, Window
-from napari_ozx.ngff.open import open_ome_zarr
-from napari_ozx.ngff.write import (
+from napari_ozx.ngff.model.metadata import Axis, Channel, LabelColor, Window
+from napari_ozx.ngff.read.open import open_ome_zarr
+from napari_ozx.ngff.write.writer import (
     ImageSpec,
     LabelsSpec,
     WriteCancelled,
@@ -982,8 +982,8 @@ _BIG_SCRIPT = textwrap.dedent(
     """
     import json, os, sys, threading, time
     import numpy as np, dask.array as da, psutil
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
 
     target, shape = sys.argv[1], tuple(json.loads(sys.argv[2]))
     axes = [Axis("z", "space"), Axis("y", "space"), Axis("x", "space")]
@@ -1102,9 +1102,9 @@ def test_unsharded_writes_go_in_regions_of_whole_chunks(tmp_path):
     and one source compute each), every chunk whole, and reads back exactly."""
     import dask.array as da
 
-    from napari_ozx.ngff.models import Axis
-    from napari_ozx.ngff.open import open_ome_zarr
-    from napari_ozx.ngff.write import ImageSpec, WriteOptions, _write_step, write_ome_zarr
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.read.open import open_ome_zarr
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, _write_step, write_ome_zarr
 
     step = _write_step((2, 3, 1000, 700), (1, 1, 64, 64), 2)
     assert step[:2] == (1, 1)

@@ -15,8 +15,8 @@ import pytest
 from napari_ozx.__main__ import main, validate_path
 from napari_ozx._reader import read_layer_data
 from napari_ozx.errors import MetadataError, OzxError
-from napari_ozx.ngff.rules import MAX_PER_CODE, RULES
-from napari_ozx.ngff.validate import validate_ome
+from napari_ozx.ngff.validate.rules import MAX_PER_CODE, RULES
+from napari_ozx.ngff.validate.walk import validate_ome
 
 from .omegen import write_image, zip_dir
 from .plategen import PlateSpec, write_plate

@@ -32,11 +32,11 @@ from moto.server import ThreadedMotoServer
 
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.reading import read_layer_data
-from napari_ozx.ngff.models import Axis
-from napari_ozx.ngff.write import ImageSpec, WriteOptions, write_ome_zarr
-from napari_ozx.ozx import remote
-from napari_ozx.ozx.remote import RemoteError
-from napari_ozx.ozx.remote_store import open_remote_store
+from napari_ozx.ngff.model.metadata import Axis
+from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
+from napari_ozx.ozx.remote import source as remote
+from napari_ozx.ozx.remote.source import RemoteError
+from napari_ozx.ozx.remote.store import open_remote_store
 
 #: every test here talks to a local server (tests/httpserver.py or moto's)
 pytestmark = pytest.mark.network
@@ -44,7 +44,7 @@ pytestmark = pytest.mark.network
 PUBLIC, PRIVATE = "public-bucket", "private-bucket"
 NAMES = ("x.ozx", "x.ome.zarr")
 KEY, SECRET = "AKIAOZXTESTKEY", "ozx-test-secret"  # moto accepts any signed request
-LOGGER = "napari_ozx.ozx.remote"
+LOGGER = "napari_ozx.ozx.remote.source"
 
 
 def _isolate(mp: pytest.MonkeyPatch, home: os.PathLike[str]) -> None:
@@ -166,7 +166,7 @@ def _level0(url: str, storage_options: dict | None = None) -> np.ndarray:
     if storage_options is None:
         layers = read_layer_data(url)
         return np.asarray(layers[0][0][0])
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     with open_ome_zarr(open_remote_store(url, storage_options)) as oz:
         (img,) = oz.images()

@@ -114,7 +114,7 @@ def test_layers_opened_below_the_replaced_tree_are_kept(tmp_path):
 
 def test_no_hard_links_keeps_the_old_tree_for_readers(tmp_path, monkeypatch):
     """Where hard links fail, the previous tree itself is kept for the open layers."""
-    from napari_ozx.ngff import live
+    from napari_ozx.ngff.read import live
 
     def no_link(*a: Any, **k: Any) -> None:
         raise OSError("hard links not supported")

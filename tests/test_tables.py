@@ -24,8 +24,8 @@ import napari_ozx
 from napari_ozx.errors import OzxError, TableError
 from napari_ozx.layers.reading import read_layer_data, table_layer_data
 from napari_ozx.layers.tables import TABLE_KEY, TABLES_KEY, zoom_to_roi
-from napari_ozx.ngff.open import open_ome_zarr
-from napari_ozx.ngff.tables import (
+from napari_ozx.ngff.read.open import open_ome_zarr
+from napari_ozx.ngff.tables.read import (
     list_tables,
     read_table,
     roi_pixel_boxes,
@@ -332,7 +332,7 @@ def test_a_huge_table_is_listed_not_read_at_open(ngio_files, tmp_path, store_rea
 
 
 def test_a_large_roi_table_opens_on_demand(ngio_files, monkeypatch):
-    from napari_ozx.ngff import tables
+    from napari_ozx.ngff.tables import read as tables
 
     monkeypatch.setattr(tables, "OPEN_MAX_ROWS", 2)
     path = _path(ngio_files, "v3")
@@ -370,7 +370,7 @@ def test_an_image_without_tables_costs_one_missing_lookup(
 def test_importing_the_table_modules_imports_no_pyarrow_or_pandas():
     code = (
         "import sys\n"
-        "import napari_ozx.ngff.tables, napari_ozx.layers.tables\n"
+        "import napari_ozx.ngff.tables.read, napari_ozx.layers.tables\n"
         "print(','.join(m for m in ('pyarrow', 'pandas', 'anndata', 'polars') "
         "if m in sys.modules))\n"
     )
@@ -381,7 +381,7 @@ def test_importing_the_table_modules_imports_no_pyarrow_or_pandas():
 def test_reading_anndata_and_json_tables_imports_no_pyarrow(ngio_files):
     code = (
         "import sys\n"
-        "from napari_ozx.ngff.tables import read_table\n"
+        "from napari_ozx.ngff.tables.read import read_table\n"
         f"read_table({_path(ngio_files, 'v3')!r}, 'feat_anndata')\n"
         f"read_table({_path(ngio_files, 'v3')!r}, 'fov_json')\n"
         "print(','.join(m for m in ('pyarrow', 'pandas', 'anndata') if m in sys.modules))\n"
@@ -559,8 +559,8 @@ def test_info_shows_a_broken_table_and_spatialdata_tables(broken, tmp_path, caps
 
 
 def test_validate_warns_by_the_v1_specification(ngio_files, tmp_path):
-    from napari_ozx.ngff.rules import RULES
-    from napari_ozx.ngff.validate import validate_ome
+    from napari_ozx.ngff.validate.rules import RULES
+    from napari_ozx.ngff.validate.walk import validate_ome
 
     assert not [f for f in validate_ome(_path(ngio_files, "v3")) if f.code.startswith("table")]
     path = tmp_path / "rules.zarr"
@@ -587,7 +587,7 @@ def test_validate_warns_by_the_v1_specification(ngio_files, tmp_path):
 
 
 def test_validate_names_broken_tables(broken):
-    from napari_ozx.ngff.validate import validate_ome
+    from napari_ozx.ngff.validate.walk import validate_ome
 
     found = {(f.code, f.node) for f in validate_ome(str(broken)) if f.code.startswith("table")}
     assert {

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from napari_ozx.errors import OzxError
-from napari_ozx.ngff.convert import convert_summary
-from napari_ozx.ngff.open import open_ome_zarr
-from napari_ozx.ngff.options import WriteOptions
-from napari_ozx.ngff.tables import list_tables, read_table
+from napari_ozx.ngff.read.open import open_ome_zarr
+from napari_ozx.ngff.tables.read import list_tables, read_table
+from napari_ozx.ngff.write.convert import convert_summary
+from napari_ozx.ngff.write.options import WriteOptions
 
 from . import tablegen as tg
 from .omegen import zip_dir

@@ -28,7 +28,7 @@ import pytest
 import zarr
 
 from napari_ozx import _reader
-from napari_ozx.ngff.open import open_ome_zarr
+from napari_ozx.ngff.read.open import open_ome_zarr
 
 from .thirdparty import ALL_FIXTURES, Fixture
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from napari_ozx.errors import OzxError, TransformError
-from napari_ozx.ngff.graph import TransformGraph, graph_from_hierarchy, parse_key
-from napari_ozx.ngff.transforms import (
+from napari_ozx.ngff.model.graph import TransformGraph, graph_from_hierarchy, parse_key
+from napari_ozx.ngff.model.transforms import (
     Affine,
     Identity,
     Scale,

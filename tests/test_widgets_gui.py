@@ -358,7 +358,7 @@ def test_export_runs_to_ozx_and_reads_back(no_leaks, make_napari_viewer, qtbot, 
     assert "Saved exported.ozx: OME-Zarr 0.5, 1 image (2 channels), 1 labels" in saved
 
     from napari_ozx.layers.reading import read_layer_data
-    from napari_ozx.ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
     from napari_ozx.ozx.validate import validate
 
     layers = read_layer_data(str(target))
@@ -446,7 +446,7 @@ def test_inspector_validates_directories_with_a_badge(no_leaks, qtbot, tmp_path)
     import json
 
     from napari_ozx._qt.inspector import InspectorWidget
-    from napari_ozx.ngff.convert import convert
+    from napari_ozx.ngff.write.convert import convert
 
     good = tmp_path / "good.ome.zarr"
     convert(str(sample_path()), str(good))
@@ -486,7 +486,7 @@ def test_export_while_stepping_z_every_100ms(no_leaks, make_napari_viewer, qtbot
 
     from napari_ozx.__main__ import main as cli
     from napari_ozx.layers.writing import layer_axes
-    from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
+    from napari_ozx.ngff.write.writer import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
     from napari_ozx.ozx.validate import validate
 
     nz, n = 10, 512
@@ -553,7 +553,7 @@ def test_export_while_stepping_z_every_100ms(no_leaks, make_napari_viewer, qtbot
         target = tmp_path / f"export{i}.ozx"
         assert validate(target).ok
         assert cli(["validate", str(target)]) == 0
-        from napari_ozx.ngff.open import open_ome_zarr
+        from napari_ozx.ngff.read.open import open_ome_zarr
 
         with open_ome_zarr(target) as oz:
             (image,) = oz.images()

@@ -18,36 +18,36 @@ __version__ = "0.1.0"
 #: public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     # reading
-    "open_ome_zarr": "napari_ozx.ngff.open",
-    "OmeZarr": "napari_ozx.ngff.open",
-    "Image": "napari_ozx.ngff.open",
-    "open_hcs": "napari_ozx.ngff.plate",
+    "open_ome_zarr": "napari_ozx.ngff.read.open",
+    "OmeZarr": "napari_ozx.ngff.read.open",
+    "Image": "napari_ozx.ngff.read.open",
+    "open_hcs": "napari_ozx.ngff.read.plate",
     # writing and converting
-    "write_ome_zarr": "napari_ozx.ngff.write",
-    "ImageSpec": "napari_ozx.ngff.write",
-    "LabelsSpec": "napari_ozx.ngff.write",
-    "WriteOptions": "napari_ozx.ngff.options",
-    "WriteCancelled": "napari_ozx.ngff.write",
-    "convert": "napari_ozx.ngff.convert",
+    "write_ome_zarr": "napari_ozx.ngff.write.writer",
+    "ImageSpec": "napari_ozx.ngff.write.writer",
+    "LabelsSpec": "napari_ozx.ngff.write.writer",
+    "WriteOptions": "napari_ozx.ngff.write.options",
+    "WriteCancelled": "napari_ozx.ngff.write.writer",
+    "convert": "napari_ozx.ngff.write.convert",
     # labels into the file they belong to
     "add_labels_to_image": "napari_ozx.layers.add_labels",
     "save_labels_back": "napari_ozx.layers.saveback",
     "SaveBackError": "napari_ozx.layers.saveback",
     # tables (Fractal / ngio table specification V1, SpatialData)
-    "list_tables": "napari_ozx.ngff.tables",
-    "read_table": "napari_ozx.ngff.tables",
-    "TableInfo": "napari_ozx.ngff.tables",
-    "TableData": "napari_ozx.ngff.tables",
-    "roi_pixel_boxes": "napari_ozx.ngff.tables",
-    "roi_world_boxes": "napari_ozx.ngff.tables",
+    "list_tables": "napari_ozx.ngff.tables.read",
+    "read_table": "napari_ozx.ngff.tables.read",
+    "TableInfo": "napari_ozx.ngff.tables.read",
+    "TableData": "napari_ozx.ngff.tables.read",
+    "roi_pixel_boxes": "napari_ozx.ngff.tables.read",
+    "roi_world_boxes": "napari_ozx.ngff.tables.read",
     "table_layer_data": "napari_ozx.layers.reading",
-    "plate_conditions": "napari_ozx.ngff.conditions",
-    "PlateConditions": "napari_ozx.ngff.conditions",
+    "plate_conditions": "napari_ozx.ngff.tables.conditions",
+    "PlateConditions": "napari_ozx.ngff.tables.conditions",
     "zoom_to_roi": "napari_ozx.layers.tables",
     "color_labels_by": "napari_ozx.layers.tables",
     "save_roi_table": "napari_ozx.layers.save_roi",
     # validating: the OME-Zarr rules and the container; the container (RFC-9) alone
-    "validate": "napari_ozx.ngff.validate",
+    "validate": "napari_ozx.ngff.validate.walk",
     "validate_rfc9": "napari_ozx.ozx.validate",
     "ValidationReport": "napari_ozx.ozx.validate",
     "Finding": "napari_ozx.ozx.validate",
@@ -132,12 +132,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from napari_ozx.layers.save_roi import save_roi_table
     from napari_ozx.layers.saveback import SaveBackError, save_labels_back
     from napari_ozx.layers.tables import color_labels_by, zoom_to_roi
-    from napari_ozx.ngff.conditions import PlateConditions, plate_conditions
-    from napari_ozx.ngff.convert import convert
-    from napari_ozx.ngff.open import Image, OmeZarr, open_ome_zarr
-    from napari_ozx.ngff.options import WriteOptions
-    from napari_ozx.ngff.plate import open_hcs
-    from napari_ozx.ngff.tables import (
+    from napari_ozx.ngff.read.open import Image, OmeZarr, open_ome_zarr
+    from napari_ozx.ngff.read.plate import open_hcs
+    from napari_ozx.ngff.tables.conditions import PlateConditions, plate_conditions
+    from napari_ozx.ngff.tables.read import (
         TableData,
         TableInfo,
         list_tables,
@@ -145,8 +143,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         roi_pixel_boxes,
         roi_world_boxes,
     )
-    from napari_ozx.ngff.validate import validate
-    from napari_ozx.ngff.write import ImageSpec, LabelsSpec, WriteCancelled, write_ome_zarr
+    from napari_ozx.ngff.validate.walk import validate
+    from napari_ozx.ngff.write.convert import convert
+    from napari_ozx.ngff.write.options import WriteOptions
+    from napari_ozx.ngff.write.writer import ImageSpec, LabelsSpec, WriteCancelled, write_ome_zarr
     from napari_ozx.ozx.store import OzxStore
     from napari_ozx.ozx.validate import Finding, ValidationReport, validate_rfc9
     from napari_ozx.ozx.write_store import OzxWriteStore

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import OzxError
+from napari_ozx.errors import OzxError
 
 EXIT_CODES = """exit codes:
   0  done: the file is valid (validate), readable (info), written (convert), mapped (transform)
@@ -35,7 +35,7 @@ def _out(text: str = "") -> None:
 
 def info(path: str) -> dict[str, Any]:
     """The facts the inspector dock shows, as a JSON-able report (metadata reads only)."""
-    from .inspection import Inspection, info_report
+    from napari_ozx.inspection import Inspection, info_report
 
     with Inspection(path) as insp:
         return info_report(insp)
@@ -47,13 +47,13 @@ def info(path: str) -> dict[str, Any]:
 def validate_path(
     path: str, deep: bool, metadata_only: bool = False, strict: bool = False
 ) -> tuple[int, dict[str, Any]]:
-    """(exit code, report dict) for one path: :func:`napari_ozx.ngff.validate.validate`
+    """(exit code, report dict) for one path: :func:`napari_ozx.ngff.validate.walk.validate`
     (RFC-9 for files, the OME-Zarr metadata rules for all, and whether the reader can
     open it): 0 conformant, 1 not, 2 not checked (no such path, not an archive).
 
     ``metadata_only``: the metadata documents only (nothing they name has to exist, the
     reader is not tried); ``strict``: a SHOULD broken (a warning) fails too."""
-    from .ngff.validate import validate
+    from napari_ozx.ngff.validate.walk import validate
 
     report: dict[str, Any] = {"path": path, "findings": []}
     try:
@@ -83,8 +83,8 @@ def _progress_bar(desc: str) -> Any:
 def _cluster(args: argparse.Namespace) -> tuple[Any, Any]:
     """(client, local cluster or None) for ``--scheduler`` / ``--workers-local``, or
     (None, None): the workers then read, downsample and encode every shard (and write
-    them, for a directory target), see :mod:`napari_ozx.ngff.cluster`."""
-    from .ngff import cluster
+    them, for a directory target), see :mod:`napari_ozx.ngff.write.cluster`."""
+    from napari_ozx.ngff.write import cluster
 
     if args.scheduler:
         return cluster.connect(args.scheduler, args.scheduler_timeout), None
@@ -101,8 +101,8 @@ def _cluster(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from .ngff.convert import convert_summary, source_options
-    from .ngff.options import WriteOptions, option_specs
+    from napari_ozx.ngff.write.convert import convert_summary, source_options
+    from napari_ozx.ngff.write.options import WriteOptions, option_specs
 
     if Path(args.dst).exists() and not args.overwrite:
         raise OzxError(f"{args.dst} exists: pass --overwrite to replace it (it is left as it is)")
@@ -143,8 +143,8 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-    from .ngff.options import add_cli_arguments
+    from napari_ozx import __version__
+    from napari_ozx.ngff.write.options import add_cli_arguments
 
     fmt = argparse.RawDescriptionHelpFormatter
     ap = argparse.ArgumentParser(
@@ -256,8 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _transform(args: argparse.Namespace) -> int:
     """``napari-ozx transform``: JSON out, for people and for conformance runners alike."""
-    from .errors import TransformError
-    from .ngff.open import transform_points
+    from napari_ozx.errors import TransformError
+    from napari_ozx.ngff.read.open import transform_points
 
     try:
         points = json.loads(args.coordinates)
@@ -275,7 +275,7 @@ def _transform(args: argparse.Namespace) -> int:
 
 
 def _set_default_reader(args: argparse.Namespace) -> int:
-    from ._preferences import make_default_reader
+    from napari_ozx._preferences import make_default_reader
 
     changed = make_default_reader(undo=args.undo)
     verb = "removed" if args.undo else "set"
@@ -310,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     try:
         if args.cmd == "info":
-            from .inspection import info_text
+            from napari_ozx.inspection import info_text
 
             try:
                 d = info(args.path)

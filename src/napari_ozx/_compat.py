@@ -28,7 +28,7 @@ gone:
 * ``dask_query_planning``: whether ``dask.array.Array`` is the query-planning (array
   expression) class, read from dask's own config the way ``dask.array`` reads it. Our
   direct tile path subclasses the classic ``Array``; under query planning levels are
-  ``LevelArray`` instead (:func:`napari_ozx.ngff.lazy.lazy_array`).
+  ``LevelArray`` instead (:func:`napari_ozx.ngff.read.lazy.lazy_array`).
 * ``zarr_store_set_open`` / ``zarr_store_check_writable``: our stores subclass
   ``zarr.abc.store.Store``, whose open flag (``_is_open``) and write check
   (``_check_writable``) are its subclass protocol without a public name. Checked

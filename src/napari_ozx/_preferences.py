@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from .errors import OzxError
+from napari_ozx.errors import OzxError
 
 __all__ = [
     "PLUGIN",

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._viewer_hooks import after_read
-from .errors import OzxError, headline, reason_of
-from .layers.reading import LayerData, read_layer_data
-from .ngff.models import has_ome_keys
+from napari_ozx._viewer_hooks import after_read
+from napari_ozx.errors import OzxError, headline, reason_of
+from napari_ozx.layers.reading import LayerData, read_layer_data
+from napari_ozx.ngff.model.metadata import has_ome_keys
 
 logger = logging.getLogger(__name__)
 
@@ -61,13 +61,13 @@ def _chosen_by_user(max_depth: int = 12) -> bool:
     there is no other reader, and a reason beats npe2's bare "refused the file". If npe2
     reorganises, this answers False and the old behaviour (declining) returns.
     """
-    from ._compat import npe2_reading_plugin
+    from napari_ozx._compat import npe2_reading_plugin
 
     return npe2_reading_plugin(max_depth, skip=3) == PLUGIN_NAME
 
 
 def _claims(path: str) -> bool:
-    from .ozx.remote import is_url
+    from napari_ozx.ozx.remote.source import is_url
 
     if is_url(path):  # no network here: the name must say what it is
         return path.split("?", 1)[0].rstrip("/").lower().endswith((".ozx", ".zip", ".zarr"))
@@ -81,7 +81,7 @@ def _claims(path: str) -> bool:
         return _dir_has_ome(p)
     if suffix == ".zip" and p.is_file():
         # the ZIP index alone answers "is there a root zarr.json?" (no zarr import)
-        from .ozx._zip import FileRangeReader, read_zip_index
+        from napari_ozx.ozx._zip import FileRangeReader, read_zip_index
 
         with FileRangeReader(p) as reader:
             return "zarr.json" in read_zip_index(reader).by_name

@@ -18,6 +18,6 @@ def sample_path() -> Path:
 
 
 def sample_cells() -> list[Any]:
-    from .layers.reading import read_layer_data
+    from napari_ozx.layers.reading import read_layer_data
 
     return read_layer_data(str(sample_path()))

@@ -22,10 +22,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._compat import napari_displayed_axes, napari_max_3d_texture, napari_qt_loaded
-from .layers.provenance import LayerSource
-from .layers.reading import LayerData
-from .ngff.models import TIME_UNITS
+from napari_ozx._compat import napari_displayed_axes, napari_max_3d_texture, napari_qt_loaded
+from napari_ozx.layers.provenance import LayerSource
+from napari_ozx.layers.reading import LayerData
+from napari_ozx.ngff.model.metadata import TIME_UNITS
 
 logger = logging.getLogger(__name__)
 
@@ -208,8 +208,8 @@ def apply_3d_levels(viewer: Any) -> None:
     """In 3D, render each napari-ozx multiscale layer from the finest level that fits the
     GPU and the memory budget (:mod:`napari_ozx.layers.levels`) instead of napari's
     coarsest; back in 2D, give napari its automatic choice again. Never raises."""
-    from .layers.levels import budget_3d, choose_3d_level
-    from .layers.provenance import LEVEL_3D_KEY, LOCKED_3D_KEY
+    from napari_ozx.layers.levels import budget_3d, choose_3d_level
+    from napari_ozx.layers.provenance import LEVEL_3D_KEY, LOCKED_3D_KEY
 
     three_d = viewer.dims.ndisplay == 3
     max_texture = napari_max_3d_texture(2048) if three_d else 2048

@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .layers.writing import FullLayerData, write_layer_data_summary
-from .ngff.write import WriteOptions, WriteSummary
+from napari_ozx.layers.writing import FullLayerData, write_layer_data_summary
+from napari_ozx.ngff.write.writer import WriteOptions, WriteSummary
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +42,11 @@ def write_layers(
     bar = _progress_bar(f"Saving {path}")
     try:
         if options is None:  # the options remembered by the export panel
-            from .layers.export import load_options
+            from napari_ozx.layers.export import load_options
 
             options = load_options(path)
         if version is not None:  # File > Save: the version the writer's name promises
-            from .layers.file_save import with_version
+            from napari_ozx.layers.file_save import with_version
 
             options = with_version(options, version, path)
         written = write_layer_data_summary(path, layers, options, progress=progress)

@@ -2011,7 +2011,7 @@ def _st() -> bytes:
 
 
 SHAPE_BUG = (
-    "the array's 'shape' is used unvalidated by ngff/open.py _check_levels, which "
+    "the array's 'shape' is used unvalidated by ngff/read/open.py _check_levels, which "
     "compares the level shapes before zarr ever validates the document"
 )
 

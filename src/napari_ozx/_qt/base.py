@@ -36,7 +36,7 @@ from qtpy.QtCore import QEvent, Qt
 from qtpy.QtWidgets import QWidget
 from superqt.utils import WorkerBase, create_worker
 
-from ..errors import headline
+from napari_ozx.errors import headline
 
 logger = logging.getLogger(__name__)
 

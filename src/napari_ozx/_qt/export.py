@@ -1,6 +1,6 @@
 """Export panel dock widget: choose layers and options, see live estimates, export.
 
-The options are a :class:`~napari_ozx.ngff.write.WriteOptions`, the same object File >
+The options are a :class:`~napari_ozx.ngff.write.writer.WriteOptions`, the same object File >
 Save uses: every change is remembered (:func:`napari_ozx.layers.export.save_options`),
 so File > Save writes with what the panel shows. Estimates come from
 :func:`napari_ozx.layers.export.estimate_export` (the writer's own layout rules). The
@@ -39,8 +39,10 @@ from qtpy.QtWidgets import (
 )
 from superqt.utils import qdebounced, signals_blocked
 
-from ..errors import OzxError
-from ..layers.export import (
+from napari_ozx._qt._workers import ProgressRelay
+from napari_ozx._qt.base import OzxDockWidget
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.export import (
     CODECS,
     DOWNSAMPLE,
     OZX_VERSION,
@@ -55,10 +57,8 @@ from ..layers.export import (
     retarget,
     save_options,
 )
-from ..ngff.options import option_spec
-from ..ngff.write import WriteCancelled, WriteOptions, WriteSummary
-from ._workers import ProgressRelay
-from .base import OzxDockWidget
+from napari_ozx.ngff.write.options import option_spec
+from napari_ozx.ngff.write.writer import WriteCancelled, WriteOptions, WriteSummary
 
 if TYPE_CHECKING:
     import napari
@@ -424,7 +424,7 @@ class ExportWidget(OzxDockWidget):
             self.estimate_labels["Pyramid levels"].setText(
                 ", ".join(f"{m.plan.name}: {len(m.levels)}" for m in est.multiscales)
             )
-            from ..inspection import format_bytes
+            from napari_ozx.inspection import format_bytes
 
             self.estimate_labels["Data"].setText(
                 f"{format_bytes(est.nbytes)} uncompressed, all levels"

@@ -45,8 +45,9 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from ..errors import OzxError
-from ..inspection import (
+from napari_ozx._qt.base import OzxDockWidget
+from napari_ozx.errors import OzxError
+from napari_ozx.inspection import (
     ARRAY,
     FIELD,
     IMAGE,
@@ -66,8 +67,7 @@ from ..inspection import (
     TablePreview,
     TreeNode,
 )
-from ..layers.provenance import LayerSource
-from .base import OzxDockWidget
+from napari_ozx.layers.provenance import LayerSource
 
 if TYPE_CHECKING:
     import napari
@@ -698,7 +698,7 @@ class InspectorWidget(OzxDockWidget):
     def roi_layer(self, node: TreeNode | None = None) -> Any:
         """The viewer's Shapes layer showing the ROI table of *node* (default: the one
         previewed), read from the file inspected; else None."""
-        from ..layers.tables import TABLE_KEY
+        from napari_ozx.layers.tables import TABLE_KEY
 
         node = node or self._preview_node
         insp = self._inspection
@@ -720,7 +720,7 @@ class InspectorWidget(OzxDockWidget):
     def _zoom_to_row(self, row: int, _column: int = 0) -> None:
         """Double-click on a previewed ROI table's row: zoom the viewer to that ROI
         (its Shapes layer must be shown; the first column is the ROI's name)."""
-        from ..layers.tables import zoom_to_roi
+        from napari_ozx.layers.tables import zoom_to_roi
 
         layer = self.roi_layer()
         if layer is None:

@@ -2,7 +2,7 @@
 a legend), filter wells by a column's value or a text, each well's conditions in its
 tooltip.
 
-The conditions come from the plate's condition table (:mod:`napari_ozx.ngff.conditions`),
+The conditions come from the plate's condition table (:mod:`napari_ozx.ngff.tables.conditions`),
 read once per plate in the navigator's worker (:func:`read_conditions`); this module only
 turns them into the map's overlay (:meth:`ConditionPanel.overlay`). The panel is hidden
 for a plate without a condition table.
@@ -20,11 +20,16 @@ from qtpy.QtCore import Qt, Signal
 from qtpy.QtGui import QColor
 from qtpy.QtWidgets import QComboBox, QGridLayout, QLabel, QVBoxLayout, QWidget
 
-from ..errors import OzxError
-from ..ngff.conditions import PlateConditions, condition_tables, format_value, plate_conditions
+from napari_ozx.errors import OzxError
+from napari_ozx.ngff.tables.conditions import (
+    PlateConditions,
+    condition_tables,
+    format_value,
+    plate_conditions,
+)
 
 if TYPE_CHECKING:
-    from ..ngff.plate import HcsPlate
+    from napari_ozx.ngff.read.plate import HcsPlate
 
 __all__ = ["ConditionPanel", "ConditionsRead", "read_conditions"]
 

@@ -48,12 +48,12 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from ..errors import OzxError
-from ..layers.provenance import LayerSource
-from ..layers.reading import well_layer_data
-from ..ngff.plate import HcsPlate, Overview, WellInfo, open_hcs, plate_by_id
-from .base import OzxDockWidget
-from .plate_conditions import ConditionPanel, ConditionsRead, read_conditions
+from napari_ozx._qt.base import OzxDockWidget
+from napari_ozx._qt.plate_conditions import ConditionPanel, ConditionsRead, read_conditions
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.provenance import LayerSource
+from napari_ozx.layers.reading import well_layer_data
+from napari_ozx.ngff.read.plate import HcsPlate, Overview, WellInfo, open_hcs, plate_by_id
 
 if TYPE_CHECKING:
     import napari
@@ -1101,7 +1101,7 @@ class PlateNavigator(OzxDockWidget):
 
 def _yx_units(ov: Overview) -> tuple[str, str]:
     """The overview's y / x units as napari takes them (pixel when not a length)."""
-    from ..ngff.models import SPACE_UNITS
+    from napari_ozx.ngff.model.metadata import SPACE_UNITS
 
     y, x = ov.yx
     return tuple(  # type: ignore[return-value]

@@ -13,10 +13,10 @@ from typing import Any
 
 from qtpy.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
 
-from ..errors import OzxError
-from ..layers.provenance import LayerSource
-from ..layers.scene import apply_placements, scene_placements, scene_sources, systems_of
-from .base import OzxDockWidget
+from napari_ozx._qt.base import OzxDockWidget
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.provenance import LayerSource
+from napari_ozx.layers.scene import apply_placements, scene_placements, scene_sources, systems_of
 
 __all__ = ["SceneDock"]
 

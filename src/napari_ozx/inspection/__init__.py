@@ -9,19 +9,26 @@
 * :mod:`.tables` - an image's or a plate's tables, listed, and a table's first rows;
 * :mod:`.render` - plain text and JSON for the command line.
 
-Documents are read by :mod:`napari_ozx.ngff.documents`, the opener's own reader. This
+Documents are read by :mod:`napari_ozx.ngff.read.documents`, the opener's own reader. This
 package imports ``ngff``, ``ozx`` and ``errors`` only: no napari, no Qt.
 """
 
 from __future__ import annotations
 
-from ._text import format_bytes, pretty_json
-from .archive import ArchiveFacts, MetadataFacts
-from .facts import ArrayFacts, ExtensionInfo, NodeDetails, Row, Section, describe_codec
-from .render import info_report, info_text
-from .source import Inspection
-from .tables import TablePreview
-from .tree import (
+from napari_ozx.inspection._text import format_bytes, pretty_json
+from napari_ozx.inspection.archive import ArchiveFacts, MetadataFacts
+from napari_ozx.inspection.facts import (
+    ArrayFacts,
+    ExtensionInfo,
+    NodeDetails,
+    Row,
+    Section,
+    describe_codec,
+)
+from napari_ozx.inspection.render import info_report, info_text
+from napari_ozx.inspection.source import Inspection
+from napari_ozx.inspection.tables import TablePreview
+from napari_ozx.inspection.tree import (
     ARRAY,
     COLLECTION,
     FIELD,

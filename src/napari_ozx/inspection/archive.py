@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import OzxError
-from ..ozx.protocol import as_container
-from ._text import format_bytes
-from .facts import Row
+from napari_ozx.errors import OzxError
+from napari_ozx.inspection._text import format_bytes
+from napari_ozx.inspection.facts import Row
+from napari_ozx.ozx.protocol import as_container
 
 __all__ = ["ArchiveFacts", "MetadataFacts", "archive_facts", "metadata_facts"]
 
@@ -93,7 +93,7 @@ def archive_facts(store: Any) -> ArchiveFacts | None:
     container = as_container(store)
     if container is None:
         return None
-    from ..ozx.validate import validate
+    from napari_ozx.ozx.validate import validate
 
     summary = container.archive_summary()
     findings: tuple[Any, ...] = ()
@@ -120,7 +120,7 @@ def archive_facts(store: Any) -> ArchiveFacts | None:
 class MetadataFacts:
     """The OME-Zarr metadata validator's verdict on a whole hierarchy (any container).
 
-    ``findings`` are :class:`napari_ozx.ngff.rules.Finding`; ``version`` is the root's
+    ``findings`` are :class:`napari_ozx.ngff.validate.rules.Finding`; ``version`` is the root's
     OME-Zarr version as its metadata states it (None if it states none).
     """
 
@@ -151,7 +151,7 @@ class MetadataFacts:
 def metadata_facts(store: Any, source: str, version: str | None) -> MetadataFacts:
     """Validate the OME-Zarr metadata of the hierarchy in *store* (never raises for a
     broken file: an unreadable hierarchy becomes ``error``)."""
-    from ..ngff.validate import validate_ome
+    from napari_ozx.ngff.validate.walk import validate_ome
 
     try:
         findings = tuple(validate_ome(store))

@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..ngff.extensions import NodeExtensions
-from ..ngff.models import Multiscale, NodeMetadata
-from ._text import format_bytes, num_text, nums_text, shape_text
-from .tree import TreeNode
+from napari_ozx.inspection._text import format_bytes, num_text, nums_text, shape_text
+from napari_ozx.inspection.tree import TreeNode
+from napari_ozx.ngff.model.extensions import NodeExtensions
+from napari_ozx.ngff.model.metadata import Multiscale, NodeMetadata
 
 if TYPE_CHECKING:
-    from ..ngff.open import ArrayNode
+    from napari_ozx.ngff.read.open import ArrayNode
 
 __all__ = [
     "MAX_ROWS",

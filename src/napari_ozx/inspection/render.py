@@ -2,7 +2,7 @@
 
 :func:`info_report` gathers, from one :class:`~.source.Inspection`, the facts the CLI
 prints: the root's kind, each image with its axes, channels, labels, tables (from their
-metadata: :mod:`napari_ozx.ngff.tables`) and the :class:`~.facts.ArrayFacts` of every
+metadata: :mod:`napari_ozx.ngff.tables.read`) and the :class:`~.facts.ArrayFacts` of every
 level, a plate's layout, the archive's facts and
 RFC-9 verdict, and every problem found on the way. :func:`info_text` renders that report
 for people; ``--json`` prints it as it is. The Qt inspector renders the same facts as
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._text import format_bytes, pretty_json, shape_text
-from .source import Inspection
-from .tree import COLLECTION, IMAGE, LABEL_IMAGE, LABELS, LEVEL, TreeNode
+from napari_ozx.inspection._text import format_bytes, pretty_json, shape_text
+from napari_ozx.inspection.source import Inspection
+from napari_ozx.inspection.tree import COLLECTION, IMAGE, LABEL_IMAGE, LABELS, LEVEL, TreeNode
 
 __all__ = ["format_bytes", "info_report", "info_text", "pretty_json"]
 
@@ -88,8 +88,8 @@ class _Docs:
 def _tables(insp: Inspection, image: str | None) -> list[dict[str, Any]]:
     """The tables of the image at *image* (``None``: a SpatialData store's root tables),
     from their metadata (Fractal / ngio table specification V1, SpatialData)."""
-    from ..errors import TableError
-    from ..ngff.tables import list_tables, spatialdata_tables
+    from napari_ozx.errors import TableError
+    from napari_ozx.ngff.tables.read import list_tables, spatialdata_tables
 
     try:
         infos = (

@@ -22,13 +22,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import OzxError
-from ..ngff.documents import METADATA_FILES, join_path, run_sync
-from ..ngff.open import array_node
-from ..ozx.protocol import as_container
-from ._text import pretty_json
-from .archive import ArchiveFacts, MetadataFacts, archive_facts, metadata_facts
-from .facts import (
+from napari_ozx.errors import OzxError
+from napari_ozx.inspection._text import pretty_json
+from napari_ozx.inspection.archive import ArchiveFacts, MetadataFacts, archive_facts, metadata_facts
+from napari_ozx.inspection.facts import (
     ArrayFacts,
     NodeDetails,
     Row,
@@ -38,8 +35,8 @@ from .facts import (
     group_sections,
     level_section,
 )
-from .tables import TablePreview, preview_table, table_facts
-from .tree import (
+from napari_ozx.inspection.tables import TablePreview, preview_table, table_facts
+from napari_ozx.inspection.tree import (
     COLLECTION,
     FIELD,
     IMAGE,
@@ -54,6 +51,9 @@ from .tree import (
     NodeRead,
     TreeNode,
 )
+from napari_ozx.ngff.read.documents import METADATA_FILES, join_path, run_sync
+from napari_ozx.ngff.read.open import array_node
+from napari_ozx.ozx.protocol import as_container
 
 __all__ = ["Inspection"]
 

@@ -1,7 +1,7 @@
 """Tables for people: an image's (or a plate's) tables as the inspector lists them, and
 a preview of a table's first rows.
 
-Listing is :func:`napari_ozx.ngff.tables.list_tables` over the inspection's own cached
+Listing is :func:`napari_ozx.ngff.tables.read.list_tables` over the inspection's own cached
 document reads (:class:`TableDocs`), so it costs what ``napari-ozx info`` costs: table
 metadata, never column data. A preview (:func:`preview_table`) reads the table's columns
 once, refusing tables of more than :data:`PREVIEW_MAX_BYTES`, and keeps the first
@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TableError
-from ..ngff.tables import TableInfo, read_table
-from ._text import format_bytes
+from napari_ozx.errors import TableError
+from napari_ozx.inspection._text import format_bytes
+from napari_ozx.ngff.tables.read import TableInfo, read_table
 
 __all__ = [
     "PREVIEW_MAX_BYTES",
@@ -39,7 +39,7 @@ _CELL_CHARS = 80
 
 
 class TableDocs:
-    """A hierarchy's cached document reads as a :class:`~napari_ozx.ngff.tables.TableSource`
+    """A hierarchy's cached document reads as a :class:`~napari_ozx.ngff.tables.read.TableSource`
     (anything with ``store``, ``source`` and ``read_many(paths) -> [NodeRead | None]``)."""
 
     def __init__(self, hierarchy: Any) -> None:

@@ -1,8 +1,8 @@
 """The lazy hierarchy tree: nodes whose children are read when they are expanded.
 
 :class:`Hierarchy` opens one source read-only and caches each node's documents, read
-through :mod:`napari_ozx.ngff.documents` (the opener's reader) and parsed by
-:mod:`napari_ozx.ngff.models`. Children are loaded on first request:
+through :mod:`napari_ozx.ngff.read.documents` (the opener's reader) and parsed by
+:mod:`napari_ozx.ngff.model.metadata`. Children are loaded on first request:
 
 * an image lists its pyramid levels and its ``labels`` group (one batch of documents);
 * a plate lists its rows and wells from the plate metadata alone; a well reads its own
@@ -26,13 +26,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
 
-from ..errors import MetadataError, OzxError
-from ..ngff.documents import METADATA_FILES, NodeDocuments, join_path, read_documents, run_sync
-from ..ngff.models import Multiscale, NodeMetadata, parse_node_attributes
-from ..ngff.open import open_store
-from ..ozx.protocol import as_container
-from ._text import shape_text
-from .tables import TableDocs, table_summary
+from napari_ozx.errors import MetadataError, OzxError
+from napari_ozx.inspection._text import shape_text
+from napari_ozx.inspection.tables import TableDocs, table_summary
+from napari_ozx.ngff.model.metadata import Multiscale, NodeMetadata, parse_node_attributes
+from napari_ozx.ngff.read.documents import (
+    METADATA_FILES,
+    NodeDocuments,
+    join_path,
+    read_documents,
+    run_sync,
+)
+from napari_ozx.ngff.read.open import open_store
+from napari_ozx.ozx.protocol import as_container
 
 if TYPE_CHECKING:
     from zarr.abc.store import Store
@@ -97,7 +103,7 @@ class TreeNode:
     children: list[TreeNode] | None = field(default=None, repr=False)
     #: the multiscale dataset index of a level node
     level: int | None = None
-    #: a table node's :class:`~napari_ozx.ngff.tables.TableInfo`
+    #: a table node's :class:`~napari_ozx.ngff.tables.read.TableInfo`
     table: Any = field(default=None, repr=False)
 
     @property
@@ -348,7 +354,7 @@ class Hierarchy:
 
     def _table_children(self, node: TreeNode) -> list[TreeNode]:
         """One node per table of the image (or plate) above *node*, from its metadata."""
-        from ..ngff.tables import list_tables
+        from napari_ozx.ngff.tables.read import list_tables
 
         image = node.parent.path if node.parent is not None else ""
         out = []

@@ -45,9 +45,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..ozx.atomic import fsync_tree, replace_files
-from .provenance import LayerSource
-from .saveback import SaveBackError, refusal, save_errors
+from napari_ozx.layers.provenance import LayerSource
+from napari_ozx.layers.saveback import SaveBackError, refusal, save_errors
+from napari_ozx.ozx.atomic import fsync_tree, replace_files
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def local_image_target(image: Any, what: str, hint: str) -> tuple[LayerSource, P
             f"the image to save {what} into was not opened from an OME-Zarr file "
             f"({hint}; nothing was written)"
         )
-    from ..ozx.remote import is_url
+    from napari_ozx.ozx.remote.source import is_url
 
     if is_url(src.source):
         raise SaveBackError(
@@ -125,7 +125,7 @@ def _drop(seq: Iterable[Any], axis: int | None) -> tuple[Any, ...]:
 
 
 def _add(layer: Any, src: LayerSource, target: Path, name: str | None) -> Path:
-    from ..ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     lname = getattr(layer, "name", None) or "labels"
     data = _level0(layer)
@@ -148,10 +148,10 @@ def _add_opened(
     target: Path,
     name: str | None,
 ) -> Path:
-    from ..ngff.models import NodeMetadata, ome_section
-    from ..ngff.options import WriteOptions
-    from ..ngff.write import LabelLevel, prepare_labels
-    from .writing import labels_spec_from_layer
+    from napari_ozx.layers.writing import labels_spec_from_layer
+    from napari_ozx.ngff.model.metadata import NodeMetadata, ome_section
+    from napari_ozx.ngff.write.options import WriteOptions
+    from napari_ozx.ngff.write.writer import LabelLevel, prepare_labels
 
     lname = getattr(layer, "name", None) or "labels"
     image = oz.image(src.node)
@@ -242,7 +242,7 @@ def _add_opened(
     if target.is_dir():
         _commit_directory(target, lpath, name, prepared, group_docs)
     else:
-        from .editable import repoint_archive
+        from napari_ozx.layers.editable import repoint_archive
 
         st = target.stat()
         before = ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
@@ -333,7 +333,7 @@ def _commit_ozx(
     """A new archive: the old metadata (but the labels group document), the new label
     image's and the updated group's documents, every old data member copied byte for
     byte, then the new label chunks; renamed onto *target*."""
-    from ..ozx.write_store import OzxWriteStore
+    from napari_ozx.ozx.write_store import OzxWriteStore
 
     prefix = f"{lpath}/{name}"
     documents = {f"{prefix}/{k}": v for k, v in prepared.documents.items()}
@@ -359,8 +359,8 @@ def rebuild_archive(
     new metadata *documents* after the old metadata, the old data, then what
     *write_data* adds through the :class:`~napari_ozx.ozx.writer.OzxWriter` it is given;
     the new file renamed onto *target* (nothing left behind on failure)."""
-    from ..ozx.rfc9 import is_metadata_name
-    from ..ozx.writer import OzxWriter
+    from napari_ozx.ozx.rfc9 import is_metadata_name
+    from napari_ozx.ozx.writer import OzxWriter
 
     entries = sorted(
         (e for e in base_store.index.by_name.values() if not e.is_dir and not replaced(e.name)),
@@ -388,9 +388,9 @@ def rebuild_archive(
 
 def _adopt(layer: Any, target: Path, node: str) -> None:
     """The layer now reads the saved label image (copy-on-write) and says where from."""
-    from ..ngff.open import open_ome_zarr
-    from .editable import EDITABLE_KEY, opened_editable
-    from .reading import layer_source
+    from napari_ozx.layers.editable import EDITABLE_KEY, opened_editable
+    from napari_ozx.layers.reading import layer_source
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     oz = open_ome_zarr(str(target))  # kept open by the layer's lazy level 0
     label = oz.image(node)

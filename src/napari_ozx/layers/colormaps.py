@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._compat import napari_colormap_display_name
+from napari_ozx._compat import napari_colormap_display_name
 
 __all__ = ["colormap_hex"]
 

@@ -12,11 +12,11 @@ from typing import Any
 import napari
 from napari.utils.notifications import show_info
 
-from ..errors import OzxError
-from .add_labels import add_labels_to_image
-from .editable import EditableLabels, edit_selected_labels
-from .provenance import LayerSource
-from .saveback import save_labels_back
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.add_labels import add_labels_to_image
+from napari_ozx.layers.editable import EditableLabels, edit_selected_labels
+from napari_ozx.layers.provenance import LayerSource
+from napari_ozx.layers.saveback import save_labels_back
 
 __all__ = ["add_labels", "edit_labels", "save_labels", "save_roi_table"]
 
@@ -78,8 +78,8 @@ def save_roi_table(viewer: napari.viewer.Viewer) -> None:
     exists is refused."""
     from napari.layers import Shapes
 
-    from .save_roi import save_roi_table as save
-    from .tables import TABLE_KEY
+    from napari_ozx.layers.save_roi import save_roi_table as save
+    from napari_ozx.layers.tables import TABLE_KEY
 
     shapes = [lyr for lyr in viewer.layers.selection if isinstance(lyr, Shapes)]
     if not shapes:

@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from .._compat import napari_layer_state
-from ..errors import OzxError
-from ..ngff.indexing import basic_box, expand, is_fancy
-from .provenance import EDITABLE_KEY
+from napari_ozx._compat import napari_layer_state
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.provenance import EDITABLE_KEY
+from napari_ozx.ngff.read.indexing import basic_box, expand, is_fancy
 
 logger = logging.getLogger(__name__)
 
@@ -286,7 +286,7 @@ def _storage_chunks(base: Any) -> tuple[int, ...]:
 
 def _chunk_reader(base: Any) -> Any:
     """The object our reader's dask arrays read through (``.array`` is the zarr array)."""
-    from ..ngff.lazy import source_reader
+    from napari_ozx.ngff.read.lazy import source_reader
 
     reader = source_reader(base)  # our levels and their views name it directly
     if reader is not None:
@@ -357,7 +357,7 @@ def fingerprint(data: EditableLabels) -> tuple[Any, ...]:
         return tuple(out)
     ozx = getattr(store, "path", None)
     if ozx:
-        from ..ozx.remote import is_url
+        from napari_ozx.ozx.remote.source import is_url
 
         if is_url(str(ozx)) or not os.path.exists(ozx):
             # remote (HTTP / S3): nothing to stat; a save-back refuses it (saveback.py)
@@ -420,8 +420,8 @@ def repoint_archive(
     save ("the file changed since ... opened"). Arrays opened separately on *changed*
     keep the old file (and still refuse to save over the change). Returns the new store.
     """
-    from ..ngff.live import follow_archive, set_array
-    from ..ngff.open import open_store
+    from napari_ozx.ngff.read.live import follow_archive, set_array
+    from napari_ozx.ngff.read.open import open_store
 
     store = open_store(target)
     skip = {changed} if changed is not None else set()

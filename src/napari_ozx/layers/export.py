@@ -1,7 +1,7 @@
 """Export without Qt, for the export panel and File > Save: plans, layout estimates,
 remembered options, and the export itself.
 
-* :func:`estimate_export` says, for a :class:`~napari_ozx.ngff.write.WriteOptions` and
+* :func:`estimate_export` says, for a :class:`~napari_ozx.ngff.write.writer.WriteOptions` and
   the arrays about to be written, what the writer will produce: per pyramid level the
   chunk and shard shapes, chunks per shard, the (uncompressed) size of one shard, and the
   number of entries (``.ozx``) or files (directory), metadata documents included. It uses
@@ -34,9 +34,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..errors import OzxError
-from ..ngff.models import Axis
-from ..ngff.options import (
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.writing import FullLayerData, layer_axes, specs_from_layers
+from napari_ozx.ngff.model.metadata import Axis
+from napari_ozx.ngff.write.options import (
     CODECS,
     DOWNSAMPLE,
     OZX_VERSION,
@@ -44,7 +45,7 @@ from ..ngff.options import (
     level_range,
     versions_for_format,
 )
-from ..ngff.write import (
+from napari_ozx.ngff.write.writer import (
     ImageSpec,
     LabelsSpec,
     Progress,
@@ -57,7 +58,6 @@ from ..ngff.write import (
     summarize_write,
     write_ome_zarr,
 )
-from .writing import FullLayerData, layer_axes, specs_from_layers
 
 logger = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ class ExportEstimate:
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) lines for a panel."""
-        from ..inspection import format_bytes
+        from napari_ozx.inspection import format_bytes
 
         first = self.first
         if first is None:
@@ -317,7 +317,8 @@ def estimate_export(
 
 def constrain(options: WriteOptions) -> WriteOptions:
     """The nearest valid combination: a version the format can hold (RFC-9: an .ozx holds
-    0.5 only), a level within the codec's range (ranges from :mod:`napari_ozx.ngff.options`)."""
+    0.5 only), a level within the codec's range (ranges from
+    :mod:`napari_ozx.ngff.write.options`)."""
     fmt = options.format if options.format != "auto" else "ozx"
     allowed = versions_for_format(fmt)
     if options.version not in allowed:
@@ -424,7 +425,7 @@ def export_layers(
 ) -> Path:
     """Write napari layer data as File > Save does, reporting progress, cancellable.
 
-    Raises :class:`~napari_ozx.ngff.write.WriteCancelled` when *cancel* is set; nothing is
+    Raises :class:`~napari_ozx.ngff.write.writer.WriteCancelled` when *cancel* is set; nothing is
     then left at *target* (its previous content, if any, is untouched).
     """
     return export_layers_summary(target, layers, options, progress, cancel).target

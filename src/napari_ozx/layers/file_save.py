@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from ..errors import OzxError
-from ..ngff.options import WriteOptions
+from napari_ozx.errors import OzxError
+from napari_ozx.ngff.write.options import WriteOptions
 
 __all__ = ["with_version"]
 

@@ -18,7 +18,7 @@ import math
 import os
 from collections.abc import Sequence
 
-from .provenance import LEVEL_3D_KEY
+from napari_ozx.layers.provenance import LEVEL_3D_KEY
 
 __all__ = ["DEFAULT_3D_BUDGET", "LEVEL_3D_KEY", "budget_3d", "choose_3d_level"]
 

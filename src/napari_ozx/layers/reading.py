@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OzxError
-from ..ngff.models import SPACE_UNITS, TIME_UNITS
-from .provenance import LayerKind, LayerSource
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.provenance import LayerKind, LayerSource
+from napari_ozx.ngff.model.metadata import SPACE_UNITS, TIME_UNITS
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def read_layer_data(
     scene its images placed in one coordinate system (*system*, see
     :func:`scene_layer_data`).
     """
-    from ..ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     report = report or _log_report
     root = open_ome_zarr(path)
@@ -129,7 +129,7 @@ def _table_layers(
 ) -> list[LayerData]:
     """The image's tables (:mod:`.tables`): ROI tables as Shapes layer data, feature
     tables as its labels' ``features``. A table never stops the read."""
-    from .tables import image_table_layers
+    from napari_ozx.layers.tables import image_table_layers
 
     try:
         return image_table_layers(root, image, image_kwargs, labels, report)
@@ -141,7 +141,7 @@ def _table_layers(
 
 
 def _spatialdata_tables(root: Any, labels: dict[str, list[LayerData]], report: Report) -> None:
-    from .tables import spatialdata_features
+    from napari_ozx.layers.tables import spatialdata_features
 
     try:
         spatialdata_features(root, labels, report)
@@ -158,10 +158,10 @@ def table_layer_data(
     data, whatever its size (the reader reads only small tables when an image opens).
     For a feature table use :func:`napari_ozx.read_table` and
     :func:`napari_ozx.layers.tables.labels_features` on its labels layer."""
-    from ..errors import TableError
-    from ..ngff.open import open_ome_zarr
-    from ..ngff.tables import read_table
-    from .tables import roi_shapes_layer_data
+    from napari_ozx.errors import TableError
+    from napari_ozx.layers.tables import roi_shapes_layer_data
+    from napari_ozx.ngff.read.open import open_ome_zarr
+    from napari_ozx.ngff.tables.read import read_table
 
     with open_ome_zarr(path) as root:
         data = read_table(root, table, image)
@@ -212,7 +212,7 @@ def default_scene_system(root: Any, images: Sequence[Any]) -> tuple[str, str]:
 def parse_system(text: str) -> tuple[str, str]:
     """A coordinate system named by the user: ``name`` (the scene's own) or
     ``path:name`` (a system of the image at *path*)."""
-    from ..ngff.graph import parse_key
+    from napari_ozx.ngff.model.graph import parse_key
 
     return parse_key(text)
 
@@ -264,9 +264,9 @@ def scene_layer_data(
 def warn_broken_rules(root: Any) -> None:
     """A file that breaks an OME-Zarr MUST but still reads gets one logged warning naming
     the first broken rule (the plate and its wells, not every field's pyramid)."""
-    from ..ngff.validate import validate_documents
-    from ..ozx.protocol import as_container
-    from ..ozx.remote import is_url
+    from napari_ozx.ngff.validate.walk import validate_documents
+    from napari_ozx.ozx.protocol import as_container
+    from napari_ozx.ozx.remote.source import is_url
 
     if is_url(root.source):  # each document is a round trip: `napari-ozx validate` it
         return
@@ -277,7 +277,7 @@ def warn_broken_rules(root: Any) -> None:
         return
     errors = [(f.node, f.message, f.section, f.rule) for f in findings if f.severity == "error"]
     if root.zarr_format == 2 and as_container(root.store) is not None:
-        from ..ozx import rfc9
+        from napari_ozx.ozx import rfc9
 
         where = rfc9.ROOT.citation
         errors.insert(0, ("/", "Zarr v2 (.zattrs) in a ZIP archive", where, rfc9.ROOT.text))
@@ -562,7 +562,7 @@ def labels_layer_data(
             name=label.name if n == 1 else f"{label.name} c{i}",
             metadata=(dataclasses.replace(src, channel=i) if c is not None else src).to_metadata(),
         )
-        from .editable import labels_entry  # editable level 0 where cheap
+        from napari_ozx.layers.editable import labels_entry  # editable level 0 where cheap
 
         out.append(labels_entry(lv, kw))
     return out
@@ -591,7 +591,7 @@ def plate_layer_data(root: Any, report: Report | None = None) -> list[LayerData]
     The layers carry a plate :class:`LayerSource`; the plate navigator finds the plate
     from it (the reader only asks napari to show the navigator).
     """
-    from ..ngff.plate import HcsPlate
+    from napari_ozx.ngff.read.plate import HcsPlate
 
     report = report or _log_report
     plate = HcsPlate(root)
@@ -737,7 +737,7 @@ def _node(src: LayerSource, image: Any) -> LayerSource:
 
 
 def _place(kw: dict[str, Any], image: Any, off: tuple[float, float, float], prefix: str) -> None:
-    from ..ngff.plate import yx_axes
+    from napari_ozx.ngff.read.plate import yx_axes
 
     ms = image.multiscale
     c = ms.channel_axis

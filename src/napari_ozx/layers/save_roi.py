@@ -2,7 +2,7 @@
 over (Fractal / ngio table specification V1, ``tables/<name>``).
 
 :func:`save_roi_table` writes a ``roi_table`` as ngio 1.1 writes one with its default
-AnnData backend (:func:`napari_ozx.ngff.table_write.roi_table_keys`, in the image's Zarr
+AnnData backend (:func:`napari_ozx.ngff.tables.write.roi_table_keys`, in the image's Zarr
 format: v2 for OME-Zarr 0.4, v3 for 0.5 / 0.6), so ngio reads it back with the same boxes:
 
 * each rectangle's corners are taken to the world (the Shapes layer's own transform) and
@@ -52,10 +52,15 @@ from typing import Any
 
 import numpy as np
 
-from ..ozx.atomic import fsync_tree, replace_files, swap_directory
-from .add_labels import _check_writable, _exists, local_image_target, rebuild_archive
-from .provenance import LayerSource
-from .saveback import SaveBackError, refusal, save_errors
+from napari_ozx.layers.add_labels import (
+    _check_writable,
+    _exists,
+    local_image_target,
+    rebuild_archive,
+)
+from napari_ozx.layers.provenance import LayerSource
+from napari_ozx.layers.saveback import SaveBackError, refusal, save_errors
+from napari_ozx.ozx.atomic import fsync_tree, replace_files, swap_directory
 
 logger = logging.getLogger(__name__)
 
@@ -148,9 +153,9 @@ def roi_columns_from_shapes(
     """The ROI names and ngio's ROI columns (``x_micrometer`` ... ``len_z_micrometer``,
     and ``*_micrometer_original`` when the features have them) of *shapes_layer*'s
     rectangles drawn over *image_layer*, the napari layer of the opened
-    :class:`~napari_ozx.ngff.open.Image` *image* (module doc). Raises
+    :class:`~napari_ozx.ngff.read.open.Image` *image* (module doc). Raises
     :class:`SaveBackError` for a shape that is not an axis-aligned rectangle."""
-    from ..ngff.plate import yx_axes
+    from napari_ozx.ngff.read.plate import yx_axes
 
     where = target or Path(str(getattr(image.root, "source", "")))
     sname = _layer_name(shapes_layer)
@@ -272,9 +277,9 @@ def _names(features: Any, n: int) -> list[str]:
 def _save(
     shapes: Any, image_layer: Any, src: LayerSource, target: Path, table: str, overwrite: bool
 ) -> Path:
-    from ..ngff.documents import join_path
-    from ..ngff.open import open_ome_zarr
-    from ..ngff.table_write import roi_table_keys, tables_group_keys
+    from napari_ozx.ngff.read.documents import join_path
+    from napari_ozx.ngff.read.open import open_ome_zarr
+    from napari_ozx.ngff.tables.write import roi_table_keys, tables_group_keys
 
     if not _NAME_OK.match(table):
         raise refusal(
@@ -311,7 +316,7 @@ def _save(
         if target.is_dir():
             _commit_directory(target, tpath, table, keys, group_docs)
         else:
-            from .editable import repoint_archive
+            from napari_ozx.layers.editable import repoint_archive
 
             st = target.stat()
             before = ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
@@ -373,7 +378,7 @@ def _commit_ozx(
     """A new archive: the old members (but a table of that name, and the tables group's
     documents when they change) byte for byte, the new table's and the group's documents
     with the metadata, the new table's chunks after the old data; renamed onto *target*."""
-    from ..ozx.rfc9 import is_metadata_name
+    from napari_ozx.ozx.rfc9 import is_metadata_name
 
     lead = f"{tpath}/{table}/"
     groups = {f"{tpath}/{k}": v for k, v in group_docs.items()}
@@ -396,7 +401,7 @@ def _commit_ozx(
 
 def _adopt(layer: Any, target: Path, node: str, table: str, rows: int) -> None:
     """The layer now says which table it is (a later save of it replaces that table)."""
-    from .tables import TABLE_KEY
+    from napari_ozx.layers.tables import TABLE_KEY
 
     meta = dict(getattr(layer, "metadata", None) or {})
     meta[TABLE_KEY] = {  # the read table's z planes (for zoom_to_roi) no longer apply

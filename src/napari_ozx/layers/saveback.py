@@ -50,9 +50,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OzxError
-from ..ozx.atomic import replace_files
-from .editable import EditableLabels, _chunk_reader, array_on_store, fingerprint, repoint_archive
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.editable import (
+    EditableLabels,
+    _chunk_reader,
+    array_on_store,
+    fingerprint,
+    repoint_archive,
+)
+from napari_ozx.ozx.atomic import replace_files
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +161,7 @@ def save_labels_back(layer: Any) -> Path:
     """
     data = layer.data
     meta = getattr(layer, "metadata", {}) or {}
-    from .provenance import LayerSource
+    from napari_ozx.layers.provenance import LayerSource
 
     where = LayerSource.from_metadata(meta)
     src = where.source if where is not None and where.kind == "labels" else None
@@ -171,7 +177,7 @@ def save_labels_back(layer: Any) -> Path:
             f"labels {name!r} were not opened editable from an OME-Zarr file; "
             "save them with File > Save instead"
         )
-    from ..ozx.remote import is_url
+    from napari_ozx.ozx.remote.source import is_url
 
     if is_url(src):
         raise SaveBackError(
@@ -205,7 +211,7 @@ def save_errors(action: str, target: Path) -> Iterator[None]:
 
 
 def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path:
-    from ..ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     if not np.issubdtype(data.dtype, np.integer):
         raise refusal(target, f"labels {name!r} are not integers ({data.dtype})")
@@ -335,7 +341,7 @@ def _stage_and_commit(
         _repoint_ozx(data, target, before)
     if target.is_dir():
         # same store, new shard files: the fast path's cached shard indexes are stale
-        from ..ngff.live import set_array
+        from napari_ozx.ngff.read.live import set_array
 
         base_reader = _chunk_reader(data.base)
         if base_reader is not None:
@@ -355,7 +361,7 @@ def _stage(
     """The new bytes of every changed storage key (None: deleted), in memory: encoded
     directly (:class:`_Direct`) where every level's layout is one we reproduce exactly,
     else by zarr-python."""
-    from ..ngff.fastpaths import declined, enabled
+    from napari_ozx.ngff.read.fastpaths import declined, enabled
 
     codecs: list[_Direct | str] = (
         [_direct(a, base_store) for a in arrays] if enabled() else ["fast paths off"]
@@ -621,7 +627,7 @@ def _direct(array: Any, store: Any) -> _Direct | str:
     from zarr.codecs import BytesCodec, Crc32cCodec, ShardingCodec, ZstdCodec
     from zarr.codecs.sharding import ShardingCodecIndexLocation
 
-    from ..ngff.fastread import fast_reader
+    from napari_ozx.ngff.read.fastread import fast_reader
 
     md = array.metadata
     if md.zarr_format != 3:
@@ -863,8 +869,8 @@ class _EarlyCopy:
     def __init__(self, target: Path, base_store: Any, arrays: list[str]) -> None:
         import threading
 
-        from ..ozx.rfc9 import is_metadata_name
-        from ..ozx.writer import OzxWriter
+        from napari_ozx.ozx.rfc9 import is_metadata_name
+        from napari_ozx.ozx.writer import OzxWriter
 
         self.base_store = base_store
         self.entries = sorted(

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OzxError
-from .provenance import LayerSource
-from .reading import (
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.provenance import LayerSource
+from napari_ozx.layers.reading import (
     Report,
     _log_report,
     parse_system,
@@ -51,7 +51,7 @@ def scene_sources(layers: Iterable[Any]) -> list[str]:
 def systems_of(source: str) -> list[str]:
     """The coordinate systems the scene at *source* can be shown in, as text: ``name``
     for the scene's own, ``path:name`` for an image's (:func:`.reading.parse_system`)."""
-    from ..ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     with open_ome_zarr(source) as root:
         return [f"{p}:{n}" if p else n for p, n in scene_systems(root)]
@@ -69,7 +69,7 @@ def scene_placements(
     """What :func:`place_scene` sets on each layer of the scene at *source*:
     ``(layer, placement, new LayerSource)``. Reads metadata only and touches no layer,
     so a dock can run it off the GUI thread and apply the result on it."""
-    from ..ngff.open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     report = report or _log_report
     target = parse_system(system)

@@ -1,12 +1,12 @@
 """Tables -> napari: ROI tables as Shapes layers, feature tables as labels ``features``.
 
-What the reader does with an image's tables (:mod:`napari_ozx.ngff.tables` lists and
+What the reader does with an image's tables (:mod:`napari_ozx.ngff.tables.read` lists and
 reads them):
 
 * every table is listed in the image layer's metadata (:data:`TABLES_KEY`: name, type,
   backend, rows, columns, region, and whether it was read);
-* a small table (at most :data:`~napari_ozx.ngff.tables.OPEN_MAX_ROWS` rows and
-  :data:`~napari_ozx.ngff.tables.OPEN_MAX_BYTES`) is read when the image opens; a larger
+* a small table (at most :data:`~napari_ozx.ngff.tables.read.OPEN_MAX_ROWS` rows and
+  :data:`~napari_ozx.ngff.tables.read.OPEN_MAX_BYTES`) is read when the image opens; a larger
   one is listed only and read when asked for
   (:func:`napari_ozx.layers.reading.table_layer_data`);
 * a ROI or masking ROI table becomes a Shapes layer named after the table: one
@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OzxError, TableError
-from ..ngff.tables import (
+from napari_ozx.errors import OzxError, TableError
+from napari_ozx.ngff.tables.read import (
     OPEN_MAX_ROWS,
     ROI_TYPES,
     TableData,
@@ -84,7 +84,7 @@ ROI_COLORS = {"roi_table": "yellow", "masking_roi_table": "cyan"}
 
 def _yx(image: Any) -> tuple[int, int, list[int]]:
     """(y, x) axis indices of *image* among its non-channel axes, and those axes."""
-    from ..ngff.plate import yx_axes
+    from napari_ozx.ngff.read.plate import yx_axes
 
     ms = image.multiscale
     keep = [i for i in range(ms.ndim) if i != ms.channel_axis]
@@ -99,7 +99,7 @@ def roi_shapes_layer_data(
     report: Report | None = None,
 ) -> LayerData:
     """A ROI (or masking ROI) table of *image* as Shapes layer data: one rectangle per
-    ROI over the level-0 pixels ngio maps it to (:func:`~napari_ozx.ngff.tables.
+    ROI over the level-0 pixels ngio maps it to (:func:`~napari_ozx.ngff.tables.read.
     roi_pixel_boxes`), in a 2D (y, x) layer placed as the image is (*image_kwargs*: the
     image layer's ``scale`` / ``translate`` / ``affine`` / ``axis_labels`` / ``units``).
 

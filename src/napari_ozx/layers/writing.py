@@ -1,4 +1,4 @@
-"""napari layer data -> :class:`~napari_ozx.ngff.write.ImageSpec` / ``LabelsSpec``.
+"""napari layer data -> :class:`~napari_ozx.ngff.write.writer.ImageSpec` / ``LabelsSpec``.
 
 * Image layers that share shape, dtype and scale become **one** image with a channel
   axis (napari shows each channel of an OME-Zarr image as its own layer), with channel
@@ -27,9 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OzxError
-from ..ngff.models import SPACE_UNITS, TIME_UNITS, Axis, Channel, LabelColor, Window
-from ..ngff.write import (
+from napari_ozx.errors import OzxError
+from napari_ozx.layers.provenance import LayerSource
+from napari_ozx.ngff.model.metadata import (
+    SPACE_UNITS,
+    TIME_UNITS,
+    Axis,
+    Channel,
+    LabelColor,
+    Window,
+)
+from napari_ozx.ngff.write.writer import (
     ImageSpec,
     LabelsSpec,
     Progress,
@@ -41,7 +49,6 @@ from ..ngff.write import (
     summarize_write,
     write_ome_zarr,
 )
-from .provenance import LayerSource
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +102,9 @@ def layer_axes(
 
 
 def _hex(cmap: Any) -> str | None:
-    from .colormaps import colormap_hex  # names ("green") too, not only colour lists
+    from napari_ozx.layers.colormaps import (
+        colormap_hex,  # names ("green") too, not only colour lists
+    )
 
     return colormap_hex(cmap)
 
@@ -453,7 +462,7 @@ def write_layer_data_summary(
     progress: Progress | None = None,
 ) -> WriteSummary:
     """:func:`write_layer_data`, returning what was written (its
-    :meth:`~napari_ozx.ngff.write.WriteSummary.message` is File > Save's notification)."""
+    :meth:`~napari_ozx.ngff.write.writer.WriteSummary.message` is File > Save's notification)."""
     image, lspecs = specs_from_layers(layers)
     out = write_ome_zarr(path, image, lspecs, options, progress=progress)
     return summarize_write(out, image, lspecs, options)

@@ -1,5 +1,5 @@
 """The one finding type of both validators: RFC-9 / ZIP (:mod:`.validate`) and the
-OME-Zarr metadata rules (:mod:`napari_ozx.ngff.rules`).
+OME-Zarr metadata rules (:mod:`napari_ozx.ngff.validate.rules`).
 
 A finding is one rule broken (or, for warnings, not followed) at one place: an archive
 member, or a node of the hierarchy ("/" for the root). ``napari-ozx validate --json``

@@ -1,5 +1,5 @@
 """The one byte-bounded LRU cache: inflated ``.ozx`` members (:mod:`.store`), decoded
-shard indexes and remote inner chunks (:mod:`napari_ozx.ngff.fastread`).
+shard indexes and remote inner chunks (:mod:`napari_ozx.ngff.read.fastread`).
 
 Thread-safe; bounded by the total size of its values (``size(value)``, None values
 count 0, so "absent" can be cached too); a value larger than ``max_item`` is not kept;

@@ -163,7 +163,7 @@ class ValidationReport:
     source: str | None = None
     deep: bool = False
     #: warnings with these codes fail :attr:`ok` too (``strict``: the SHOULDs the strict
-    #: schemas require, :data:`napari_ozx.ngff.rules.STRICT_CODES`)
+    #: schemas require, :data:`napari_ozx.ngff.validate.rules.STRICT_CODES`)
     strict_codes: frozenset[str] = frozenset()
 
     @property

@@ -95,7 +95,7 @@ def _local_root(store: Any) -> str | None:
 
 
 def _archive_path(store: Any) -> str | None:
-    from ..ozx.store import OzxStore
+    from napari_ozx.ozx.store import OzxStore
 
     if isinstance(store, OzxStore) and store.path is not None:
         return os.fspath(store.path)
@@ -182,7 +182,7 @@ def set_array(reader: Any, array: Any) -> None:
     indexes, which describe the files it read before)."""
     reader.array = array
     if hasattr(reader, "reader"):
-        from .fastread import fast_reader
+        from napari_ozx.ngff.read.fastread import fast_reader
 
         reader.reader = fast_reader(array) or array
 

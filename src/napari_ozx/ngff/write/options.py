@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ..errors import InvalidOptionError
+from napari_ozx.errors import InvalidOptionError
 
 if TYPE_CHECKING:
     import argparse

@@ -56,8 +56,8 @@ import dask.array as da
 import numpy as np
 from dask.highlevelgraph import HighLevelGraph
 
-from .._compat import new_dask_view
-from .indexing import orthogonal
+from napari_ozx._compat import new_dask_view
+from napari_ozx.ngff.read.indexing import orthogonal
 
 __all__ = ["LazyArray", "LevelArray", "lazy_array", "source_reader"]
 
@@ -164,7 +164,7 @@ class LazyArray(da.Array):
 
 def _tell_browse(src: _Source, index: _Index, served: bool = False) -> None:
     """A view is about to be read (napari's tiles), or was: tell the image's
-    :class:`~napari_ozx.ngff.browse.Browse` (remote images), which fetches what comes
+    :class:`~napari_ozx.ngff.read.browse.Browse` (remote images), which fetches what comes
     next. Never raises: prefetching is a hint."""
     hint = getattr(src.reader, "browse", None)
     if hint is not None:
@@ -280,12 +280,12 @@ def _fmt(i: int | tuple[int, int]) -> str:
 def lazy_array(arr: da.Array, reader: Any) -> Any:
     """``arr`` (a dask array whose every chunk ``arr[sel]`` equals ``reader[sel]``) as a
     :class:`LazyArray` with the same graph, name and chunks; ``arr`` itself when the
-    direct path is off (:func:`~napari_ozx.ngff.fastpaths.enabled`). Under dask's array
+    direct path is off (:func:`~napari_ozx.ngff.read.fastpaths.enabled`). Under dask's array
     query planning, whose arrays do not turn into numpy arrays (``np.asarray`` gives an
     object array of dask arrays, dask issue #11922) so that napari can show none, a
     :class:`LevelArray` (said once in the log)."""
-    from .._compat import dask_query_planning
-    from .fastpaths import declined, enabled
+    from napari_ozx._compat import dask_query_planning
+    from napari_ozx.ngff.read.fastpaths import declined, enabled
 
     if dask_query_planning():
         declined(

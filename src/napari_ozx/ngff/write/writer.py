@@ -50,8 +50,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import OzxError
-from .models import (
+from napari_ozx.errors import OzxError
+from napari_ozx.ngff.model.metadata import (
     INTRINSIC,
     Axis,
     Channel,
@@ -66,7 +66,7 @@ from .models import (
     Window,
     zarr_format_for,
 )
-from .options import WriteOptions
+from napari_ozx.ngff.write.options import WriteOptions
 
 logger = logging.getLogger(__name__)
 
@@ -683,7 +683,7 @@ def _multiscale(
     )
     if to_world is None:
         return ms
-    from .transforms import SystemRef, simplest
+    from napari_ozx.ngff.model.transforms import SystemRef, simplest
 
     t = replace(
         simplest(np.asarray(to_world, dtype=float)),
@@ -898,7 +898,7 @@ def write_with(
         )
 
     if fmt == "ozx":
-        from ..ozx.write_store import OzxWriteStore
+        from napari_ozx.ozx.write_store import OzxWriteStore
 
         store: Any = OzxWriteStore(
             target, comment=json.dumps({"ome": {"version": opts.version}}, separators=(",", ":"))
@@ -907,7 +907,7 @@ def write_with(
     else:
         from zarr.storage import LocalStore
 
-        from ..ozx import atomic
+        from napari_ozx.ozx import atomic
 
         atomic.recover_directory(target)
         atomic.remove_stale_partials(target)
@@ -947,7 +947,7 @@ def _carry_tables(
     sources = _table_sources(image)
     if not sources:
         return
-    from .table_write import TableCopy
+    from napari_ozx.ngff.tables.write import TableCopy
 
     zf = zarr_format_for(opts.version)
     copies = [TableCopy(tables, prefix, zf) for prefix, tables in sources]
@@ -958,10 +958,10 @@ def _carry_tables(
 
 
 def _swap_directory(tmp_dir: Path, target: Path) -> None:
-    from ..ozx import atomic
-    from .live import adopt_old_tree, retain_for_readers
+    from napari_ozx.ngff.read.live import adopt_old_tree, retain_for_readers
+    from napari_ozx.ozx import atomic
 
-    # open layers reading the tree being replaced keep a stable copy (see ngff/live.py)
+    # open layers reading the tree being replaced keep a stable copy (see ngff/read/live.py)
     cloned = True
     if target.is_dir():
         try:
@@ -1216,7 +1216,7 @@ def _create_hierarchy(
     if isinstance(image, SceneSpec):
         # a scene: each image in a group of its own, placed in the scene's "world" by
         # the scene's transformations (the simplest equivalent of each layer's place)
-        from .transforms import Identity, SystemRef, simplest
+        from napari_ozx.ngff.model.transforms import Identity, SystemRef, simplest
 
         transformations = []
         for path, im in zip(image.paths, image.images, strict=True):

@@ -46,9 +46,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ..ozx.lru import ByteLRU
-from ..ozx.pools import in_pool, shared_pool
-from .indexing import plain_box
+from napari_ozx.ngff.read.indexing import plain_box
+from napari_ozx.ozx.lru import ByteLRU
+from napari_ozx.ozx.pools import in_pool, shared_pool
 
 if TYPE_CHECKING:
     import zarr
@@ -117,7 +117,7 @@ Decoder = Callable[..., Any]
 
 
 def _remote_cache_bytes() -> int:
-    from .fastpaths import readahead_budget
+    from napari_ozx.ngff.read.fastpaths import readahead_budget
 
     return REMOTE_CHUNK_CACHE_BYTES + readahead_budget()
 
@@ -277,7 +277,7 @@ def _has_get_sync(store: Any) -> bool:
 def fast_reader(array: zarr.Array) -> FastReader | None:
     """A :class:`FastReader` for ``array``, or ``None`` when zarr-python must read it
     (why is said once in the log, see :mod:`.fastpaths`)."""
-    from .fastpaths import declined, enabled
+    from napari_ozx.ngff.read.fastpaths import declined, enabled
 
     if not enabled():
         return None
@@ -311,7 +311,7 @@ class FastReader:
         self.dtype = np.dtype(array.dtype)
         self.fill = np.asarray(array.fill_value, dtype=self.dtype)
         self._proto = default_buffer_prototype()
-        from ..ozx.protocol import as_container
+        from napari_ozx.ozx.protocol import as_container
 
         container = as_container(self.store)
         remote = bool(getattr(self.store, "threaded_io", False))

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import OzxError
-from .open import Image, open_ome_zarr
-from .table_write import source_tables
-from .write import (
+from napari_ozx.errors import OzxError
+from napari_ozx.ngff.read.open import Image, open_ome_zarr
+from napari_ozx.ngff.tables.write import source_tables
+from napari_ozx.ngff.write.writer import (
     ImageSpec,
     LabelsSpec,
     PlateWriteSpec,
@@ -58,7 +58,7 @@ def plate_spec(oz: Any) -> PlateWriteSpec:
     field's image (lazy: its level 0 is read shard by shard when written). A well or
     field that cannot be read stops the conversion, naming it (a converted plate must
     hold what its metadata lists)."""
-    from .plate import HcsPlate
+    from napari_ozx.ngff.read.plate import HcsPlate
 
     plate = HcsPlate(oz)
     assert plate.plate is not None
@@ -157,12 +157,12 @@ def source_options(
     """The write options that keep *source*'s layout: inner chunk and shard edges in y/x,
     planes per shard, codec and level, number of pyramid levels, and its OME-Zarr version
     when *target* can hold it. Options it has no equivalent for are left out."""
-    from .options import VERSIONS, WriteOptions, format_for_path
+    from napari_ozx.ngff.write.options import VERSIONS, WriteOptions, format_for_path
 
     out: dict[str, Any] = {}
     with open_ome_zarr(source) as oz:
         if oz.root.meta.kind == "plate":  # the first readable field speaks for the plate
-            from .plate import HcsPlate
+            from napari_ozx.ngff.read.plate import HcsPlate
 
             plate = HcsPlate(oz)
             plate.resolve_wells([w.path for w in plate.wells[:8]])
@@ -324,7 +324,7 @@ def convert_summary(
         else:
             image_arg, labels = image_spec(image), []
         if client is not None:
-            from .cluster import write_ome_zarr_on_cluster
+            from napari_ozx.ngff.write.cluster import write_ome_zarr_on_cluster
 
             out = write_ome_zarr_on_cluster(
                 target,

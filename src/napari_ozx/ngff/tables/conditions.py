@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import NotOmeZarrError, TableError
-from .models import Plate
-from .tables import TableData, TableInfo, _opened, list_tables, read_table
+from napari_ozx.errors import NotOmeZarrError, TableError
+from napari_ozx.ngff.model.metadata import Plate
+from napari_ozx.ngff.tables.read import TableData, TableInfo, _opened, list_tables, read_table
 
 __all__ = [
     "CONDITIONS_MAX_BYTES",
@@ -174,7 +174,7 @@ def condition_tables(source: Any, plate: str = "") -> list[TableInfo]:
 
 
 def _unwrap(source: Any, plate: str) -> tuple[Any, str]:
-    """An :class:`~napari_ozx.ngff.plate.HcsPlate` is its hierarchy and path."""
+    """An :class:`~napari_ozx.ngff.read.plate.HcsPlate` is its hierarchy and path."""
     if hasattr(source, "oz") and hasattr(source, "by_path"):
         return source.oz, plate or source.path
     return source, plate
@@ -183,8 +183,8 @@ def _unwrap(source: Any, plate: str) -> tuple[Any, str]:
 def plate_conditions(source: Any, table: str | None = None, plate: str = "") -> PlateConditions:
     """Each well's conditions from the plate's condition table, read once.
 
-    *source*: a path or URL, an opened :class:`~napari_ozx.ngff.open.OmeZarr` or an
-    :class:`~napari_ozx.ngff.plate.HcsPlate`; *plate*: the plate group's path in it
+    *source*: a path or URL, an opened :class:`~napari_ozx.ngff.read.open.OmeZarr` or an
+    :class:`~napari_ozx.ngff.read.plate.HcsPlate`; *plate*: the plate group's path in it
     ("" = the root). *table*: the table's name (any type); by default the plate's
     condition table (``condition_table`` when there are several). A plate without one
     gives an empty :class:`PlateConditions`. Raises

@@ -24,17 +24,22 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from ..errors import (
+from napari_ozx.errors import (
     ChunkDecodeError,
     MetadataError,
     NotOmeZarrError,
     OzxError,
     UnsupportedExtensionError,
 )
-from ..ozx.protocol import as_container
-from .documents import NodeDocuments, join_path, read_documents
-from .extensions import NodeExtensions
-from .models import Multiscale, NodeMetadata, parse_node_attributes, with_implied_scales
+from napari_ozx.ngff.model.extensions import NodeExtensions
+from napari_ozx.ngff.model.metadata import (
+    Multiscale,
+    NodeMetadata,
+    parse_node_attributes,
+    with_implied_scales,
+)
+from napari_ozx.ngff.read.documents import NodeDocuments, join_path, read_documents
+from napari_ozx.ozx.protocol import as_container
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -70,8 +75,8 @@ def open_store(source: str | os.PathLike[str] | Store) -> Store:
 
     if isinstance(source, Store):
         return source
-    from ..ozx.remote import is_url
-    from ..ozx.remote_store import open_remote_store
+    from napari_ozx.ozx.remote.source import is_url
+    from napari_ozx.ozx.remote.store import open_remote_store
 
     if is_url(source):
         return open_remote_store(str(source))
@@ -81,7 +86,7 @@ def open_store(source: str | os.PathLike[str] | Store) -> Store:
 
         return LocalStore(path, read_only=True)
     if path.is_file():
-        from ..ozx.store import OzxStore
+        from napari_ozx.ozx.store import OzxStore
 
         return OzxStore(path)
     if path.exists():
@@ -155,10 +160,12 @@ class ArrayNode:
             )
         name = "ozx-" + hashlib.sha1(f"{name_token}/{self.path}".encode()).hexdigest()[:16]
         reader = _ChunkReader(a, source or name_token, name)
-        from .live import register  # a save over this directory re-points the reader
+        from napari_ozx.ngff.read.live import (
+            register,  # a save over this directory re-points the reader
+        )
 
         register(reader, self.store)
-        from .lazy import lazy_array  # napari's tiles read reader[box] directly
+        from napari_ozx.ngff.read.lazy import lazy_array  # napari's tiles read reader[box] directly
 
         arr = da.from_array(
             reader,
@@ -177,15 +184,15 @@ class ArrayNode:
 
 
 def _browse(levels: list[Any], channel_axis: int | None, active: list[int] | None) -> None:
-    """Remote levels read directly: one :class:`~napari_ozx.ngff.browse.Browse` for the
+    """Remote levels read directly: one :class:`~napari_ozx.ngff.read.browse.Browse` for the
     image, which fetches a plane's sibling reads and reads ahead (see there)."""
-    from .lazy import source_reader
+    from napari_ozx.ngff.read.lazy import source_reader
 
     chunk_readers = [source_reader(lv) for lv in levels]
     fast = [getattr(r, "reader", None) for r in chunk_readers]
     if not fast or not all(getattr(f, "remote", False) for f in fast):
         return
-    from .browse import Browse
+    from napari_ozx.ngff.read.browse import Browse
 
     browse = Browse(fast, channel_axis, active)
     for i, r in enumerate(chunk_readers):
@@ -383,7 +390,7 @@ class _ChunkReader:
         self.shape = array.shape
         self.dtype = array.dtype
         self.ndim = array.ndim
-        from .fastread import fast_reader
+        from napari_ozx.ngff.read.fastread import fast_reader
 
         self.reader: Any = fast_reader(array) or array
         #: (the image's Browse, this level) for remote images read directly (``_browse``)
@@ -682,7 +689,7 @@ class OmeZarr:
                 for k in consolidated
                 if k.startswith(prefix) and "/" not in k[len(prefix) :]
             ]
-        from .documents import run_sync
+        from napari_ozx.ngff.read.documents import run_sync
 
         async def listing() -> list[str]:
             return [p.rstrip("/") async for p in self.store.list_dir(path)]
@@ -708,7 +715,7 @@ class OmeZarr:
         their transformations: :class:`~.graph.TransformGraph`. Raises
         :class:`~napari_ozx.errors.TransformError` for a path that leaves the root, a
         transformation that does not fit its systems, or a cycle that disagrees."""
-        from .graph import graph_from_hierarchy
+        from napari_ozx.ngff.model.graph import graph_from_hierarchy
 
         def read_array(path: str) -> np.ndarray:  # parameters and fields stored as arrays
             return np.asarray(self.arrays([path])[0].array[...])
@@ -844,7 +851,7 @@ def transform_points(
     at *source* (a scene's or an image's systems, named as :func:`.graph.parse_key`
     reads them). Raises :class:`~napari_ozx.errors.TransformError` for an unknown system
     or a path that cannot be computed."""
-    from .graph import parse_key
+    from napari_ozx.ngff.model.graph import parse_key
 
     with open_ome_zarr(source) as root:
         graph = root.transform_graph

@@ -59,10 +59,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import MetadataError, NotOmeZarrError, OzxError
-from .documents import join_path, run_sync
-from .indexing import basic_box, expand
-from .models import (
+from napari_ozx.errors import MetadataError, NotOmeZarrError, OzxError
+from napari_ozx.ngff.model.metadata import (
     Acquisition,
     Axis,
     Dataset,
@@ -72,7 +70,9 @@ from .models import (
     Plate,
     parse_node_attributes,
 )
-from .open import ArrayNode, GroupNode, Image, OmeZarr
+from napari_ozx.ngff.read.documents import join_path, run_sync
+from napari_ozx.ngff.read.indexing import basic_box, expand
+from napari_ozx.ngff.read.open import ArrayNode, GroupNode, Image, OmeZarr
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -535,7 +535,7 @@ class Overview:
             for k, s in enumerate(lv.shape)
         )
         src = _PlateLevel(self, i)
-        from .lazy import lazy_array  # napari's tiles read src[box] directly
+        from napari_ozx.ngff.read.lazy import lazy_array  # napari's tiles read src[box] directly
 
         arr = da.from_array(
             src,
@@ -1129,7 +1129,7 @@ def _fields(well_path: str, images: Sequence[Any]) -> tuple[FieldRef, ...]:
 
 def open_hcs(source: Any, path: str = "") -> HcsPlate:
     """Open a plate or well (an :class:`OmeZarr` or anything :func:`open_ome_zarr` takes)."""
-    from .open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     if isinstance(source, OmeZarr):
         return HcsPlate(source, path)

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..errors import OzxError
-from .documents import join_path, run_sync
+from napari_ozx.errors import OzxError
+from napari_ozx.ngff.read.documents import join_path, run_sync
 
 if TYPE_CHECKING:
     from zarr.abc.store import Store

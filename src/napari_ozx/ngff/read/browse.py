@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ozx.pools import shared_pool
-from .fastpaths import readahead_budget
+from napari_ozx.ngff.read.fastpaths import readahead_budget
+from napari_ozx.ozx.pools import shared_pool
 
 __all__ = ["MAX_AHEAD", "PLANNER_THREADS", "Browse"]
 

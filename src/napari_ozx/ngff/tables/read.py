@@ -61,9 +61,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 
-from ..errors import OzxError, TableError
-from ..ozx.protocol import as_container
-from .documents import NodeDocuments, join_path, run_sync
+from napari_ozx.errors import OzxError, TableError
+from napari_ozx.ngff.read.documents import NodeDocuments, join_path, run_sync
+from napari_ozx.ozx.protocol import as_container
 
 if TYPE_CHECKING:
     from zarr.abc.store import Store
@@ -129,7 +129,7 @@ _PIXEL_EPS = 1e-2
 
 class TableSource(Protocol):
     """What listing and reading tables need: the opener's document reader and store
-    (:class:`~napari_ozx.ngff.open.OmeZarr` is one)."""
+    (:class:`~napari_ozx.ngff.read.open.OmeZarr` is one)."""
 
     @property
     def store(self) -> Store: ...
@@ -154,7 +154,7 @@ class StoreDocuments:
     def read_docs(
         self, paths: Sequence[str], kind: Literal["group", "ome-group", "array"] | None = None
     ) -> list[NodeDocuments | None]:
-        from .documents import read_documents
+        from napari_ozx.ngff.read.documents import read_documents
 
         todo = [p for p in dict.fromkeys(paths) if p not in self._docs]
         if todo:
@@ -174,7 +174,7 @@ def _opened(source: Any) -> Iterator[TableSource]:
     if hasattr(source, "read_docs") and hasattr(source, "store"):
         yield source
         return
-    from .open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
 
     with open_ome_zarr(source) as oz:
         yield oz
@@ -351,7 +351,7 @@ class TableData:
 def list_tables(source: Any, image: str = "") -> list[TableInfo]:
     """The tables of the image at *image* (its ``tables/`` group), metadata only.
 
-    *source*: an opened :class:`~napari_ozx.ngff.open.OmeZarr` (or any
+    *source*: an opened :class:`~napari_ozx.ngff.read.open.OmeZarr` (or any
     :class:`TableSource`), or a path / URL / store (opened for the call). A table that
     cannot be read is listed with its :attr:`TableInfo.error`; a ``tables`` group whose
     list is malformed raises :class:`TableError`.
@@ -887,7 +887,7 @@ def _arrays(
     from zarr import AsyncArray
     from zarr.storage import StorePath
 
-    from .open import validate_array_document
+    from napari_ozx.ngff.read.open import validate_array_document
 
     total = 0
     for d in docs:
@@ -1297,7 +1297,7 @@ def roi_world_boxes(
 
 
 def image_roi_boxes(table: TableData, image: Any) -> RoiBoxes:
-    """:func:`roi_pixel_boxes` for an opened :class:`~napari_ozx.ngff.open.Image`."""
+    """:func:`roi_pixel_boxes` for an opened :class:`~napari_ozx.ngff.read.open.Image`."""
     ms = image.multiscale
     return roi_pixel_boxes(
         table, tuple(ms.axis_names), tuple(ms.datasets[0].scale), tuple(image.levels[0].shape)

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TransformError
-from .transforms import (
+from napari_ozx.errors import TransformError
+from napari_ozx.ngff.model.transforms import (
     Identity,
     SystemRef,
     Transform,

@@ -6,11 +6,11 @@
 that can also read synchronously.
 
 zarr-python reads an ``FsspecStore`` on its event loop; napari-ozx's direct chunk reader
-(:mod:`napari_ozx.ngff.fastread`) reads from its own threads, a plane's requests all at
+(:mod:`napari_ozx.ngff.read.fastread`) reads from its own threads, a plane's requests all at
 once (``threaded_io``). :meth:`RemoteDirectoryStore.get_sync` is that read: through a
 synchronous twin of the store's filesystem (fsspec runs it on its own I/O loop, with
 pooled keep-alive connections), retried like every remote read
-(:func:`~napari_ozx.ozx.remote.call_with_retries`), failures naming the object's URL. A
+(:func:`~napari_ozx.ozx.remote.source.call_with_retries`), failures naming the object's URL. A
 missing object is None (the fill value), as in zarr. A server that ignores ``Range``
 (answers 200 with the whole object) still gives the range asked for.
 """
@@ -21,7 +21,13 @@ from typing import Any
 
 from zarr.storage import FsspecStore
 
-from .remote import FsspecRangeReader, RemoteError, _options, call_with_retries, filesystem
+from napari_ozx.ozx.remote.source import (
+    FsspecRangeReader,
+    RemoteError,
+    _options,
+    call_with_retries,
+    filesystem,
+)
 
 __all__ = ["RemoteDirectoryStore", "open_remote_store"]
 
@@ -130,7 +136,7 @@ def open_remote_store(
     :data:`TIMEOUT_S`)."""
     path = url.split("?", 1)[0].rstrip("/").lower()
     if path.endswith((".ozx", ".zip")):
-        from .store import OzxStore
+        from napari_ozx.ozx.store import OzxStore
 
         return OzxStore(FsspecRangeReader(url, storage_options, timeout=timeout))
     return remote_directory_store(url, storage_options, timeout=timeout)

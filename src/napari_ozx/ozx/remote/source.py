@@ -31,8 +31,8 @@ import threading
 import time
 from typing import Any
 
-from ..errors import OzxError, ZipFormatError
-from ._zip import RangeReader
+from napari_ozx.errors import OzxError, ZipFormatError
+from napari_ozx.ozx._zip import RangeReader
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ without zarr-python's codec pipeline). Each declines what it does not reproduce 
 (a codec, a data type, a chunk grid, dask's query planning), and then zarr-python and
 dask read as usual.
 
-* A decline is said once per reason in the log (logger ``napari_ozx.ngff.fastpaths``,
+* A decline is said once per reason in the log (logger ``napari_ozx.ngff.read.fastpaths``,
   INFO), so "why is this file slower" has an answer.
 * ``NAPARI_OZX_FAST_PATHS=0`` turns both off, for a user ruling them out when a tile
   looks wrong (read when an array is opened, so it applies to files opened after it is

@@ -45,9 +45,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import MetadataError, OzxError
-from ..ozx.protocol import Container, as_container
-from .extensions import NodeExtensions, read_extensions
+from napari_ozx.errors import MetadataError, OzxError
+from napari_ozx.ngff.model.extensions import NodeExtensions, read_extensions
+from napari_ozx.ozx.protocol import Container, as_container
 
 if TYPE_CHECKING:
     from zarr.abc.buffer import BufferPrototype
@@ -101,7 +101,7 @@ def join_path(*parts: str, key: str | None = None) -> str:
 
 def run_sync(coro: Any) -> Any:
     """Run *coro* in zarr's event loop (thread-safe; callable from any thread)."""
-    from .._compat import zarr_sync
+    from napari_ozx._compat import zarr_sync
 
     return zarr_sync(coro)
 

@@ -52,7 +52,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import MetadataError
+from napari_ozx.errors import MetadataError
 
 logger = logging.getLogger(__name__)
 
@@ -524,7 +524,7 @@ class Multiscale:
         """The transformation from *source* (default: the intrinsic system) to *system*,
         through this image's multiscale-level transformations (inverted where their type
         allows). Raises :class:`~napari_ozx.errors.TransformError` when there is none."""
-        from .graph import TransformGraph
+        from napari_ozx.ngff.model.graph import TransformGraph
 
         g = TransformGraph()
         for c in self.systems:
@@ -688,7 +688,7 @@ def _parse_transformations(raw: Any, node: str) -> tuple[Any, ...]:
         return ()
     if not isinstance(raw, list):
         raise _err(node, "'coordinateTransformations' must be a list")
-    from .transforms import parse_transform
+    from napari_ozx.ngff.model.transforms import parse_transform
 
     return tuple(
         parse_transform(t, where=f"{node or '/'} coordinateTransformations[{i}]")

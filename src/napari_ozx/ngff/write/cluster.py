@@ -65,9 +65,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from ..errors import OzxError
-from .lazy import LevelArray
-from .write import (
+from napari_ozx.errors import OzxError
+from napari_ozx.ngff.read.lazy import LevelArray
+from napari_ozx.ngff.write.writer import (
     ImageSpec,
     LabelsSpec,
     Progress,
@@ -83,7 +83,7 @@ from .write import (
 if TYPE_CHECKING:
     from distributed import Client, Future
 
-    from .write import _Job
+    from napari_ozx.ngff.write.writer import _Job
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import MetadataError, OzxError, UnsupportedExtensionError
+from napari_ozx.errors import MetadataError, OzxError, UnsupportedExtensionError
 
 __all__ = [
     "ArrayStatistics",

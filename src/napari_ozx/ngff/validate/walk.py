@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import OzxError, UnsupportedExtensionError
-from ..ozx.validate import ValidationReport, validate_rfc9
-from . import rules
-from .documents import NodeDocuments, read_documents
-from .extensions import check_document
-from .models import ome_section
-from .rules import Finding, ImageFacts, PlateFacts, Reporter
+from napari_ozx.errors import OzxError, UnsupportedExtensionError
+from napari_ozx.ngff.model.extensions import check_document
+from napari_ozx.ngff.model.metadata import ome_section
+from napari_ozx.ngff.read.documents import NodeDocuments, read_documents
+from napari_ozx.ngff.validate import rules
+from napari_ozx.ngff.validate.rules import Finding, ImageFacts, PlateFacts, Reporter
+from napari_ozx.ozx.validate import ValidationReport, validate_rfc9
 
 if TYPE_CHECKING:
     from zarr.abc.store import Store
@@ -69,7 +69,7 @@ def validate_ome(
     Raises :class:`OSError` / :class:`OzxError` only when the source cannot be opened
     at all (no such file, not a readable archive).
     """
-    from .open import open_store
+    from napari_ozx.ngff.read.open import open_store
 
     store = open_store(source)
     try:
@@ -100,8 +100,8 @@ def validate(
     Raises :class:`FileNotFoundError` for a path that does not exist and
     :class:`~napari_ozx.errors.ZipFormatError` for a file that is no ZIP archive at all.
     """
-    from ..ozx.store import OzxStore
-    from .open import open_ome_zarr
+    from napari_ozx.ngff.read.open import open_ome_zarr
+    from napari_ozx.ozx.store import OzxStore
 
     strict_codes = rules.STRICT_CODES if strict else frozenset()
     findings: list[Finding] = []
@@ -394,8 +394,8 @@ class _Walker:
     def _table_columns(self, image: str, paths: set[str]) -> dict[str, tuple[str, ...]]:
         """Each readable table's columns (from its metadata: :func:`.tables.list_tables`);
         a table whose data cannot be read is reported."""
-        from ..errors import TableError
-        from .tables import StoreDocuments, list_tables
+        from napari_ozx.errors import TableError
+        from napari_ozx.ngff.tables.read import StoreDocuments, list_tables
 
         store = getattr(self.docs, "store", None)
         if store is None:
@@ -501,8 +501,8 @@ class _Walker:
     def scene(self, g: _Group) -> None:
         """A 0.6 scene: its own rules, the images its transformations name, and the graph
         they make together (parameters against dimensions, connectedness)."""
-        from ..errors import TransformError
-        from .graph import graph_from_hierarchy
+        from napari_ozx.errors import TransformError
+        from napari_ozx.ngff.model.graph import graph_from_hierarchy
 
         scene = g.ome["scene"]
         rules.check_scene(self.r, g.path, scene)

@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ozx.findings import Finding, Severity
-from .models import KNOWN_VERSIONS, SPACE_UNITS, TIME_UNITS
-from .tables import BACKENDS as TABLE_BACKENDS
-from .tables import ROI_COLUMNS, TABLE_TYPES
+from napari_ozx.ngff.model.metadata import KNOWN_VERSIONS, SPACE_UNITS, TIME_UNITS
+from napari_ozx.ngff.tables.read import BACKENDS as TABLE_BACKENDS
+from napari_ozx.ngff.tables.read import ROI_COLUMNS, TABLE_TYPES
+from napari_ozx.ozx.findings import Finding, Severity
 
 __all__ = [
     "CROSS_REFERENCE_CODES",
@@ -1084,8 +1084,8 @@ def _ref(raw: Any) -> tuple[str | None, str | None] | None:
 
 def _parse_06(r: Reporter, node: str, raw: Any, where: str) -> Any:
     """A 0.6 transformation parsed (parameters checked), or None after a finding."""
-    from ..errors import TransformError
-    from .transforms import parse_transform
+    from napari_ozx.errors import TransformError
+    from napari_ozx.ngff.model.transforms import parse_transform
 
     try:
         return parse_transform(raw, where=where)

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import TransformError
+from napari_ozx.errors import TransformError
 
 __all__ = [
     "Affine",

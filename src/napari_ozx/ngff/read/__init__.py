@@ -1,0 +1,1 @@
+"""Reading OME-Zarr: documents, opening, lazy arrays, fast chunk reads, plates."""

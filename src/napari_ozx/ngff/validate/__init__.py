@@ -1,0 +1,1 @@
+"""The OME-Zarr validator: rules as data, checks by section, the walker."""

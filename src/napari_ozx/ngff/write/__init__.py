@@ -1,0 +1,1 @@
+"""Writing OME-Zarr: options, the write plan, local and cluster writers, convert."""
