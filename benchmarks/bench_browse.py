@@ -963,7 +963,7 @@ def main() -> None:
     xvfb = ensure_display()
     latency = args.latency_ms / 1000
     sys.path.insert(0, str(ROOT))
-    from tests.httpserver import Server
+    from tests._support.httpserver import Server
 
     results: dict = {}
     raw: list = []

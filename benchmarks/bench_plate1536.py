@@ -6,14 +6,14 @@ Usage::
 
 Generates once (benchmarks/_data/, git-ignored; ~10 s) the plate the issue describes: a
 32 x 48 OME-Zarr 0.4 directory, 2 fields per well, 2 channels, 128 x 128 fields, labels
-(tests/plategen.py; about 80,000 files). Then, interleaved, median of ``--repeats``, each
+(tests/_support/plategen.py; about 80,000 files). Then, interleaved, median of ``--repeats``, each
 in a fresh process with napari, dask.array and zarr imported before the clock starts
 (the issue's condition): the reader call to layer data, first and repeated in the same
 process. napari-ome-zarr is not a project dependency: ``pip install --no-deps --target
 DIR napari-ome-zarr`` and pass ``--peer-path DIR`` (it runs in this environment with DIR
 on its path). Prints medians and the ratio (bar: napari-ozx >= 10x faster).
 
-``--remote``: also the first open over HTTP from a local server (tests/httpserver.py)
+``--remote``: also the first open over HTTP from a local server (tests/_support/httpserver.py)
 that waits 20 ms / 50 ms before every answer, with a large and with Python's default
 listen backlog (5): time and requests (bars: <= 3 s at 20 ms; backlog 5 <= 2x).
 """
@@ -50,7 +50,7 @@ print(json.dumps({"first": first, "again": again, "layers": len(ld)}))
 
 def generate() -> Path:
     sys.path.insert(0, str(ROOT))
-    from tests.plategen import PlateSpec, write_plate
+    from tests._support.plategen import PlateSpec, write_plate
 
     path = DATA / "plate1536.ome.zarr"
     if not (path / ".zattrs").exists():
@@ -79,7 +79,7 @@ def remote(path: Path) -> None:
     import time
 
     sys.path.insert(0, str(ROOT / "src"))
-    from tests.httpserver import Server
+    from tests._support.httpserver import Server
 
     from napari_ozx.layers.reading import read_layer_data
 

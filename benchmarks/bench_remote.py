@@ -77,7 +77,7 @@ def main() -> None:
     ap.add_argument("--z", type=int, default=100)
     args = ap.parse_args()
     path = generate(args.regenerate)
-    from tests.httpserver import Server
+    from tests._support.httpserver import Server
 
     from napari_ozx.layers.reading import read_layer_data
 

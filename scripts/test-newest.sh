@@ -4,7 +4,7 @@
 # overrides), beside the README's .venv. Then again with dask's array query planning on
 # (dask.array.query-planning): napari-ozx's levels are its own LevelArray there. What
 # cannot run in-process under it is other people's code (ome-zarr-py, ngff-zarr, napari
-# showing a plain dask array: dask issue #11922): tests/classic_dask.py says how the
+# showing a plain dask array: dask issue #11922): tests/_support/classic_dask.py says how the
 # suite runs their writers in a child and which of their reads only the first run does.
 #
 # zarr >= 3.2 needs Python >= 3.12: the newest Python 3.12+ found on PATH or under pyenv

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from tests._support.paths import ROOT
+
 PKG = "napari_ozx"
-SRC = Path(__file__).resolve().parents[1] / "src" / PKG
+SRC = ROOT / "src" / PKG
 
 #: (module prefix, rank, layer) — the first prefix that matches decides (most specific first)
 RANKS: tuple[tuple[str, float, str], ...] = (

@@ -13,8 +13,8 @@ import pytest
 from napari_ozx.__main__ import main
 from napari_ozx._sample_data import sample_path
 from napari_ozx.ngff.read.open import open_ome_zarr
-
-from .omegen import write_image
+from tests._support.omegen import write_image
+from tests._support.paths import CORPUS
 
 
 def test_info_reports_shards_codecs_archive(capsys):
@@ -214,9 +214,8 @@ def test_convert_with_unreachable_scheduler_is_a_clear_error(tmp_path, capsys):
 def test_validate_reports_deeply_nested_json_instead_of_crashing(capsys):
     # json.loads raises RecursionError (not a ValueError) on deep nesting: the validator
     # used to crash with a traceback; it is an invalid zarr.json finding
-    from pathlib import Path
 
-    f = Path(__file__).parent / "corpus" / "files" / "json_deep_nesting.ozx"
+    f = CORPUS / "files" / "json_deep_nesting.ozx"
     assert main(["validate", str(f), "--json"]) == 1
     rep = json.loads(capsys.readouterr().out)
     assert "root-zarr-json-invalid" in {x["code"] for x in rep["findings"]}

@@ -18,10 +18,10 @@ import pytest
 from napari_ozx import __version__
 from napari_ozx.__main__ import build_parser, main
 from napari_ozx.layers.reading import read_layer_data
+from tests._support.classic_dask import peer_in_process
+from tests._support.paths import ROOT
 
-from .classic_dask import peer_in_process
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = ROOT
 SAMPLE = ROOT / "resources" / "cells.ozx"
 EXE = [sys.executable, "-m", "napari_ozx"]
 
@@ -152,7 +152,7 @@ def test_convert_06_to_05_is_refused_naming_the_transform(tmp_path, capsys):
 
 
 def test_convert_upgrades_04_to_06(tmp_path):
-    from .omegen import write_image
+    from tests._support.omegen import write_image
 
     write_image(tmp_path / "v04.zarr", np.ones((2, 4, 32, 32), np.uint8), version="0.4")
     assert (

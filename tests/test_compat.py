@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from napari_ozx._compat import dask_query_planning
+from tests._support.paths import ROOT
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "napari_ozx"
+SRC = ROOT / "src" / "napari_ozx"
 #: the packages whose private names only ``_compat.py`` may use
 FOREIGN = ("napari", "npe2", "vispy", "zarr", "dask")
 #: private-looking names that are public API (namedtuple's methods) or ``sys._getframe``'s
@@ -209,7 +210,7 @@ def test_fast_paths_off_by_environment_same_pixels(monkeypatch, caplog):
     from napari_ozx.ngff.read.fastpaths import ENV
     from napari_ozx.ngff.read.lazy import LazyArray
 
-    sample = Path(__file__).resolve().parents[1] / "resources" / "cells.ozx"
+    sample = ROOT / "resources" / "cells.ozx"
     on = _levels(sample)
     monkeypatch.setenv(ENV, "0")
     with caplog.at_level(logging.INFO, logger="napari_ozx.ngff.read.fastpaths"):
@@ -259,7 +260,7 @@ def test_under_query_planning_levels_are_our_arrays_with_the_same_pixels():
     import subprocess
     import sys
 
-    sample = Path(__file__).resolve().parents[1] / "resources" / "cells.ozx"
+    sample = ROOT / "resources" / "cells.ozx"
     want = [np.asarray(lv) for lv in _levels(sample)]
     code = (
         "import logging, sys, pickle, numpy as np\n"

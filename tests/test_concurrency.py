@@ -33,8 +33,8 @@ from napari_ozx.errors import OzxError
 from napari_ozx.layers.reading import read_layer_data
 from napari_ozx.ngff.read.open import open_ome_zarr
 from napari_ozx.ozx.store import OzxStore
-
-from .omegen import pyramid, write_image, zip_dir
+from tests._support.omegen import pyramid, write_image, zip_dir
+from tests._support.paths import CORPUS
 
 pytestmark = pytest.mark.skipif(
     not os.path.isdir("/proc/self/fd"), reason="counts file descriptors in /proc/self/fd"
@@ -43,7 +43,7 @@ pytestmark = pytest.mark.skipif(
 N_THREADS = 16
 TILES_PER_THREAD = 16
 JOIN_TIMEOUT = 60.0
-CORPUS_FILES = Path(__file__).resolve().parent / "corpus" / "files"
+CORPUS_FILES = CORPUS / "files"
 
 
 # --------------------------------------------------------------------------- fixtures

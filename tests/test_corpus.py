@@ -48,8 +48,8 @@ from typing import Any
 import pytest
 
 import napari_ozx.errors as ozx_errors
+from tests._support.paths import CORPUS
 
-CORPUS = Path(__file__).resolve().parent / "corpus"
 FILES = CORPUS / "files"
 EXPECTED: dict[str, dict[str, Any]] = json.loads((CORPUS / "expected.json").read_text())
 NAMES = sorted(EXPECTED)
@@ -424,7 +424,7 @@ class BigShards:
 
         import numpy as np
 
-        from .omegen import write_image, zip_dir
+        from tests._support.omegen import write_image, zip_dir
 
         rng = np.random.default_rng(11)
         self.data = rng.integers(0, 60000, (2, 1, 1024, 1024), dtype=np.uint16)

@@ -16,8 +16,8 @@ import pytest
 from napari_ozx.errors import OzxError
 from napari_ozx.ngff.model.metadata import Axis
 from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr
-
-from .classic_dask import tokened
+from tests._support.classic_dask import tokened
+from tests._support.paths import ROOT
 
 AXES = [Axis("y", "space"), Axis("x", "space")]
 
@@ -208,7 +208,7 @@ def test_inspector_never_reads_outside_the_root(tmp_path: Path) -> None:
 @pytest.fixture
 def www(tmp_path: Path):  # type: ignore[no-untyped-def]
     pytest.importorskip("aiohttp")
-    from tests.httpserver import Server
+    from tests._support.httpserver import Server
 
     root = tmp_path / "www"
     root.mkdir()
@@ -274,7 +274,7 @@ def _kill_mid_save(target: Path) -> None:
     import subprocess
     import sys
 
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1] / "src"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     proc = subprocess.Popen(
         [sys.executable, "-c", _SLOW_SAVE, str(target)], stdout=subprocess.PIPE, env=env
     )

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._support.paths import ROOT
+
+ROOT = ROOT
 
 
 def _tool(name: str) -> list[str]:

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests._support.paths import ROOT
+
 
 @pytest.mark.parametrize(
     "module",
@@ -54,18 +56,16 @@ def test_npe2_manifest_validates():
 
 
 def test_no_module_shadows_the_stdlib_inspect():
-    from pathlib import Path
 
-    src = Path(__file__).parents[1] / "src" / "napari_ozx"
+    src = ROOT / "src" / "napari_ozx"
     assert not list(src.rglob("inspect.py")) and not (src / "inspect").exists()
 
 
 def test_inspection_imports_only_ngff_ozx_errors():
     """The inspection sits below layers, the entry points and the widgets."""
     import ast
-    from pathlib import Path
 
-    pkg = Path(__file__).parents[1] / "src" / "napari_ozx" / "inspection"
+    pkg = ROOT / "src" / "napari_ozx" / "inspection"
     allowed = ("napari_ozx.ngff", "napari_ozx.ozx", "napari_ozx.errors", "napari_ozx.inspection")
     for f in pkg.glob("*.py"):
         for node in ast.walk(ast.parse(f.read_text())):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._support.paths import ROOT
+
+ROOT = ROOT
 
 
 def test_wheel_carries_the_licence_and_the_sample_but_no_screenshots(tmp_path):

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import napari_ozx
+from tests._support.paths import ROOT
 
 
 def test_every_public_name_resolves_to_its_own_module() -> None:
@@ -50,7 +51,7 @@ def test_package_ships_py_typed() -> None:
 def _image(tmp_path):
     import numpy as np
 
-    from .omegen import write_image
+    from tests._support.omegen import write_image
 
     p = tmp_path / "img.zarr"
     write_image(p, np.arange(2 * 32 * 32, dtype=np.uint16).reshape(2, 32, 32), "cyx", "0.5")
@@ -80,7 +81,7 @@ def test_validate_checks_the_ome_zarr_rules_of_a_directory(tmp_path) -> None:
 
 
 def test_validate_checks_an_ozx_archive_and_its_ome_zarr_rules(tmp_path) -> None:
-    from .omegen import zip_dir
+    from tests._support.omegen import zip_dir
 
     image = _image(tmp_path)
     ozx = zip_dir(image, tmp_path / "good.ozx")
@@ -103,11 +104,10 @@ def test_validate_of_a_missing_path_raises(tmp_path) -> None:
 def test_validate_of_a_real_world_broken_directory(tmp_path) -> None:
     """A broken case of the shared real-world corpus (``../shared`` beside the checkout)."""
     import shutil
-    from pathlib import Path
 
     import pytest
 
-    case = Path(__file__).resolve().parents[2] / "shared/realworld/cases"
+    case = ROOT.parent / "shared/realworld/cases"
     case = case / "suite04_bad_missing_axes.zarr"
     if not case.is_dir():
         pytest.skip("the shared real-world corpus is not beside this checkout")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._support.paths import ROOT
+
+ROOT = ROOT
 
 
 def _quickstart_commands() -> list[str]:

@@ -25,8 +25,9 @@ from napari_ozx.__main__ import validate_path
 from napari_ozx._reader import get_reader, read_layer_data
 from napari_ozx.errors import OzxError
 from napari_ozx.ngff.validate.rules import RULES
+from tests._support.paths import SHARED
 
-REALWORLD = Path(__file__).parents[1] / ".." / "shared" / "realworld"
+REALWORLD = SHARED / "realworld"
 _CASES_FILE = REALWORLD / "cases.json"
 
 

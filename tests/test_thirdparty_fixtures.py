@@ -1,4 +1,4 @@
-"""Check that the third-party fixtures in ``tests/thirdparty.py`` are what
+"""Check that the third-party fixtures in ``tests/_support/thirdparty.py`` are what
 they claim to be.
 
 Only zarr, ome-zarr-py, ngff-zarr, zipfile and json are used here -- never
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 import zarr
 
-from . import thirdparty as tp
-from .classic_dask import peer_in_process
-from .thirdparty import ALL_FIXTURES, Fixture
+from tests._support import thirdparty as tp
+from tests._support.classic_dask import peer_in_process
+from tests._support.thirdparty import ALL_FIXTURES, Fixture
 
 # Import the writers/readers up front so the time budget below measures
 # writing, not first-time imports.

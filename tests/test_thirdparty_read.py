@@ -1,6 +1,6 @@
 """Our reader on OME-Zarr written by *other* tools (ome-zarr-py, ngff-zarr, plain zarr).
 
-Ground truth comes from ``tests/thirdparty.py`` (pixels read back with plain zarr,
+Ground truth comes from ``tests/_support/thirdparty.py`` (pixels read back with plain zarr,
 metadata as handed to the tool); nothing here derives expectations from napari_ozx.
 
 1. ``open_ome_zarr``: pixels of every level, axes, units, per-level transforms, omero,
@@ -29,8 +29,7 @@ import zarr
 
 from napari_ozx import _reader
 from napari_ozx.ngff.read.open import open_ome_zarr
-
-from .thirdparty import ALL_FIXTURES, Fixture
+from tests._support.thirdparty import ALL_FIXTURES, Fixture
 
 FIXTURE_NAMES = list(ALL_FIXTURES)
 LEGACY = [n for n in FIXTURE_NAMES if n in ("v01_image", "v02_image", "v03_image")]

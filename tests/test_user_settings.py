@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._support.paths import ROOT
+
+ROOT = ROOT
 
 USER_SETTINGS = b"""\
 appearance:
@@ -67,7 +69,7 @@ def test_a_gui_test_module_leaves_the_users_settings_alone(tmp_path):
             "-p",
             "no:cacheprovider",
             "tests/test_preferences.py",
-            "tests/test_file_save.py",
+            "tests/layers/test_file_save.py",
         ],
         cwd=ROOT,
         env=env,

@@ -1,0 +1,1 @@
+"""Generators, servers and helpers the tests share (none of them is a test)."""

@@ -1,0 +1,15 @@
+"""Where things are, for every test wherever it lives under ``tests/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: the checkout (pyproject.toml, src/, resources/)
+ROOT = Path(__file__).resolve().parents[2]
+#: the tests/ folder
+TESTS = ROOT / "tests"
+#: the hand-made corpus (tests/corpus/make_corpus.py writes tests/corpus/files/)
+CORPUS = TESTS / "corpus"
+#: ../shared beside the checkout: specs, conformance hierarchies, the real-world corpus;
+#: developers and CI have it, a user's clone does not (tests using it skip, saying so)
+SHARED = ROOT.parent / "shared"
