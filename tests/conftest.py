@@ -11,9 +11,12 @@ tests start inherit the same environment.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 _SESSION_CONFIG = tempfile.mkdtemp(prefix="napari-ozx-test-config-")
 atexit.register(shutil.rmtree, _SESSION_CONFIG, ignore_errors=True)
@@ -52,3 +55,30 @@ def store_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(documents, "_prefetch_local", prefetch)
     return keys
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, not yet created napari-ozx config directory for this test alone (File >
+    Save and the export panel remember their options there)."""
+    d = tmp_path / "config"
+    monkeypatch.setenv("NAPARI_OZX_CONFIG_DIR", str(d))
+    return d
+
+
+@pytest.fixture(scope="session")
+def plates(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``plates(name)``: the generated plate *name* of ``tests/_support/plategen.py``,
+    built once per session."""
+    from tests._support.plategen import built_plate
+
+    return lambda name: built_plate(tmp_path_factory, name)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _collect_garbage_at_end() -> Iterator[None]:
+    """Lazy layers keep their store (an open descriptor) in reference cycles; collect them
+    at the end of each test module, so no descriptor is closed later inside another
+    module's test (where a leak check would blame it)."""
+    yield
+    gc.collect()

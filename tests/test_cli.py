@@ -113,7 +113,7 @@ def test_convert_dir_v04_to_ozx_and_back(tmp_path):
 
 
 def test_convert_prints_what_it_wrote(tmp_path, capsys):
-    """Issue 31: `convert` prints the line File > Save notifies: where, which OME-Zarr
+    """`convert` prints the line File > Save notifies: where, which OME-Zarr
     version (what "auto" chose), the images with their channels and the labels."""
     data = np.random.default_rng(1).integers(0, 999, (2, 1, 32, 40), dtype=np.uint16)
     write_image(tmp_path / "in.zarr", data, version="0.4", labels={"cells": data[0] > 500})
@@ -147,7 +147,7 @@ def test_cli_entry_point_imports_no_qt(tmp_path):
 
 
 def test_convert_on_a_dask_distributed_cluster(tmp_path):
-    """Issue 7: `convert --scheduler ADDRESS` computes the source on an existing cluster."""
+    """`convert --scheduler ADDRESS` computes the source on an existing cluster."""
     distributed = pytest.importorskip("distributed")
     data = np.random.default_rng(1).integers(0, 999, (2, 4, 96, 80), dtype=np.uint16)
     write_image(

@@ -1,4 +1,4 @@
-"""Issue 26: public ground. Private API of other packages only in ``_compat.py``, each use
+"""Public ground. Private API of other packages only in ``_compat.py``, each use
 still there in the installed releases, and the fast paths' switch and log."""
 
 from __future__ import annotations

@@ -50,6 +50,8 @@ import pytest
 import napari_ozx.errors as ozx_errors
 from tests._support.paths import CORPUS
 
+pytestmark = pytest.mark.slow  # every hostile case in a child process
+
 FILES = CORPUS / "files"
 EXPECTED: dict[str, dict[str, Any]] = json.loads((CORPUS / "expected.json").read_text())
 NAMES = sorted(EXPECTED)

@@ -85,7 +85,7 @@ BROKEN_RULE = {
 
 #: cases the corpus marks "unsupported" that napari-ozx reads since, and why
 READ_SINCE = {
-    "models_v06_image": "an OME-Zarr 0.6.dev4 draft with 0.6's coordinateSystems (issue 23)",
+    "models_v06_image": "an OME-Zarr 0.6.dev4 draft with 0.6's coordinateSystems",
 }
 
 
@@ -129,7 +129,7 @@ def test_realworld_case(case: dict[str, Any], caplog: pytest.LogCaptureFixture) 
     assert layers
     if case["name"] in READ_SINCE:
         # OME-Zarr 0.6 "Pre-release tags ... open when their metadata has the 0.6 shape,
-        # with one warning naming the draft version" (issue 23): the corpus predates it
+        # with one warning naming the draft version": the corpus predates it
         assert any(case["version"] in r.getMessage() for r in caplog.records), READ_SINCE
         return
     if expect == "unsupported":

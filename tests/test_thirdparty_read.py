@@ -14,7 +14,6 @@ metadata as handed to the tool); nothing here derives expectations from napari_o
 
 from __future__ import annotations
 
-import gc
 import json
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import zarr
 from napari_ozx import _reader
 from napari_ozx.ngff.read.open import open_ome_zarr
 from tests._support.thirdparty import ALL_FIXTURES, Fixture
+
+pytestmark = pytest.mark.slow  # other tools write and read every fixture
 
 FIXTURE_NAMES = list(ALL_FIXTURES)
 LEGACY = [n for n in FIXTURE_NAMES if n in ("v01_image", "v02_image", "v03_image")]
@@ -77,14 +78,6 @@ def _expected_features(props: dict[int, dict[str, Any]]) -> dict[str, list[Any]]
 
 def _drop(seq, axis):
     return tuple(v for i, v in enumerate(seq) if i != axis)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _collect_garbage_at_end():
-    """Lazy layers keep their store (an open descriptor) in reference cycles; collect them
-    here so no descriptor is closed later, inside some other module's test."""
-    yield
-    gc.collect()
 
 
 # ----------------------------------------------------------------- 1. open_ome_zarr

@@ -1,4 +1,4 @@
-"""Tests under dask's array query planning (``DASK_ARRAY__QUERY_PLANNING=True``, issue 26).
+"""Tests under dask's array query planning (``DASK_ARRAY__QUERY_PLANNING=True``).
 
 ``scripts/test-newest.sh`` runs the whole suite twice on the newest releases: with the
 classic ``dask.array.Array`` and with query planning's array. napari-ozx works under

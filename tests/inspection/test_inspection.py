@@ -517,7 +517,7 @@ def test_info_report_of_a_plate_reads_the_plate_document_only(tmp_path):
     assert rep["kind"] == "plate" and rep["images"] == [] and rep["problems"] == []
     assert rep["plate"]["wells"] == 3 and rep["plate"]["rows"] == ["A", "B"]
     assert "2 rows × 3 columns, 3 wells, 2 fields per well" in info_text(rep)
-    # issue 24: it says so, rather than let "3 wells" read as "3 readable wells"
+    # it says so, rather than let "3 wells" read as "3 readable wells"
     assert rep["plate"]["wells_read"] is False
     assert "their own metadata is not read here" in info_text(rep)
 

@@ -412,7 +412,7 @@ def _foreign_pyramid(tmp_path: Path, version: str) -> tuple[Path, list[np.ndarra
 
 @pytest.mark.parametrize("version", ["0.4", "0.5"])
 def test_save_back_keeps_a_foreign_pyramid_outside_the_edit(tmp_path, version):
-    """Issue 25, regression 2: only pyramid pixels whose source block holds a changed pixel
+    """Only pyramid pixels whose source block holds a changed pixel
     are recomputed; every other pixel of every level keeps its stored value (0.4
     directory; 0.5 as an .ozx)."""
     import zarr

@@ -17,13 +17,6 @@ from tests._support.paths import ROOT
 RNG = np.random.default_rng(3)
 
 
-@pytest.fixture
-def config_dir(tmp_path, monkeypatch):
-    d = tmp_path / "config"
-    monkeypatch.setenv("NAPARI_OZX_CONFIG_DIR", str(d))
-    return d
-
-
 def _omero_colors(path: Path) -> list[str]:
     doc = json.loads((path / "zarr.json").read_text())
     return [c["color"] for c in doc["attributes"]["ome"]["omero"]["channels"]]
@@ -108,7 +101,7 @@ def _saved_notes(before: int) -> list[str]:
 
 
 def test_file_save_says_what_it_wrote(tmp_path, config_dir):
-    """Issue 31: after File > Save (napari's writer path, the "auto" writer), one
+    """After File > Save (napari's writer path, the "auto" writer), one
     notification says where and as what: the version "auto" chose, the images (with
     their channels) and the labels; a rotated layer makes it 0.6."""
     import npe2

@@ -95,7 +95,7 @@ def test_server_error_retried_then_reported(served):
 
 
 def test_remote_plate_ozx_overview_equals_local(tmp_path_factory):
-    """Issue 8: plates work over HTTP the same way (metadata in a few requests, lazy pixels)."""
+    """Plates work over HTTP the same way (metadata in a few requests, lazy pixels)."""
     from napari_ozx.ngff.read.plate import HcsPlate
     from tests._support.plategen import built_plate
 
@@ -151,7 +151,7 @@ def test_remote_plane_of_a_morton_ordered_shard_reads_about_its_stored_bytes(tmp
 
 
 def test_remote_directory_with_labels_opens_in_napari(served):
-    """Issue 25, regression 1: `napari http://host/img.ome.zarr` with labels failed as a
+    """`napari http://host/img.ome.zarr` with labels failed as a
     whole ("No such file or directory" from stat-ing the URL). It opens through the npe2
     reader, labels included; saving them back says why it cannot, and writes nothing."""
     from napari_ozx.layers.saveback import SaveBackError, save_labels_back
@@ -176,7 +176,7 @@ def test_remote_directory_with_labels_opens_in_napari(served):
 
 
 def test_a_server_that_ignores_range_is_named_and_small_objects_read_whole(tmp_path, caplog):
-    """Issue 24: Python's http.server answers 200 with the whole body; that was reported
+    """Python's http.server answers 200 with the whole body; that was reported
     as "short read ...: truncated or changing file", blaming the file."""
     import logging
 
@@ -202,7 +202,7 @@ def test_a_server_that_ignores_range_is_named_and_small_objects_read_whole(tmp_p
 
 
 def test_a_failing_well_document_is_that_wells_error_not_the_plates(tmp_path):
-    """Issue 24: one document that does not arrive no longer throws the plate away: a
+    """One document that does not arrive no longer throws the plate away: a
     transient failure (HTTP 503 twice) is retried with backoff, one that persists becomes
     that well's error (missing on the map and in the overview, with the reason)."""
     from napari_ozx.ngff.read.plate import open_hcs

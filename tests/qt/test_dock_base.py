@@ -18,12 +18,9 @@ from qtpy.QtWidgets import QWidget
 from napari_ozx._qt.base import OzxDockWidget, notify
 from tests._support.classic_dask import QUERY_PLANNING, tokened
 
+pytestmark = pytest.mark.usefixtures("config_dir")
+
 napari = pytest.importorskip("napari")
-
-
-@pytest.fixture(autouse=True)
-def isolated_config(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("NAPARI_OZX_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
 
 
 @pytest.fixture

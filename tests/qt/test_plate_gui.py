@@ -11,14 +11,8 @@ from qtpy.QtCore import QEvent, QPoint, Qt
 
 from napari_ozx._qt.plate_navigator import ABSENT, EMPTY, ERROR, PRESENT, PlateMap, PlateNavigator
 from napari_ozx.layers.provenance import LayerSource, plates_in
-from tests._support.plategen import built_plate
 
 pytestmark = pytest.mark.gui
-
-
-@pytest.fixture(scope="session")
-def plates(tmp_path_factory):
-    return lambda name: built_plate(tmp_path_factory, name)
 
 
 @pytest.fixture
@@ -326,7 +320,7 @@ def test_failing_well_is_one_message_and_rest_works(open_plate, plates, qtbot):
 def test_partly_read_plate_says_still_loading_and_marks_failed_fields(
     open_plate, qtbot, tmp_path, monkeypatch
 ):
-    """Issue 24: a large plate's fields are read as their tiles are first drawn. The
+    """A large plate's fields are read as their tiles are first drawn. The
     navigator says how many wells' fields are read while some are not, and a field that
     fails when drawn turns its well red on the map with the reason."""
     from napari_ozx.ngff.read import plate as plate_mod

@@ -1,4 +1,4 @@
-"""Plate tables in a real napari window (issue 33, items 1, 4, 6): the plate navigator's
+"""Plate tables in a real napari window: the plate navigator's
 condition colours, legend, tooltips and filter on ngio's plate, a field's ROI tables
 placed on its well, and the inspector's table listing and preview.
 
@@ -233,7 +233,7 @@ def test_inspector_lists_tables_and_previews_their_rows(qtbot, ngio_plate, tmp_p
 
 
 def test_inspector_row_double_click_zooms_to_the_roi(make_napari_viewer, qtbot, tmp_path):
-    """Issue 33, item 2: a ROI table's row in the inspector's preview, double-clicked,
+    """A ROI table's row in the inspector's preview, double-clicked,
     centres the viewer on that ROI (the one napari-ozx drew from the same table)."""
     from napari_ozx._qt.inspector import InspectorWidget
     from tests._support import tablegen as tg

@@ -123,7 +123,7 @@ def _inside(extent: np.ndarray, region: np.ndarray) -> bool:
 
 
 def test_a_scene_opens_framed(make_napari_viewer, qtbot, tmp_path):
-    """Issue 31: napari fits the view to the first layer added to an empty viewer only;
+    """Napari fits the view to the first layer added to an empty viewer only;
     a scene (tileB rotated 30 degrees and moved (100, 50), beyond tileA) opened through
     napari's own ``viewer.open`` shows both tiles with no Home press. Adding a layer or
     opening another scene into that viewer leaves the user's view alone."""

@@ -20,14 +20,7 @@ from napari_ozx.layers.export import load_options
 from napari_ozx.layers.provenance import LayerSource
 from tests._support.classic_dask import QUERY_PLANNING, tokened
 
-pytestmark = pytest.mark.gui
-
-
-@pytest.fixture(autouse=True)
-def isolated_config(tmp_path_factory, monkeypatch):
-    d = tmp_path_factory.mktemp("config")
-    monkeypatch.setenv("NAPARI_OZX_CONFIG_DIR", str(d))
-    return d
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("config_dir")]
 
 
 @pytest.fixture
@@ -474,7 +467,7 @@ def test_inspector_validates_directories_with_a_badge(no_leaks, qtbot, tmp_path)
 
 
 def test_export_while_stepping_z_every_100ms(no_leaks, make_napari_viewer, qtbot, tmp_path):
-    """Issue 18's bar: three exports from the export panel of a lazily read multi-z image
+    """Three exports from the export panel of a lazily read multi-z image
     while a QTimer moves the z slider every 100 ms. Each export completes and validates,
     and nothing is raised on the GUI thread (napari's slicing shares the process-global
     dask cache callbacks with the export's tasks; a KeyError from dask/cache.py or an

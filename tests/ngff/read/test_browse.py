@@ -1,4 +1,4 @@
-"""Browsing remote images (issue 30): a plane's requests concurrent, sibling channels in
+"""Browsing remote images: a plane's requests concurrent, sibling channels in
 the same round trip, read-ahead along the moved axis within its budget, dropped when the
 user moves elsewhere; remote directories read by the direct reader. Against a real local
 HTTP server with added latency (tests/_support/httpserver.py), never mocks."""

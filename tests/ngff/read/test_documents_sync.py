@@ -1,6 +1,6 @@
 """A local .ozx's metadata documents are read directly (the store's ``get_sync``), not
 through zarr's event loop, with the same documents and errors as the event-loop path;
-a remote one (``threaded_io``) keeps reading a batch concurrently (issue 30, part 7).
+a remote one (``threaded_io``) keeps reading a batch concurrently.
 
 The event-loop path is the one every ``threaded_io`` store takes (a remote archive's),
 so forcing ``threaded_io=True`` on the same local archive gives what a local archive
@@ -242,7 +242,7 @@ def test_the_same_members_are_read(tmp_path, monkeypatch):
 
 
 def test_a_plate_reads_its_documents_without_the_event_loop(tmp_path, no_event_loop):
-    """Issue 30 part 7: a local .ozx plate's batches (plate, wells, fields, levels) are
+    """A local .ozx plate's batches (plate, wells, fields, levels) are
     read in the calling thread, as a directory's are; the plate is the same."""
     from napari_ozx.ngff.read.plate import open_hcs
 

@@ -1,4 +1,4 @@
-"""Coarse levels padded beyond the data, as webknossos 4.3 writes them (issue 25 item 11):
+"""Coarse levels padded beyond the data, as webknossos 4.3 writes them:
 the levels are ordered by resolution (their scales grow), but a coarse level is stored as
 a larger array with the data in its corner. The reader crops each such level to level 0's
 extent at its scale (ceil(shape0 * scale0 / scaleN)) with one warning; ``validate`` and

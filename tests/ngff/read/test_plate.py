@@ -17,12 +17,7 @@ from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.reading import read_layer_data, well_layer_data
 from napari_ozx.ngff.read.open import open_ome_zarr
 from napari_ozx.ngff.read.plate import HcsPlate, open_hcs, plate_by_id
-from tests._support.plategen import PlateSpec, built_plate, write_plate
-
-
-@pytest.fixture(scope="session")
-def plates(tmp_path_factory):
-    return lambda name: built_plate(tmp_path_factory, name)
+from tests._support.plategen import PlateSpec, write_plate
 
 
 def tile(ov, arr, r, c, shape):
@@ -642,7 +637,7 @@ def test_overview_views_read_directly_the_pixels_dask_computes(plates):
 
 
 def test_a_large_plate_overview_reads_fields_when_drawn(tmp_path, monkeypatch, store_reads):
-    """Issue 24: from LAZY_FIELDS_FROM wells on, opening reads the plate, its wells and
+    """From LAZY_FIELDS_FROM wells on, opening reads the plate, its wells and
     one field; every other field is read when its tile is drawn, with the same pixels as
     the overview that reads them all at open; a field that cannot be read is that well's
     problem (empty, with the reason)."""
@@ -685,7 +680,7 @@ def test_a_large_plate_overview_reads_fields_when_drawn(tmp_path, monkeypatch, s
 
 
 def test_convert_a_plate_directory_to_ozx_and_back(tmp_path):
-    """Issue 24: `napari-ozx convert` of a plate (0.4 directory -> RFC-9 .ozx as 0.5 ->
+    """`napari-ozx convert` of a plate (0.4 directory -> RFC-9 .ozx as 0.5 ->
     directory): every well and field, their labels and pixels, atomically and valid."""
     import numpy as np
 

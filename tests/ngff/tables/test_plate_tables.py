@@ -1,4 +1,4 @@
-"""Tables of HCS plates (issue 33, items 1, 4 and 6): the plate's condition tables mapped to
+"""Tables of HCS plates: the plate's condition tables mapped to
 its wells (``napari_ozx.plate_conditions``), each field's ROI tables placed in the plate
 mosaic, and the inspection's table nodes and previews.
 

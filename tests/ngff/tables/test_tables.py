@@ -1,4 +1,4 @@
-"""Tables next to images (issue 33, the read side): the Fractal / ngio table specification
+"""Tables next to images: the Fractal / ngio table specification
 V1 as ngio 1.1.3 itself writes it (every backend, Zarr v2 and v3, directories and .ozx),
 SpatialData tables, hand-broken tables, the ROI -> pixel mapping checked against ngio's
 own, the napari layer data, the CLI listing and the validator's table warnings.

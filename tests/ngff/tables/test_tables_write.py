@@ -1,4 +1,4 @@
-"""Tables written (issue 33, items 7 and 9): a Shapes layer saved as a ROI table that ngio
+"""Tables written: a Shapes layer saved as a ROI table that ngio
 1.1.3 reads back with the same boxes, and ``convert`` carrying every table (the 4 table
 types x 4 backends ngio writes, a plate's own and its fields') directory <-> ``.ozx``,
 0.4 (Zarr v2) <-> 0.5 (Zarr v3).

@@ -209,7 +209,7 @@ def test_draft_and_spatialdata_versions_are_named_not_refused(tmp_path):
 
 
 def test_plain_zarr_group_says_not_ome_only(tmp_path):
-    """Issue 25 item 9: no "ome-namespace: OME keys []" beside "not OME-Zarr"."""
+    """No "ome-namespace: OME keys []" beside "not OME-Zarr"."""
     (tmp_path / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
     code, codes = _codes(tmp_path)
     assert code == 1 and set(codes) == {"not-ome"}, codes
@@ -219,7 +219,7 @@ def test_plain_zarr_group_says_not_ome_only(tmp_path):
     ("version", "severity", "code"), [("0.5", "warning", 0), ("0.6", "error", 1)]
 )
 def test_labels_group_without_version(tmp_path, version, severity, code):
-    """Issue 25 item 10: ome-zarr 0.21 writes {"ome": {"labels": [...]}} for 0.5; no 0.5
+    """Ome-zarr 0.21 writes {"ome": {"labels": [...]}} for 0.5; no 0.5
     schema or MUST covers that group, 0.6's "MUST contain a version key" does."""
     p = tmp_path / "img.zarr"
     lab = np.zeros((16, 16), np.uint8)

@@ -1,4 +1,4 @@
-"""Issue 17: converting on a dask.distributed cluster (``ngff/write/cluster.py``).
+"""Converting on a dask.distributed cluster (``ngff/write/cluster.py``).
 
 One 2-worker ``LocalCluster`` of separate processes serves the module, so every graph
 really is pickled to other processes and the workers read the source themselves. Each

@@ -30,15 +30,10 @@ from napari_ozx.ngff.model.metadata import Axis
 from napari_ozx.ngff.read.open import open_ome_zarr
 from napari_ozx.ngff.write.writer import WriteCancelled, WriteOptions
 
+pytestmark = pytest.mark.usefixtures("config_dir")
+
 RNG = np.random.default_rng(2)
 ZYX = (Axis("z", "space"), Axis("y", "space"), Axis("x", "space"))
-
-
-@pytest.fixture(autouse=True)
-def config_dir(tmp_path, monkeypatch):
-    d = tmp_path / "config"
-    monkeypatch.setenv("NAPARI_OZX_CONFIG_DIR", str(d))
-    return d
 
 
 def _layers():
