@@ -101,7 +101,7 @@ class NodeExtensions:
         return None
 
 
-def _parse_one(raw: Any, node: str) -> Extension:
+def _parse_one(raw: object, node: str) -> Extension:
     conf: Mapping[str, Any]
     if isinstance(raw, str):
         name, must, conf = raw, True, {}
@@ -124,7 +124,7 @@ def _parse_one(raw: Any, node: str) -> Extension:
     return Extension(name, must, dict(conf), name in UNDERSTOOD)
 
 
-def check_document(doc: Mapping[str, Any], node: str) -> tuple[dict[str, Any], NodeExtensions]:
+def check_document(doc: Mapping[str, object], node: str) -> tuple[dict[str, Any], NodeExtensions]:
     """Apply the must-understand rules to one Zarr v3 ``zarr.json`` document.
 
     Returns the document without what zarr-python would refuse, and the extensions.
@@ -138,7 +138,7 @@ def check_document(doc: Mapping[str, Any], node: str) -> tuple[dict[str, Any], N
 
 
 def read_extensions(
-    doc: Mapping[str, Any], node: str
+    doc: Mapping[str, object], node: str
 ) -> tuple[dict[str, Any], NodeExtensions, OzxError | None]:
     """The must-understand pass without raising: (document zarr-python accepts, the
     extensions and extension-like keys found, the first refusal or ``None``).

@@ -23,12 +23,15 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from napari_ozx.errors import TransformError
+from napari_ozx.ngff.model.scale_translation import plain_scale_translation
 from napari_ozx.ngff.model.transforms import (
+    ArrayLoader,
+    FieldLoader,
     Identity,
     SystemRef,
     Transform,
@@ -66,10 +69,10 @@ class _Edge:
 
 @dataclass
 class TransformGraph:
-    systems_: dict[SystemKey, tuple[int, Any]] = field(default_factory=dict)
+    systems_: dict[SystemKey, tuple[int, object]] = field(default_factory=dict)
     edges: list[_Edge] = field(default_factory=list)
 
-    def add_system(self, key: SystemKey, ndim: int, axes: Any = None) -> None:
+    def add_system(self, key: SystemKey, ndim: int, axes: object = None) -> None:
         self.systems_.setdefault(key, (ndim, axes))
 
     def systems(self) -> list[SystemKey]:
@@ -213,14 +216,162 @@ def _join(base: str, rel: str, what: str) -> str:
     return "/".join(parts)
 
 
-def _axes(raw: Any) -> list[Any]:
+def _axes(raw: object) -> list[object]:
     return raw if isinstance(raw, list) else []
 
 
+def _axis_type(a: object) -> object:
+    return a.get("type") if isinstance(a, Mapping) else None
+
+
+class _Builder:
+    """Builds a :class:`TransformGraph` from a hierarchy's ``ome`` attributes: each image
+    once (:meth:`image`), then the scene's transformations between them."""
+
+    def __init__(
+        self,
+        read_ome: Callable[[str], Mapping[str, object] | None],
+        read_array: Callable[[str], ArrayLike] | None,
+    ) -> None:
+        self.read_ome = read_ome
+        self.read_array = read_array
+        self.g = TransformGraph()
+        self.loaded: set[str] = set()
+
+    # -- loading what transformations name
+    def loaders(self, group: str) -> tuple[ArrayLoader, FieldLoader]:
+        """The parameter and field loaders of the transformations of *group* (their
+        ``path`` is relative to it)."""
+
+        def load_array(rel: str) -> ArrayLike:
+            if self.read_array is None:
+                raise TransformError(f"parameters at {rel!r} cannot be read here")
+            return self.read_array(_join(group, rel, "path"))
+
+        def load_field(rel: str) -> VectorField | None:
+            path = _join(group, rel, "field path")
+            try:
+                return self.field(path)
+            except (TransformError, KeyError, TypeError, ValueError, IndexError, OSError) as e:
+                # the graph stands without it: only applying this transformation fails
+                logger.warning("the field at %r cannot be read: %s", path, e)
+                return None
+
+        return load_array, load_field
+
+    def field(self, path: str) -> VectorField:
+        """The displacement / coordinate field stored as the image at *path*: its first
+        level, the vector axis, and the level's scale / translation to input space."""
+        ome = self.read_ome(path)
+        ms = (ome or {}).get("multiscales")
+        if not isinstance(ms, list) or not ms or self.read_array is None:
+            raise TransformError(f"the field at {path!r} is not a readable multiscale image")
+        m = ms[0]
+        systems = m.get("coordinateSystems") or []
+        axes = _axes(systems[0].get("axes")) if systems else _axes(m.get("axes"))
+        vec = next(
+            (i for i, a in enumerate(axes) if _axis_type(a) in ("displacement", "coordinate")),
+            None,
+        )
+        ds = m["datasets"][0]
+        data = np.asarray(self.read_array(_join(path, ds["path"], "dataset path")), dtype=float)
+        if vec is None:
+            vec = data.ndim - 1
+        folded = plain_scale_translation(ds.get("coordinateTransformations") or [], data.ndim)
+        if folded is None:
+            raise TransformError(
+                f"the field at {path!r}: its level's transformation is no plain scale and "
+                f"translation"
+            )
+        scale, trans = folded
+        keep = [i for i in range(data.ndim) if i != vec]
+        return VectorField(data, vec, tuple(scale[i] for i in keep), tuple(trans[i] for i in keep))
+
+    def key(self, group: str, ref: SystemRef | None, what: str) -> SystemKey:
+        """The system *ref* names from *group* (loading the image it names by path)."""
+        if ref is None or ref.name is None:
+            raise TransformError(f"{what} names no coordinate system")
+        path = _join(group, ref.path, what) if ref.path else group
+        if ref.path:
+            self.image(path)
+        return (path, ref.name)
+
+    def add_systems(self, group: str, systems: object) -> None:
+        for cs in systems if isinstance(systems, list) else []:
+            if isinstance(cs, Mapping) and isinstance(cs.get("name"), str):
+                axes = cs.get("axes")
+                self.g.add_system((group, cs["name"]), len(_axes(axes)), axes)
+
+    # -- an image
+    def image(self, path: str) -> None:
+        """The coordinate systems of the image at *path*, each level's transformation to
+        its intrinsic system and its multiscale-level transformations."""
+        if path in self.loaded:
+            return
+        self.loaded.add(path)
+        ome = self.read_ome(path)
+        if ome is None:
+            raise TransformError(f"no group at {path or '/'!r} (named by a transformation)")
+        ms = ome.get("multiscales")
+        if not isinstance(ms, list) or not ms or not isinstance(ms[0], Mapping):
+            return  # a plain group (a scene's subgroup without an image): nothing to add
+        m = ms[0]
+        if not isinstance(m.get("coordinateSystems"), list):
+            return  # 0.4 / 0.5: no named systems to link
+        self.add_systems(path, m["coordinateSystems"])
+        load_array, load_field = self.loaders(path)
+        for i, d in enumerate(m.get("datasets") or []):
+            self.dataset(path, i, d, load_array)
+        for i, raw in enumerate(m.get("coordinateTransformations") or []):
+            where = f"{path or '/'} multiscales coordinateTransformations[{i}]"
+            t = parse_transform(raw, where=where, load_array=load_array, load_field=load_field)
+            self.g.add_transform(t, self.key(path, t.input, where), self.key(path, t.output, where))
+
+    def dataset(self, path: str, i: int, d: object, load_array: ArrayLoader) -> None:
+        """Level *i* of the image at *path*: its array's system and the transformation
+        from it to the intrinsic system."""
+        if not isinstance(d, Mapping) or not isinstance(d.get("path"), str):
+            return
+        cts = d.get("coordinateTransformations") or []
+        if not cts or not isinstance(cts, list):
+            return
+        ts = [
+            parse_transform(t, where=f"{path or '/'} datasets[{i}]", load_array=load_array)
+            for t in cts
+        ]
+        out_ref = next((t.output for t in ts if t.output is not None), None)
+        if out_ref is None or out_ref.name is None:
+            return
+        dst = (path, out_ref.name)
+        arr = (_join(path, d["path"], "dataset path"), "")
+        self.g.add_system(arr, self.g.ndim(dst) or 0)
+        self.g.add_transform(compose(ts), arr, dst)
+
+    # -- a scene
+    def scene(self, root: str, scene: Mapping[str, object]) -> None:
+        """A scene's own systems and its transformations between images (added once every
+        image they name is loaded: then the dimensions are known)."""
+        self.add_systems(root, scene.get("coordinateSystems"))
+        load_array, load_field = self.loaders(root)
+        pending = []
+        raws = scene.get("coordinateTransformations") or []
+        if not isinstance(raws, list):
+            raise TransformError(
+                f"{root or '/'} scene coordinateTransformations: a list of transformations, "
+                f"not {raws!r}"
+            )
+        for i, raw in enumerate(raws):
+            where = f"{root or '/'} scene coordinateTransformations[{i}]"
+            t = parse_transform(raw, where=where, load_array=load_array, load_field=load_field)
+            pending.append((t, self.key(root, t.input, where), self.key(root, t.output, where)))
+        for t, src, dst in pending:
+            self.g.add_transform(t, src, dst)
+
+
 def graph_from_hierarchy(
-    read_ome: Callable[[str], Mapping[str, Any] | None],
+    read_ome: Callable[[str], Mapping[str, object] | None],
     root: str = "",
-    read_array: Callable[[str], Any] | None = None,
+    read_array: Callable[[str], ArrayLike] | None = None,
 ) -> TransformGraph:
     """The graph of the hierarchy at *root*: ``read_ome(path)`` gives the ``ome``
     attributes of the group at *path* (``None`` where there is none); *read_array(path)*
@@ -229,127 +380,13 @@ def graph_from_hierarchy(
 
     Raises :class:`TransformError` for a path that leaves the root, a transformation that
     does not fit its systems, an unknown type or unparseable parameters."""
-    g = TransformGraph()
-    loaded: set[str] = set()
-
-    def loader(group: str) -> tuple[Any, Any]:
-        def load_array(rel: str) -> Any:
-            if read_array is None:
-                raise TransformError(f"parameters at {rel!r} cannot be read here")
-            return read_array(_join(group, rel, "path"))
-
-        def load_field(rel: str) -> VectorField | None:
-            path = _join(group, rel, "field path")
-            try:
-                return _field(path)
-            except (TransformError, KeyError, TypeError, ValueError, IndexError, OSError) as e:
-                # the graph stands without it: only applying this transformation fails
-                logger.warning("the field at %r cannot be read: %s", path, e)
-                return None
-
-        return load_array, load_field
-
-    def _field(path: str) -> VectorField:
-        ome = read_ome(path)
-        ms = (ome or {}).get("multiscales")
-        if not isinstance(ms, list) or not ms or read_array is None:
-            raise TransformError(f"the field at {path!r} is not a readable multiscale image")
-        m = ms[0]
-        systems = m.get("coordinateSystems") or []
-        axes = _axes(systems[0].get("axes")) if systems else _axes(m.get("axes"))
-        vec = next(
-            (i for i, a in enumerate(axes) if a.get("type") in ("displacement", "coordinate")),
-            None,
-        )
-        ds = m["datasets"][0]
-        data = np.asarray(read_array(_join(path, ds["path"], "dataset path")), dtype=float)
-        if vec is None:
-            vec = data.ndim - 1
-        scale = [1.0] * data.ndim
-        trans = [0.0] * data.ndim
-        for t in _flatten(ds.get("coordinateTransformations") or []):
-            if t.get("type") == "scale":
-                scale = [s * v for s, v in zip(scale, t["scale"], strict=False)]
-                trans = [s * v for s, v in zip(trans, t["scale"], strict=False)]
-            elif t.get("type") == "translation":
-                trans = [a + b for a, b in zip(trans, t["translation"], strict=False)]
-        keep = [i for i in range(data.ndim) if i != vec]
-        return VectorField(data, vec, tuple(scale[i] for i in keep), tuple(trans[i] for i in keep))
-
-    def key(group: str, ref: SystemRef | None, what: str) -> SystemKey:
-        if ref is None or ref.name is None:
-            raise TransformError(f"{what} names no coordinate system")
-        path = _join(group, ref.path, what) if ref.path else group
-        if ref.path:
-            image(path)
-        return (path, ref.name)
-
-    def image(path: str) -> None:
-        if path in loaded:
-            return
-        loaded.add(path)
-        ome = read_ome(path)
-        if ome is None:
-            raise TransformError(f"no group at {path or '/'!r} (named by a transformation)")
-        ms = ome.get("multiscales")
-        if not isinstance(ms, list) or not ms or not isinstance(ms[0], Mapping):
-            return  # a plain group (a scene's subgroup without an image): nothing to add
-        m = ms[0]
-        systems = m.get("coordinateSystems")
-        if not isinstance(systems, list):
-            return  # 0.4 / 0.5: no named systems to link
-        for cs in systems:
-            if isinstance(cs, Mapping) and isinstance(cs.get("name"), str):
-                g.add_system((path, cs["name"]), len(_axes(cs.get("axes"))), cs.get("axes"))
-        load_array, load_field = loader(path)
-        for i, d in enumerate(m.get("datasets") or []):
-            if not isinstance(d, Mapping) or not isinstance(d.get("path"), str):
-                continue
-            cts = d.get("coordinateTransformations") or []
-            if not cts or not isinstance(cts, list):
-                continue
-            ts = [
-                parse_transform(t, where=f"{path or '/'} datasets[{i}]", load_array=load_array)
-                for t in cts
-            ]
-            out_ref = next((t.output for t in ts if t.output is not None), None)
-            if out_ref is None or out_ref.name is None:
-                continue
-            dst = (path, out_ref.name)
-            arr = (_join(path, d["path"], "dataset path"), "")
-            g.add_system(arr, g.ndim(dst) or 0)
-            g.add_transform(compose(ts), arr, dst)
-        for i, raw in enumerate(m.get("coordinateTransformations") or []):
-            where = f"{path or '/'} multiscales coordinateTransformations[{i}]"
-            t = parse_transform(raw, where=where, load_array=load_array, load_field=load_field)
-            g.add_transform(t, key(path, t.input, where), key(path, t.output, where))
-
+    b = _Builder(read_ome, read_array)
     ome = read_ome(root)
     if ome is None:
         raise TransformError(f"no group at {root or '/'!r}")
     scene = ome.get("scene")
     if isinstance(scene, Mapping):
-        for cs in scene.get("coordinateSystems") or []:
-            if isinstance(cs, Mapping) and isinstance(cs.get("name"), str):
-                g.add_system((root, cs["name"]), len(_axes(cs.get("axes"))), cs.get("axes"))
-        load_array, load_field = loader(root)
-        pending = []
-        for i, raw in enumerate(scene.get("coordinateTransformations") or []):
-            where = f"{root or '/'} scene coordinateTransformations[{i}]"
-            t = parse_transform(raw, where=where, load_array=load_array, load_field=load_field)
-            pending.append((t, key(root, t.input, where), key(root, t.output, where)))
-        for t, src, dst in pending:  # every image is loaded: dimensions are known
-            g.add_transform(t, src, dst)
+        b.scene(root, scene)
     if isinstance(ome.get("multiscales"), list):
-        image(root)
-    return g
-
-
-def _flatten(ts: list[Any]) -> list[Mapping[str, Any]]:
-    out: list[Mapping[str, Any]] = []
-    for t in ts:
-        if isinstance(t, Mapping) and t.get("type") == "sequence":
-            out.extend(_flatten(t.get("transformations") or []))
-        elif isinstance(t, Mapping):
-            out.append(t)
-    return out
+        b.image(root)
+    return b.g

@@ -8,7 +8,7 @@ older versions are parsed into the same shape, once, here:
 * 0.5 and 0.6 keep everything under ``attributes["ome"]`` with one ``version`` key (RFC-2);
   0.4 and older put ``multiscales`` / ``omero`` / ``plate`` ... at the top level with a
   per-section ``version``. Release candidates and drafts of 0.6 and SpatialData's
-  "0.5-dev-spatialdata" are read as what they are (:func:`normalise_version`).
+  "0.5-dev-spatialdata" are read as what they are (:func:`.versions.normalise_version`).
 * 0.1 / 0.2 have no ``axes``: they are implied as the last *ndim* of ``t c z y x``.
   0.3 has ``axes`` as a list of names. 0.4+ has axis objects with ``type`` and ``unit``;
   0.6 puts them in ``coordinateSystems``.
@@ -48,11 +48,22 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import numpy as np
 
 from napari_ozx.errors import MetadataError
+from napari_ozx.ngff.model.scale_translation import (
+    fold_scale_translation,
+    is_scale_translation,
+)
+from napari_ozx.ngff.model.transforms import Transform, system_name
+from napari_ozx.ngff.model.versions import (
+    KNOWN_VERSIONS,
+    is_06_draft,
+    normalise_version,
+    version_key,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -151,40 +162,10 @@ INTRINSIC = "physical"
 
 
 def zarr_format_for(version: str) -> Literal[2, 3]:
-    """The Zarr format an OME-Zarr *version* is stored in: 3 from 0.5 (RFC-2), else 2."""
-    return 3 if version >= "0.5" else 2
-
-
-def normalise_version(declared: str, node: str = "") -> str:
-    """The version family a declared ``ome.version`` is read as.
-
-    * "0.6" and its release candidates ("0.6rc0", accepted by the released 0.6
-      ``_version.schema``) are 0.6;
-    * pre-release tags written by earlier tools ("0.6.dev3" by acquire-zarr, "0.6.dev4" by
-      ngff-zarr before 0.50) are read as 0.6 with one warning naming the draft: their
-      metadata has the 0.6 shape (``coordinateSystems``), which the parser checks;
-    * SpatialData's "0.5-dev-spatialdata" is 0.5 with multiscale transforms in the 0.6-draft
-      form (``input`` / ``output`` objects with ``axes``), handled by the parser;
-    * anything else must be one of :data:`KNOWN_VERSIONS`, else it is refused (a newer or
-      made-up version may change what every key means: never guess).
-    """
-    if declared in KNOWN_VERSIONS:
-        return declared
-    if re.fullmatch(r"0\.6(rc\d+)?", declared):
-        return "0.6"
-    if re.fullmatch(r"0\.6[.-]?dev\d*", declared):
-        logger.warning(
-            "%s: OME-Zarr %r is a pre-release draft of 0.6; read as OME-Zarr 0.6",
-            node or "/",
-            declared,
-        )
-        return "0.6"
-    if declared == "0.5-dev-spatialdata":
-        return "0.5"
-    raise _err(
-        node,
-        f"unsupported OME-Zarr version {declared!r} (napari-ozx reads {', '.join(KNOWN_VERSIONS)})",
-    )
+    """The Zarr format an OME-Zarr *version* is stored in: 3 from 0.5 (RFC-2), else 2.
+    ``"auto"``, the writer's default before it resolves (0.5, or 0.6 when a layer needs
+    it), is Zarr v3 too."""
+    return 3 if version == "auto" or version_key(version) >= (0, 5) else 2
 
 
 def default_version(zarr_format: int) -> str:
@@ -199,7 +180,7 @@ def _check_version(version: str) -> None:
         )
 
 
-def _versioned(version: str, section: dict[str, Any]) -> dict[str, Any]:
+def _versioned(version: str, section: dict[str, object]) -> dict[str, Any]:
     """0.4 puts a ``version`` key in each section; 0.5 has one in the ``ome`` wrapper."""
     return {**section, "version": version} if version == "0.4" else section
 
@@ -227,7 +208,7 @@ class Axis:
             d["type"] = self.type
         if self.unit:
             d["unit"] = self.unit
-        if version >= "0.6":
+        if version_key(version) >= (0, 6):
             if self.discrete is not None:
                 d["discrete"] = self.discrete
             if self.long_name:
@@ -250,7 +231,7 @@ class CoordinateSystem:
         return {"name": self.name, "axes": [a.to_json(version) for a in self.axes]}
 
 
-def _parse_system(raw: Any, node: str) -> CoordinateSystem:
+def _parse_system(raw: object, node: str) -> CoordinateSystem:
     if not isinstance(raw, Mapping):
         raise _err(node, f"a coordinate system must be an object, not {raw!r}")
     name = raw.get("name")
@@ -259,7 +240,7 @@ def _parse_system(raw: Any, node: str) -> CoordinateSystem:
     return CoordinateSystem(name, _parse_axes(raw.get("axes"), "0.6", None, f"{node} ({name})"))
 
 
-def _parse_systems(raw: Any, node: str) -> tuple[CoordinateSystem, ...]:
+def _parse_systems(raw: object, node: str) -> tuple[CoordinateSystem, ...]:
     if not isinstance(raw, list) or not raw:
         raise _err(node, "'coordinateSystems' must be a non-empty list")
     systems = tuple(_parse_system(r, node) for r in raw)
@@ -269,7 +250,7 @@ def _parse_systems(raw: Any, node: str) -> tuple[CoordinateSystem, ...]:
     return systems
 
 
-def _parse_axes(raw: Any, version: str, ndim: int | None, node: str) -> tuple[Axis, ...]:
+def _parse_axes(raw: object, version: str, ndim: int | None, node: str) -> tuple[Axis, ...]:
     if raw is None:
         if ndim is None:
             ndim = 5
@@ -326,69 +307,10 @@ class Dataset:
         ct: list[dict[str, Any]] = [scale]
         if any(self.translation):
             ct.append({"type": "translation", "translation": [float(v) for v in self.translation]})
-        if version >= "0.6":
+        if version_key(version) >= (0, 6):
             one = ct[0] if len(ct) == 1 else {"type": "sequence", "transformations": ct}
             ct = [{**one, "input": {"path": self.path}, "output": {"name": intrinsic}}]
         return {"path": self.path, "coordinateTransformations": ct}
-
-
-def _flatten(raw: Any) -> Any:
-    """A dataset's transformations with 0.6 ``sequence`` wrappers unwrapped (a sequence of
-    a scale and a translation is what 0.6 writes where 0.4/0.5 wrote a list of both)."""
-    if not isinstance(raw, list):
-        return raw
-    out: list[Any] = []
-    for t in raw:
-        if isinstance(t, Mapping) and t.get("type") == "sequence":
-            out.extend(_flatten(t.get("transformations")) or [])
-        else:
-            out.append(t)
-    return out
-
-
-def _system_name(ref: Any) -> str | None:
-    """The system name of an ``input`` / ``output``: the spec's object or a bare string."""
-    if isinstance(ref, str):
-        return ref or None
-    if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
-        return ref["name"] or None
-    return None
-
-
-def _parse_transforms(raw: Any, ndim: int, node: str) -> tuple[list[float], list[float]]:
-    scale = [1.0] * ndim
-    translation = [0.0] * ndim
-    if raw is None:
-        return scale, translation
-    if not isinstance(raw, list):
-        raise _err(node, "'coordinateTransformations' must be a list")
-    for t in _flatten(raw):
-        if not isinstance(t, Mapping):
-            raise _err(node, f"invalid coordinate transformation {t!r}")
-        kind = t.get("type")
-        if kind == "identity":
-            continue
-        if kind not in ("scale", "translation"):
-            raise _err(node, f"unsupported coordinate transformation type {kind!r}")
-        values = t.get(kind)
-        if values is None and "path" in t:
-            logger.warning("%s: %s transform stored at a path is ignored", node, kind)
-            continue
-        if not isinstance(values, list) or len(values) != ndim:
-            raise _err(node, f"{kind} {values!r} does not have one value per axis ({ndim})")
-        try:
-            vals = [float(v) for v in values]
-        except (TypeError, ValueError):
-            raise _err(node, f"{kind} {values!r} is not a list of numbers") from None
-        if kind == "scale":
-            if any(v <= 0 or v != v for v in vals):
-                raise _err(node, f"scale {values!r} must be positive")
-            # a later scale also scales the translation accumulated so far
-            translation = [tr * s for tr, s in zip(translation, vals, strict=True)]
-            scale = [a * b for a, b in zip(scale, vals, strict=True)]
-        else:
-            translation = [a + b for a, b in zip(translation, vals, strict=True)]
-    return scale, translation
 
 
 # -------------------------------------------------------------------- multiscales
@@ -413,7 +335,7 @@ class Multiscale:
     type: str | None = None  # downsampling method, e.g. "gaussian"
     coordinate_systems: tuple[CoordinateSystem, ...] = ()
     intrinsic: str = INTRINSIC
-    transformations: tuple[Any, ...] = ()  # ngff.transforms.Transform
+    transformations: tuple[Transform, ...] = ()
     metadata: Mapping[str, Any] | None = field(default=None, compare=False)
 
     @property
@@ -453,7 +375,7 @@ class Multiscale:
         so (:class:`MetadataError` naming the transformation) beats dropping it."""
         v = version or self.version
         _check_version(v)
-        if v >= "0.6":
+        if version_key(v) >= (0, 6):
             d: dict[str, Any] = {
                 "coordinateSystems": [c.to_json(v) for c in self.systems],
                 "datasets": [ds.to_json(v, self.intrinsic) for ds in self.datasets],
@@ -482,7 +404,7 @@ class Multiscale:
         if not self.transformations and len(self.systems) == 1:
             return self
         target = self.default_system
-        blocking = [t for t in self.transformations if not _is_scale_translation(t)]
+        blocking = [t for t in self.transformations if not is_scale_translation(t)]
         if target == self.intrinsic:
             if blocking:
                 raise _err(
@@ -520,7 +442,7 @@ class Multiscale:
             transformations=(),
         )
 
-    def transform_to(self, system: str, source: str | None = None) -> Any:
+    def transform_to(self, system: str, source: str | None = None) -> Transform:
         """The transformation from *source* (default: the intrinsic system) to *system*,
         through this image's multiscale-level transformations (inverted where their type
         allows). Raises :class:`~napari_ozx.errors.TransformError` when there is none."""
@@ -533,35 +455,22 @@ class Multiscale:
             i, o = _input_name(t), _output_name(t)
             if i is None or o is None or self.system(i) is None or self.system(o) is None:
                 continue  # into a labels image: not a system of this image
-            if getattr(t.output, "path", None) or getattr(t.input, "path", None):
+            if (t.output and t.output.path) or (t.input and t.input.path):
                 continue
             g.add_transform(t, ("", i), ("", o))
         return g.path(("", source or self.intrinsic), ("", system))
 
 
-def _input_name(t: Any) -> str | None:
-    ref = getattr(t, "input", None)
-    return getattr(ref, "name", None)
+def _input_name(t: Transform) -> str | None:
+    return t.input.name if t.input is not None else None
 
 
-def _output_name(t: Any) -> str | None:
-    ref = getattr(t, "output", None)
-    return getattr(ref, "name", None)
+def _output_name(t: Transform) -> str | None:
+    return t.output.name if t.output is not None else None
 
 
-def _describe(t: Any) -> str:
-    name = getattr(t, "name", None)
-    kind = getattr(t, "type", "?")
-    return f"{kind} transformation {name!r}" if name else f"{kind} transformation"
-
-
-def _is_scale_translation(t: Any) -> bool:
-    kind = getattr(t, "type", None)
-    if kind in ("identity", "scale", "translation"):
-        return True
-    if kind == "sequence":
-        return all(_is_scale_translation(x) for x in getattr(t, "transformations", ()))
-    return False
+def _describe(t: Transform) -> str:
+    return f"{t.type} transformation {t.name!r}" if t.name else f"{t.type} transformation"
 
 
 def _is_diagonal(m: np.ndarray) -> bool:
@@ -579,68 +488,98 @@ def with_implied_scales(ms: Multiscale, shapes: Sequence[Sequence[int]]) -> Mult
     return replace(ms, datasets=datasets)
 
 
-def _parse_multiscale(
-    raw: Any, version: str, node: str, ndim_hint: int | None = None
-) -> Multiscale:
-    if not isinstance(raw, Mapping):
-        raise _err(node, "a 'multiscales' entry must be an object")
-    datasets_raw = raw.get("datasets")
-    if not isinstance(datasets_raw, list) or not datasets_raw:
-        raise _err(node, "multiscales has no 'datasets'")
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """Where a multiscale's levels land: the intrinsic system's axes, every coordinate
+    system, the multiscale-level transformations (0.6), and the multiscale-level scale /
+    translation (0.4 / 0.5) folded into each level."""
+
+    axes: tuple[Axis, ...]
     systems: tuple[CoordinateSystem, ...] = ()
-    intrinsic = INTRINSIC
-    transformations: tuple[Any, ...] = ()
+    intrinsic: str = INTRINSIC
+    transformations: tuple[Transform, ...] = ()
+    scale: tuple[float, ...] | None = None  #: None: ones
+    translation: tuple[float, ...] | None = None  #: None: zeros
+
+
+def _frame_06(raw: Mapping[str, object], datasets_raw: list[object], node: str) -> _Frame:
+    """0.6: the axes live in the intrinsic coordinate system, the one every dataset's
+    transformation outputs; multiscale-level transformations link it to others."""
+    systems = _parse_systems(raw.get("coordinateSystems"), node)
+    outputs: set[str | None] = {
+        system_name(t.get("output"))
+        for d in datasets_raw
+        if isinstance(d, Mapping) and isinstance(d.get("coordinateTransformations"), list)
+        for t in d["coordinateTransformations"]
+        if isinstance(t, Mapping)
+    } - {None}
+    if len(outputs) > 1:
+        raise _err(
+            node,
+            f"the datasets' transformations output different coordinate systems "
+            f"{sorted(str(o) for o in outputs)}: one intrinsic system expected",
+        )
+    intrinsic = next((o for o in outputs if o), None) or systems[0].name
+    found = next((c for c in systems if c.name == intrinsic), None)
+    if found is None:
+        raise _err(
+            node,
+            f"the datasets' transformations output coordinate system {intrinsic!r}, "
+            f"which 'coordinateSystems' does not define",
+        )
+    transformations = _parse_transformations(raw.get("coordinateTransformations"), node)
+    return _Frame(found.axes, systems, intrinsic, transformations)
+
+
+def _frame_draft(
+    raw: Mapping[str, object],
+    ms_raw: list[Mapping[str, object]],
+    version: str,
+    ndim_hint: int | None,
+    node: str,
+) -> _Frame:
+    """The 0.6 draft form (SpatialData's "0.5-dev-spatialdata"): multiscale-level
+    transformations whose input / output carry their own axes."""
+    axes = _parse_axes(raw.get("axes"), version, ndim_hint, node)
+    transformations = _parse_transformations(ms_raw, node)
+    intrinsic = system_name(ms_raw[0].get("input")) or INTRINSIC
+    found_systems = {intrinsic: CoordinateSystem(intrinsic, axes)}
+    for t in ms_raw:
+        for side in ("input", "output"):
+            ref = t.get(side)
+            name = system_name(ref)
+            if name and name not in found_systems and isinstance(ref, Mapping):
+                sys_axes = _parse_axes(ref.get("axes"), "0.6", None, f"{node} ({name})")
+                found_systems[name] = CoordinateSystem(name, sys_axes)
+    # shown in the first system that is not the intrinsic one
+    others = [c for n, c in found_systems.items() if n != intrinsic]
+    return _Frame(axes, (*others, found_systems[intrinsic]), intrinsic, transformations)
+
+
+def _frame(
+    raw: Mapping[str, object],
+    datasets_raw: list[object],
+    version: str,
+    node: str,
+    ndim_hint: int | None,
+) -> _Frame:
+    """The frame of a multiscale in whichever form its version writes it."""
     ms_raw = raw.get("coordinateTransformations")
-    if "coordinateSystems" in raw or (version >= "0.6" and "axes" not in raw):
-        # 0.6: the axes live in the intrinsic coordinate system, the one every dataset's
-        # transformation outputs; multiscale-level transformations link it to others
-        systems = _parse_systems(raw.get("coordinateSystems"), node)
-        outputs: set[str | None] = {
-            _system_name(t.get("output"))
-            for d in datasets_raw
-            if isinstance(d, Mapping) and isinstance(d.get("coordinateTransformations"), list)
-            for t in d["coordinateTransformations"]
-            if isinstance(t, Mapping)
-        } - {None}
-        if len(outputs) > 1:
-            raise _err(
-                node,
-                f"the datasets' transformations output different coordinate systems "
-                f"{sorted(str(o) for o in outputs)}: one intrinsic system expected",
-            )
-        intrinsic = next((o for o in outputs if o), None) or systems[0].name
-        found = next((c for c in systems if c.name == intrinsic), None)
-        if found is None:
-            raise _err(
-                node,
-                f"the datasets' transformations output coordinate system {intrinsic!r}, "
-                f"which 'coordinateSystems' does not define",
-            )
-        axes = found.axes
-        transformations = _parse_transformations(ms_raw, node)
-        g_scale, g_translation = [1.0] * len(axes), [0.0] * len(axes)
-    elif isinstance(ms_raw, list) and _draft_transformations(ms_raw):
-        # the 0.6 draft form (SpatialData's "0.5-dev-spatialdata"): multiscale-level
-        # transformations whose input / output carry their own axes
-        axes = _parse_axes(raw.get("axes"), version, ndim_hint, node)
-        transformations = _parse_transformations(ms_raw, node)
-        intrinsic = _system_name(ms_raw[0].get("input")) or INTRINSIC
-        found_systems = {intrinsic: CoordinateSystem(intrinsic, axes)}
-        for t in ms_raw:
-            for side in ("input", "output"):
-                ref = t.get(side)
-                name = _system_name(ref)
-                if name and name not in found_systems and isinstance(ref, Mapping):
-                    sys_axes = _parse_axes(ref.get("axes"), "0.6", None, f"{node} ({name})")
-                    found_systems[name] = CoordinateSystem(name, sys_axes)
-        # shown in the first system that is not the intrinsic one
-        others = [c for n, c in found_systems.items() if n != intrinsic]
-        systems = (*others, found_systems[intrinsic])
-        g_scale, g_translation = [1.0] * len(axes), [0.0] * len(axes)
-    else:
-        axes = _parse_axes(raw.get("axes"), version, ndim_hint, node)
-        g_scale, g_translation = _parse_transforms(ms_raw, len(axes), node)
-    ndim = len(axes)
+    if "coordinateSystems" in raw or (version_key(version) >= (0, 6) and "axes" not in raw):
+        return _frame_06(raw, datasets_raw, node)
+    if _draft_transformations(ms_raw):
+        return _frame_draft(raw, ms_raw, version, ndim_hint, node)
+    axes = _parse_axes(raw.get("axes"), version, ndim_hint, node)
+    scale, translation = fold_scale_translation(ms_raw, len(axes), node)
+    return _Frame(axes, scale=scale, translation=translation)
+
+
+def _parse_datasets(datasets_raw: list[object], frame: _Frame, node: str) -> tuple[Dataset, ...]:
+    """Each level's scale / translation to the intrinsic system (the dataset's own
+    transformation first, then the multiscale-level one)."""
+    ndim = len(frame.axes)
+    g_scale = frame.scale or (1.0,) * ndim
+    g_translation = frame.translation or (0.0,) * ndim
     datasets = []
     seen = set()
     for d in datasets_raw:
@@ -650,29 +589,41 @@ def _parse_multiscale(
         if path in seen or ".." in path.split("/"):
             raise _err(node, f"invalid or duplicate dataset path {d['path']!r}")
         seen.add(path)
-        s, t = _parse_transforms(d.get("coordinateTransformations"), ndim, f"{node}/{path}")
+        s, t = fold_scale_translation(d.get("coordinateTransformations"), ndim, f"{node}/{path}")
         scale = tuple(a * b for a, b in zip(s, g_scale, strict=True))
         translation = tuple(
             a * gs + gt for a, gs, gt in zip(t, g_scale, g_translation, strict=True)
         )
         datasets.append(Dataset(path, scale, translation))
+    return tuple(datasets)
+
+
+def _parse_multiscale(
+    raw: object, version: str, node: str, ndim_hint: int | None = None
+) -> Multiscale:
+    if not isinstance(raw, Mapping):
+        raise _err(node, "a 'multiscales' entry must be an object")
+    datasets_raw = raw.get("datasets")
+    if not isinstance(datasets_raw, list) or not datasets_raw:
+        raise _err(node, "multiscales has no 'datasets'")
+    frame = _frame(raw, datasets_raw, version, node, ndim_hint)
     name = raw.get("name")
     kind = raw.get("type")
     meta = raw.get("metadata")
     return Multiscale(
         version=version,
-        axes=axes,
-        datasets=tuple(datasets),
+        axes=frame.axes,
+        datasets=_parse_datasets(datasets_raw, frame, node),
         name=name if isinstance(name, str) and name else None,
         type=kind if isinstance(kind, str) else None,
-        coordinate_systems=systems,
-        intrinsic=intrinsic,
-        transformations=transformations,
+        coordinate_systems=frame.systems,
+        intrinsic=frame.intrinsic,
+        transformations=frame.transformations,
         metadata=meta if isinstance(meta, Mapping) else None,
     )
 
 
-def _draft_transformations(raw: Any) -> bool:
+def _draft_transformations(raw: object) -> TypeGuard[list[Mapping[str, object]]]:
     """Multiscale-level transformations with ``input`` / ``output`` (the 0.6 draft form
     that SpatialData writes under 0.5-dev-spatialdata) rather than 0.4's plain ones."""
     return (
@@ -682,7 +633,7 @@ def _draft_transformations(raw: Any) -> bool:
     )
 
 
-def _parse_transformations(raw: Any, node: str) -> tuple[Any, ...]:
+def _parse_transformations(raw: object, node: str) -> tuple[Transform, ...]:
     """0.6 transformations (of a multiscale or a scene), parsed by :mod:`.transforms`."""
     if raw is None:
         return ()
@@ -761,13 +712,13 @@ class Omero:
         return d
 
 
-def _num(v: Any) -> float | None:
+def _num(v: object) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
     return float(v) if v == v else None
 
 
-def _parse_omero(raw: Any, node: str) -> Omero | None:
+def _parse_omero(raw: object, node: str) -> Omero | None:
     if not isinstance(raw, Mapping):
         return None
     chans = []
@@ -804,7 +755,7 @@ def _parse_omero(raw: Any, node: str) -> Omero | None:
     rdefs: Mapping[str, Any] = rdefs_raw if isinstance(rdefs_raw, Mapping) else {}
     name = raw.get("name")
 
-    def _int(v: Any) -> int | None:
+    def _int(v: object) -> int | None:
         return v if isinstance(v, int) and not isinstance(v, bool) else None
 
     return Omero(
@@ -846,7 +797,7 @@ class ImageLabel:
         return d
 
 
-def _parse_image_label(raw: Any, node: str) -> ImageLabel | None:
+def _parse_image_label(raw: object, node: str) -> ImageLabel | None:
     if not isinstance(raw, Mapping):
         return None
     colors = []
@@ -928,7 +879,7 @@ class Plate:
         return _versioned(v, d)
 
 
-def _names(raw: Any, key: str, node: str) -> tuple[str, ...]:
+def _names(raw: object, key: str, node: str) -> tuple[str, ...]:
     if not isinstance(raw, list):
         raise _err(node, f"plate has no '{key}' list")
     out = []
@@ -940,7 +891,7 @@ def _names(raw: Any, key: str, node: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _parse_plate(raw: Any, version: str, node: str) -> Plate:
+def _parse_plate(raw: object, version: str, node: str) -> Plate:
     if not isinstance(raw, Mapping):
         raise _err(node, "'plate' must be an object")
     rows = _names(raw.get("rows"), "rows", node)
@@ -1007,7 +958,7 @@ class Well:
         return _versioned(v, {"images": [i.to_json(v) for i in self.images]})
 
 
-def _parse_well(raw: Any, version: str, node: str) -> Well:
+def _parse_well(raw: object, version: str, node: str) -> Well:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("images"), list):
         raise _err(node, "'well' must be an object with an 'images' list")
     imgs = []
@@ -1030,7 +981,7 @@ class Scene:
     ``path``) and of its multiscale images (``path`` names the image group, relative to the
     scene's group)."""
 
-    transformations: tuple[Any, ...]
+    transformations: tuple[Transform, ...]
     coordinate_systems: tuple[CoordinateSystem, ...] = ()
 
     @property
@@ -1038,9 +989,9 @@ class Scene:
         """The image groups the scene's transformations name, in order of appearance."""
         out: dict[str, None] = {}
         for t in self.transformations:
-            for ref in (getattr(t, "input", None), getattr(t, "output", None)):
-                path = getattr(ref, "path", None)
-                if isinstance(path, str) and path.strip("/"):
+            for ref in (t.input, t.output):
+                path = ref.path if ref is not None else None
+                if path is not None and path.strip("/"):
                     out.setdefault(path.strip("/"), None)
         return tuple(out)
 
@@ -1052,7 +1003,7 @@ class Scene:
         return d
 
 
-def _parse_scene(raw: Any, node: str) -> Scene:
+def _parse_scene(raw: object, node: str) -> Scene:
     if not isinstance(raw, Mapping):
         raise _err(node, "'scene' must be an object")
     systems = _parse_systems(raw["coordinateSystems"], node) if "coordinateSystems" in raw else ()
@@ -1084,7 +1035,7 @@ class NodeMetadata:
     spatialdata: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: the version as the node states it ("0.6rc0", "0.6.dev4", "0.5-dev-spatialdata" ...);
-    #: ``version`` is the one it is read as (:func:`normalise_version`)
+    #: ``version`` is the one it is read as (:func:`.versions.normalise_version`)
     declared_version: str | None = field(default=None, compare=False)
 
     @property
@@ -1134,22 +1085,35 @@ class NodeMetadata:
         if self.series:
             d["series"] = list(self.series)
         if self.scene is not None:
-            if v < "0.6":
+            if version_key(v) < (0, 6):
                 raise _err("", f"OME-Zarr {v} has no scenes (write OME-Zarr 0.6)")
             d["scene"] = self.scene.to_json(v)
-        return {"ome": {"version": v, **d}} if v >= "0.5" else d
+        return {"ome": {"version": v, **d}} if version_key(v) >= (0, 5) else d
 
 
-#: The OME-Zarr metadata versions this model reads (and the validator checks).
-KNOWN_VERSIONS = ("0.1", "0.2", "0.3", "0.4", "0.5", "0.6")
+#: The keys that make a group's attributes OME-Zarr metadata (0.1-0.6: at the top level up
+#: to 0.4, in the ``ome`` object from 0.5); the reader's "is this OME-Zarr at all" and the
+#: validator's "OME keys outside the ``ome`` namespace" both ask this one set.
+OME_KEYS = frozenset(
+    [
+        "multiscales",
+        "omero",
+        "plate",
+        "well",
+        "labels",
+        "image-label",
+        "scene",
+        "bioformats2raw.layout",
+    ]
+)
 
-_OME_KEYS = ("multiscales", "omero", "plate", "well", "labels", "image-label", "scene")
 
-
-def ome_section(attrs: Mapping[str, Any], zarr_format: int) -> tuple[Mapping[str, Any], str | None]:
+def ome_section(
+    attrs: Mapping[str, object], zarr_format: int
+) -> tuple[Mapping[str, Any], str | None]:
     """Return the mapping that holds OME keys and the version it declares."""
-    if zarr_format == 3 and isinstance(attrs.get("ome"), Mapping):
-        ome = attrs["ome"]
+    ome = attrs.get("ome")
+    if zarr_format == 3 and isinstance(ome, Mapping):
         v = ome.get("version")
         return ome, str(v) if v is not None else None
     # Zarr v2 (0.1-0.4) or v3 written without the "ome" namespace (pre-release 0.5)
@@ -1165,7 +1129,7 @@ def ome_section(attrs: Mapping[str, Any], zarr_format: int) -> tuple[Mapping[str
 
 
 def parse_node_attributes(
-    attrs: Mapping[str, Any],
+    attrs: Mapping[str, object],
     zarr_format: int,
     node: str = "",
     ndim_hint: int | None = None,
@@ -1180,7 +1144,7 @@ def parse_node_attributes(
         raise _err(node, "attributes must be a JSON object")
     ome, declared = ome_section(attrs, zarr_format)
     version = None if declared is None else normalise_version(declared, node)
-    if version == "0.6" and declared != version and not re.fullmatch(r"0\.6rc\d+", declared or ""):
+    if is_06_draft(declared):
         # a draft tag opens only where its metadata has 0.6's shape (coordinateSystems)
         ms_list = ome.get("multiscales")
         if isinstance(ms_list, list) and any(
@@ -1192,7 +1156,7 @@ def parse_node_attributes(
                 f"multiscales have no coordinateSystems (napari-ozx reads "
                 f"{', '.join(KNOWN_VERSIONS)})",
             )
-    if zarr_format == 3 and version is not None and version < "0.5":
+    if zarr_format == 3 and version is not None and version_key(version) < (0, 5):
         logger.warning("%s: OME-Zarr %s metadata in Zarr v3 (RFC-2 expects 0.5)", node, version)
     v = version or default_version(zarr_format)
 
@@ -1211,7 +1175,9 @@ def parse_node_attributes(
     )
     plate = _parse_plate(ome["plate"], v, node) if "plate" in ome else None
     well = _parse_well(ome["well"], v, node) if "well" in ome else None
-    scene = _parse_scene(ome["scene"], node) if "scene" in ome and v >= "0.6" else None
+    scene = (
+        _parse_scene(ome["scene"], node) if "scene" in ome and version_key(v) >= (0, 6) else None
+    )
     b2r = attrs.get("bioformats2raw.layout", ome.get("bioformats2raw.layout"))
     series_raw = ome.get("series", attrs.get("series"))
     series = (
@@ -1234,13 +1200,12 @@ def parse_node_attributes(
     )
 
 
-def has_ome_keys(attrs: Mapping[str, Any]) -> bool:
+def has_ome_keys(attrs: Mapping[str, object]) -> bool:
     """Cheap check used by ``get_reader``: does a node look like OME-Zarr at all?"""
     ome = attrs.get("ome")
     if isinstance(ome, Mapping):
         attrs = ome
     return (
-        any(k in attrs for k in _OME_KEYS)
-        or "bioformats2raw.layout" in attrs
+        any(k in attrs for k in OME_KEYS)
         or isinstance(attrs.get("spatialdata_attrs"), Mapping)  # a SpatialData store
     )

@@ -28,9 +28,10 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from napari_ozx.errors import TransformError
 
@@ -53,6 +54,8 @@ __all__ = [
     "compose",
     "parse_transform",
     "simplest",
+    "system_name",
+    "system_ref",
 ]
 
 #: how far from orthonormal (and from determinant 1) a rotation matrix may be to be read
@@ -60,7 +63,9 @@ ROTATION_TOLERANCE = 5e-3
 
 #: loads a Zarr array named by a transformation's ``path`` (relative to the group that
 #: holds the transformation): parameters, or a displacement / coordinate field
-ArrayLoader = Callable[[str], Any]
+ArrayLoader = Callable[[str], ArrayLike]
+#: loads the displacement / coordinate field at a transformation's ``path``
+FieldLoader = Callable[[str], "VectorField | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,21 +77,17 @@ class SystemRef:
     path: str | None = None
 
     @classmethod
-    def parse(cls, raw: Any) -> SystemRef | None:
+    def parse(cls, raw: object) -> SystemRef | None:
         """The spec's object ``{"name": ..., "path": ...}``, a bare string (the RFC-5
         conformance suite, the 0.6rc0 test hierarchies) or SpatialData's draft object
-        ``{"name": ..., "axes": [...]}``; ``None`` when absent."""
+        ``{"name": ..., "axes": [...]}`` (:func:`system_ref`); ``None`` when absent, and
+        :class:`TransformError` for anything else."""
         if raw is None:
             return None
-        if isinstance(raw, str):
-            return cls(raw or None)
-        if isinstance(raw, Mapping):
-            name, path = raw.get("name"), raw.get("path")
-            return cls(
-                name if isinstance(name, str) and name else None,
-                path if isinstance(path, str) and path else None,
-            )
-        raise TransformError(f"invalid coordinate system reference {raw!r}")
+        ref = system_ref(raw)
+        if ref is None:
+            raise TransformError(f"invalid coordinate system reference {raw!r}")
+        return ref
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -100,7 +101,35 @@ class SystemRef:
         return f"{self.path}:{self.name}" if self.path else str(self.name)
 
 
-def _as_points(points: Any, dim: int | None, what: str) -> np.ndarray:
+def system_ref(raw: object) -> SystemRef | None:
+    """The one reading of a transformation's ``input`` / ``output`` (spec "input /
+    output"), shared by the reader, the validator and the graph: the spec's object
+    ``{"name": ..., "path": ...}`` or a bare string (the name); an empty name or path is
+    none. ``None`` when *raw* is neither a string nor an object."""
+    if isinstance(raw, str):
+        return SystemRef(raw or None)
+    if isinstance(raw, Mapping):
+        name, path = raw.get("name"), raw.get("path")
+        return SystemRef(
+            name if isinstance(name, str) and name else None,
+            path if isinstance(path, str) and path else None,
+        )
+    return None
+
+
+def system_name(raw: object) -> str | None:
+    """The coordinate system name an ``input`` / ``output`` names, if any."""
+    ref = system_ref(raw)
+    return None if ref is None else ref.name
+
+
+def _apply_matrix(p: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Points (``(n, in)``) through a homogeneous matrix (``(out+1) x (in+1)``)."""
+    out: np.ndarray = p @ m[:-1, :-1].T + m[:-1, -1]
+    return out
+
+
+def _as_points(points: ArrayLike, dim: int | None, what: str) -> np.ndarray:
     p = np.asarray(points, dtype=float)
     if p.ndim == 1:
         p = p[None, :]
@@ -138,12 +167,11 @@ class Transform:
         return self.matrix() is not None
 
     # -- behaviour (subclasses)
-    def apply(self, points: Any) -> np.ndarray:
+    def apply(self, points: ArrayLike) -> np.ndarray:
         m = self.matrix(_as_points(points, self.in_dim, self.label).shape[1])
         if m is None:  # pragma: no cover - every non-linear type overrides apply
             raise TransformError(f"{self.label} cannot be applied")
-        p = _as_points(points, m.shape[1] - 1, self.label)
-        return p @ m[:-1, :-1].T + m[:-1, -1]
+        return _apply_matrix(_as_points(points, m.shape[1] - 1, self.label), m)
 
     def inverse(self) -> Transform:
         raise TransformError(f"{self.label} has no closed-form inverse")
@@ -171,7 +199,7 @@ class Transform:
         return dataclasses.replace(t, input=self.output, output=self.input, name=None)
 
 
-def _floats(v: Any, what: str) -> tuple[float, ...]:
+def _floats(v: object, what: str) -> tuple[float, ...]:
     if not isinstance(v, list | tuple | np.ndarray) or not len(v):
         raise TransformError(f"{what} must be a non-empty list of numbers, not {v!r}")
     try:
@@ -183,7 +211,7 @@ def _floats(v: Any, what: str) -> tuple[float, ...]:
     return out
 
 
-def _matrix(v: Any, what: str) -> tuple[tuple[float, ...], ...]:
+def _matrix(v: object, what: str) -> tuple[tuple[float, ...], ...]:
     if isinstance(v, np.ndarray):
         v = v.tolist()
     if not isinstance(v, list | tuple) or not v:
@@ -203,7 +231,7 @@ class Identity(Transform):
     def in_dim(self) -> int | None:
         return self.ndim
 
-    def apply(self, points: Any) -> np.ndarray:
+    def apply(self, points: ArrayLike) -> np.ndarray:
         return _as_points(points, self.ndim, self.label).copy()
 
     def inverse(self) -> Transform:
@@ -286,10 +314,9 @@ class ProjectAxis(Transform):
         m[m_out, n] = 1.0
         return m
 
-    def apply(self, points: Any) -> np.ndarray:
+    def apply(self, points: ArrayLike) -> np.ndarray:
         p = _as_points(points, None, self.label)
-        m = self._matrix_for(p.shape[1])
-        return p @ m[:-1, :-1].T + m[:-1, -1]
+        return _apply_matrix(p, self._matrix_for(p.shape[1]))
 
     def matrix(self, n: int | None = None) -> np.ndarray | None:
         return None if n is None else self._matrix_for(n)
@@ -459,7 +486,7 @@ class Sequence_(Transform):  # "Sequence" would shadow collections.abc's
                 return t.out_dim
         return None
 
-    def apply(self, points: Any) -> np.ndarray:
+    def apply(self, points: ArrayLike) -> np.ndarray:
         p = _as_points(points, None, self.label)
         for t in self.transformations:
             p = t.apply(p)
@@ -521,7 +548,7 @@ class ByDimension(Transform):
     def out_dim(self) -> int | None:
         return sum(len(oa) for _, oa, _ in self.parts)
 
-    def apply(self, points: Any) -> np.ndarray:
+    def apply(self, points: ArrayLike) -> np.ndarray:
         p = _as_points(points, None, self.label)
         out = np.zeros((p.shape[0], self.out_dim or 0))
         for ia, oa, t in self.parts:
@@ -580,7 +607,7 @@ class Bijection(Transform):
     def out_dim(self) -> int | None:
         return self.forward.out_dim
 
-    def apply(self, points: Any) -> np.ndarray:
+    def apply(self, points: ArrayLike) -> np.ndarray:
         return self.forward.apply(points)
 
     def inverse(self) -> Transform:
@@ -618,7 +645,8 @@ def _sample(f: VectorField, points: np.ndarray, interpolation: str) -> np.ndarra
     idx = (points - np.asarray(f.translation)) / np.asarray(f.scale)
     if interpolation == "nearest":
         i = np.clip(np.rint(idx).astype(int), 0, shape - 1)
-        return grid[tuple(i.T)]
+        nearest: np.ndarray = grid[tuple(i.T)]
+        return nearest
     lo = np.clip(np.floor(idx).astype(int), 0, shape - 1)
     hi = np.clip(lo + 1, 0, shape - 1)
     w = np.clip(idx - lo, 0.0, 1.0)
@@ -638,7 +666,7 @@ class _Field(Transform):
     interpolation: str = "linear"
     vectors: VectorField | None = None
 
-    def _vectors(self, points: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _vectors(self, points: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         if self.vectors is None:
             raise TransformError(f"{self.label}: its field at {self.path!r} was not loaded")
         p = _as_points(points, self.vectors.data.ndim - 1, self.label)
@@ -652,16 +680,17 @@ class _Field(Transform):
 class Displacements(_Field):
     type: ClassVar[str] = "displacements"
 
-    def apply(self, points: Any) -> np.ndarray:
+    def apply(self, points: ArrayLike) -> np.ndarray:
         p, v = self._vectors(points)
-        return p + v
+        moved: np.ndarray = p + v
+        return moved
 
 
 @dataclass(frozen=True)
 class Coordinates(_Field):
     type: ClassVar[str] = "coordinates"
 
-    def apply(self, points: Any) -> np.ndarray:
+    def apply(self, points: ArrayLike) -> np.ndarray:
         return self._vectors(points)[1]
 
 
@@ -669,11 +698,11 @@ class Coordinates(_Field):
 
 
 def parse_transform(
-    raw: Any,
+    raw: object,
     *,
     where: str = "",
     load_array: ArrayLoader | None = None,
-    load_field: Callable[[str], VectorField | None] | None = None,
+    load_field: FieldLoader | None = None,
 ) -> Transform:
     """One transformation from its JSON; raises :class:`TransformError` naming it.
 
@@ -687,98 +716,175 @@ def parse_transform(
         raise TransformError(f"{where}: {e}" if where else str(e)) from None
 
 
-def _parse(raw: Any, load_array: ArrayLoader | None, load_field: Any) -> Transform:
+class _Common(TypedDict):
+    """The fields every transformation type has (its keyword arguments)."""
+
+    name: str | None
+    input: SystemRef | None
+    output: SystemRef | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    """One transformation's JSON being parsed, with what its type's parser needs."""
+
+    raw: Mapping[str, object]
+    label: str
+    common: _Common
+    load_array: ArrayLoader | None
+    load_field: FieldLoader | None
+
+    def param(self, key: str) -> object:
+        """A parameter, inline or stored in a Zarr array at ``path``."""
+        if key in self.raw:
+            return self.raw[key]
+        path = self.raw.get("path")
+        if isinstance(path, str) and path:
+            if self.load_array is None:
+                raise TransformError(
+                    f"{self.label}: parameters stored at {path!r} cannot be read here"
+                )
+            loaded: object = np.asarray(self.load_array(path)).tolist()
+            return loaded
+        raise TransformError(f"{self.label} has no {key!r}")
+
+    def parse(self, raw: object) -> Transform:
+        """A nested transformation (of a sequence, byDimension or bijection)."""
+        return _parse(raw, self.load_array, self.load_field)
+
+    def sub(self, key: str) -> tuple[Transform, ...]:
+        items = self.raw.get(key)
+        if not isinstance(items, list) or not items:
+            raise TransformError(
+                f"{self.label}: {key!r} must be a non-empty list of transformations"
+            )
+        return tuple(self.parse(t) for t in items)
+
+
+def _parse_identity(r: _Raw) -> Transform:
+    return Identity(**r.common)
+
+
+def _parse_map_axis(r: _Raw) -> Transform:
+    v = r.raw.get("mapAxis")
+    axes = (
+        [i for i in v if isinstance(i, int) and not isinstance(i, bool)]
+        if isinstance(v, list)
+        else []
+    )
+    if not isinstance(v, list) or len(axes) != len(v):
+        raise TransformError(f"{r.label}: mapAxis must be a list of integers, not {v!r}")
+    return MapAxis(tuple(axes), **r.common)
+
+
+def _ints(v: list[object]) -> tuple[int, ...]:
+    """Axis indices (``int()`` of each: a non-integer raises TypeError / ValueError)."""
+    return tuple(int(i) for i in v)  # type: ignore[call-overload]
+
+
+def _parse_project_axis(r: _Raw) -> Transform:
+    d, c = r.raw.get("droppedInputs", []), r.raw.get("createdOutputs", [])
+    if not isinstance(d, list) or not isinstance(c, list):
+        raise TransformError(f"{r.label}: droppedInputs / createdOutputs must be lists")
+    return ProjectAxis(_ints(d), _ints(c), **r.common)
+
+
+def _parse_translation(r: _Raw) -> Transform:
+    return Translation(_floats(r.param("translation"), r.label), **r.common)
+
+
+def _parse_scale(r: _Raw) -> Transform:
+    return Scale(_floats(r.param("scale"), r.label), **r.common)
+
+
+def _parse_affine(r: _Raw) -> Transform:
+    return Affine(_matrix(r.param("affine"), r.label), **r.common)
+
+
+def _parse_rotation(r: _Raw) -> Transform:
+    return Rotation(_matrix(r.param("rotation"), r.label), **r.common)
+
+
+def _parse_sequence(r: _Raw) -> Transform:
+    return Sequence_(r.sub("transformations"), **r.common)
+
+
+def _parse_by_dimension(r: _Raw) -> Transform:
+    items = r.raw.get("transformations")
+    if not isinstance(items, list) or not items:
+        raise TransformError(f"{r.label}: 'transformations' must be a non-empty list")
+    parts = []
+    for it in items:
+        if not isinstance(it, Mapping):
+            raise TransformError(f"{r.label}: invalid part {it!r}")
+        t_raw = it.get("transformation", it)
+        if not isinstance(t_raw, Mapping):
+            raise TransformError(f"{r.label}: invalid part {it!r}")
+        ia = it.get("inputAxes", it.get("input_axes", t_raw.get("inputAxes")))
+        oa = it.get("outputAxes", it.get("output_axes", t_raw.get("outputAxes")))
+        if not (isinstance(ia, list) and isinstance(oa, list)):
+            raise TransformError(f"{r.label}: a part has no inputAxes / outputAxes")
+        parts.append((_ints(ia), _ints(oa), r.parse(t_raw)))
+    return ByDimension(tuple(parts), **r.common)
+
+
+def _parse_bijection(r: _Raw) -> Transform:
+    fwd, inv = r.raw.get("forward"), r.raw.get("inverse")
+    if not isinstance(fwd, Mapping) or not isinstance(inv, Mapping):
+        raise TransformError(f"{r.label} needs both 'forward' and 'inverse'")
+    return Bijection(forward=r.parse(fwd), backward=r.parse(inv), **r.common)
+
+
+def _parse_field(r: _Raw) -> Transform:
+    path = r.raw.get("path")
+    if not isinstance(path, str) or not path:
+        raise TransformError(f"{r.label} has no 'path' to its field")
+    interp = r.raw.get("interpolation", "linear")
+    if interp not in ("linear", "nearest", "bspline-cubic"):
+        raise TransformError(f"{r.label}: unknown interpolation {interp!r}")
+    fld = r.load_field(path) if r.load_field is not None else None
+    cls = Displacements if r.raw.get("type") == "displacements" else Coordinates
+    return cls(path=path, interpolation=str(interp), vectors=fld, **r.common)
+
+
+#: the parser of each transformation type (spec "Transformation types")
+_PARSERS: dict[str, Callable[[_Raw], Transform]] = {
+    "identity": _parse_identity,
+    "mapAxis": _parse_map_axis,
+    "projectAxis": _parse_project_axis,
+    "translation": _parse_translation,
+    "scale": _parse_scale,
+    "affine": _parse_affine,
+    "rotation": _parse_rotation,
+    "sequence": _parse_sequence,
+    "byDimension": _parse_by_dimension,
+    "bijection": _parse_bijection,
+    "displacements": _parse_field,
+    "coordinates": _parse_field,
+}
+
+
+def _parse(
+    raw: object, load_array: ArrayLoader | None, load_field: FieldLoader | None
+) -> Transform:
     if not isinstance(raw, Mapping):
         raise TransformError(f"a transformation must be an object, not {raw!r}")
     kind = raw.get("type")
-    name = raw.get("name") if isinstance(raw.get("name"), str) else None
-    common: dict[str, Any] = {
+    name = raw.get("name")
+    name = name if isinstance(name, str) else None
+    common: _Common = {
         "name": name,
         "input": SystemRef.parse(raw.get("input")),
         "output": SystemRef.parse(raw.get("output")),
     }
     label = f"{kind} transformation {name!r}" if name else f"{kind} transformation"
-
-    def param(key: str) -> Any:
-        if key in raw:
-            return raw[key]
-        path = raw.get("path")
-        if isinstance(path, str) and path:
-            if load_array is None:
-                raise TransformError(f"{label}: parameters stored at {path!r} cannot be read here")
-            return np.asarray(load_array(path)).tolist()
-        raise TransformError(f"{label} has no {key!r}")
-
-    def sub(items: Any, key: str) -> tuple[Transform, ...]:
-        if not isinstance(items, list) or not items:
-            raise TransformError(f"{label}: {key!r} must be a non-empty list of transformations")
-        return tuple(_parse(t, load_array, load_field) for t in items)
-
+    parser = _PARSERS.get(kind) if isinstance(kind, str) else None
+    if parser is None:
+        raise TransformError(f"unknown coordinate transformation type {kind!r}")
     try:
-        if kind == "identity":
-            return Identity(**common)
-        if kind == "mapAxis":
-            v = raw.get("mapAxis")
-            if not isinstance(v, list) or not all(
-                isinstance(i, int) and not isinstance(i, bool) for i in v
-            ):
-                raise TransformError(f"{label}: mapAxis must be a list of integers, not {v!r}")
-            return MapAxis(tuple(v), **common)
-        if kind == "projectAxis":
-            d, c = raw.get("droppedInputs", []), raw.get("createdOutputs", [])
-            if not all(isinstance(x, list) for x in (d, c)):
-                raise TransformError(f"{label}: droppedInputs / createdOutputs must be lists")
-            return ProjectAxis(tuple(int(i) for i in d), tuple(int(i) for i in c), **common)
-        if kind == "translation":
-            return Translation(_floats(param("translation"), label), **common)
-        if kind == "scale":
-            return Scale(_floats(param("scale"), label), **common)
-        if kind == "affine":
-            return Affine(_matrix(param("affine"), label), **common)
-        if kind == "rotation":
-            return Rotation(_matrix(param("rotation"), label), **common)
-        if kind == "sequence":
-            return Sequence_(sub(raw.get("transformations"), "transformations"), **common)
-        if kind == "byDimension":
-            items = raw.get("transformations")
-            if not isinstance(items, list) or not items:
-                raise TransformError(f"{label}: 'transformations' must be a non-empty list")
-            parts = []
-            for it in items:
-                if not isinstance(it, Mapping):
-                    raise TransformError(f"{label}: invalid part {it!r}")
-                t_raw = it.get("transformation", it)
-                ia = it.get("inputAxes", it.get("input_axes", t_raw.get("inputAxes")))
-                oa = it.get("outputAxes", it.get("output_axes", t_raw.get("outputAxes")))
-                if not (isinstance(ia, list) and isinstance(oa, list)):
-                    raise TransformError(f"{label}: a part has no inputAxes / outputAxes")
-                parts.append(
-                    (tuple(int(i) for i in ia), tuple(int(o) for o in oa),
-                     _parse(t_raw, load_array, load_field))
-                )  # fmt: skip
-            return ByDimension(tuple(parts), **common)
-        if kind == "bijection":
-            fwd, inv = raw.get("forward"), raw.get("inverse")
-            if not isinstance(fwd, Mapping) or not isinstance(inv, Mapping):
-                raise TransformError(f"{label} needs both 'forward' and 'inverse'")
-            return Bijection(
-                forward=_parse(fwd, load_array, load_field),
-                backward=_parse(inv, load_array, load_field),
-                **common,
-            )
-        if kind in ("displacements", "coordinates"):
-            path = raw.get("path")
-            if not isinstance(path, str) or not path:
-                raise TransformError(f"{label} has no 'path' to its field")
-            interp = raw.get("interpolation", "linear")
-            if interp not in ("linear", "nearest", "bspline-cubic"):
-                raise TransformError(f"{label}: unknown interpolation {interp!r}")
-            fld = load_field(path) if load_field is not None else None
-            cls = Displacements if kind == "displacements" else Coordinates
-            return cls(path=path, interpolation=str(interp), vectors=fld, **common)
+        return parser(_Raw(raw, label, common, load_array, load_field))
     except (TypeError, ValueError) as e:
         raise TransformError(f"{label}: {e}") from None
-    raise TransformError(f"unknown coordinate transformation type {kind!r}")
 
 
 # ----------------------------------------------------------------- building

@@ -24,7 +24,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from napari_ozx.ngff.model.metadata import KNOWN_VERSIONS, SPACE_UNITS, TIME_UNITS
+from napari_ozx.ngff.model.graph import TransformGraph
+from napari_ozx.ngff.model.metadata import OME_KEYS, SPACE_UNITS, TIME_UNITS
+from napari_ozx.ngff.model.scale_translation import (
+    is_scale_translation,
+    plain_scale_translation,
+)
+from napari_ozx.ngff.model.transforms import Identity, SystemRef, system_ref
+from napari_ozx.ngff.model.versions import (
+    KNOWN_VERSIONS,
+    SPATIALDATA_05,
+    is_06_draft,
+    read_as,
+    version_key,
+)
 from napari_ozx.ngff.tables.read import BACKENDS as TABLE_BACKENDS
 from napari_ozx.ngff.tables.read import ROI_COLUMNS, TABLE_TYPES
 from napari_ozx.ozx.findings import Finding, Severity
@@ -68,8 +81,9 @@ RULES: dict[str, Rule] = {
     # ---- versions and where the metadata lives
     "version-unknown": Rule(
         "error",
-        "OME-Zarr defines the metadata versions 0.1, 0.2, 0.3, 0.4, 0.5 and 0.6; a document "
-        "declaring any other version cannot be checked (or read) as one of them.",
+        f"OME-Zarr defines the metadata versions {', '.join(KNOWN_VERSIONS[:-1])} and "
+        f"{KNOWN_VERSIONS[-1]}; a document declaring any other version cannot be checked "
+        "(or read) as one of them.",
         "OME-Zarr versions",
     ),
     "version-missing": Rule(
@@ -745,37 +759,18 @@ CROSS_REFERENCE_CODES = frozenset(
 )
 
 
-def short(value: Any, limit: int = 80) -> str:
+def short(value: object, limit: int = 80) -> str:
     """A JSON value as a short string for a message."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_num(v: Any) -> bool:
+def _is_num(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def version_key(version: str | None) -> tuple[int, ...]:
-    """'0.4' -> (0, 4); unknown versions sort as (0,) (callers check them first)."""
-    if version not in KNOWN_VERSIONS:
-        return (0,)
-    return tuple(int(p) for p in version.split("."))
-
-
-def read_as(version: str | None) -> str | None:
-    """The version a declared one is checked as: 0.6 release candidates and drafts as
-    0.6, SpatialData's deviation as 0.5; ``None`` for a version we do not know."""
-    if version is None or version in KNOWN_VERSIONS:
-        return version
-    if re.fullmatch(r"0\.6(rc\d+|[.-]?dev\d*)", version):
-        return "0.6"
-    if version == "0.5-dev-spatialdata":
-        return "0.5"
-    return None
 
 
 _ALNUM = re.compile(r"^[A-Za-z0-9]+$")
@@ -792,8 +787,8 @@ def check_node_version(
     r: Reporter,
     node: str,
     zarr_format: int,
-    attrs: Mapping[str, Any],
-    ome: Mapping[str, Any],
+    attrs: Mapping[str, object],
+    ome: Mapping[str, object],
     version: str | None,
     hierarchy_version: str | None,
 ) -> str | None:
@@ -804,7 +799,7 @@ def check_node_version(
     if declared is not None and version is None:
         r.add("version-unknown", node, f"version {declared!r}")
         return None
-    if declared is not None and version == "0.6" and re.search(r"dev", declared):
+    if is_06_draft(declared):
         ms = ome.get("multiscales")
         if isinstance(ms, list) and any(
             isinstance(m, Mapping) and "coordinateSystems" not in m for m in ms
@@ -812,11 +807,12 @@ def check_node_version(
             r.add("version-unknown", node, f"version {declared!r} without coordinateSystems")
             return None
         r.add("version-draft", node, f"version {declared!r}")
-    if declared == "0.5-dev-spatialdata":
+    if declared == SPATIALDATA_05:
         r.add("version-deviation", node, f"version {declared!r}")
     if zarr_format == 3:
-        keys = sorted(k for k in attrs if k in _OME_KEYS)
-        if not isinstance(attrs.get("ome"), Mapping):
+        keys = sorted(k for k in attrs if k in OME_KEYS)
+        namespace = attrs.get("ome")
+        if not isinstance(namespace, Mapping):
             if keys:  # with no OME key at all, "not OME-Zarr" says it all
                 r.add(
                     "ome-namespace",
@@ -824,8 +820,8 @@ def check_node_version(
                     f"OME keys {keys} at the top of a zarr.json's attributes, no 'ome' object",
                 )
         elif version is None:
-            ome_keys_here = [k for k in attrs["ome"] if k != "version"]
-            if ome_keys_here == ["labels"] and (hierarchy_version or "0.5") < "0.6":
+            ome_keys_here = [k for k in namespace if k != "version"]
+            if ome_keys_here == ["labels"] and version_key(hierarchy_version or "0.5") < (0, 6):
                 # ome-zarr 0.21 writes {"ome": {"labels": [...]}}: no 0.5 schema or MUST
                 # covers the labels container group; 0.6 makes it one
                 r.add(
@@ -858,11 +854,6 @@ def hierarchy_version_as(version: str | None) -> str | None:
     return read_as(version) if version else None
 
 
-_OME_KEYS = frozenset(
-    ["multiscales", "omero", "plate", "well", "labels", "image-label", "bioformats2raw.layout"]
-)
-
-
 # ------------------------------------------------------------------------ axes
 
 
@@ -879,28 +870,22 @@ class ImageFacts:
     scales: tuple[tuple[float, ...] | None, ...] = ()
 
 
-def _dataset_scale(d: Any) -> tuple[float, ...] | None:
-    """A dataset's scale (0.4-0.6: a scale, or the scale of a sequence), if plain."""
+def _dataset_scale(d: object) -> tuple[float, ...] | None:
+    """A dataset's scale (0.4-0.6: its scale / translation steps folded, a 0.6 sequence
+    unwrapped), if they are plain numbers."""
     cts = d.get("coordinateTransformations") if isinstance(d, Mapping) else None
-    for t in cts if isinstance(cts, list) else []:
-        if not isinstance(t, Mapping):
-            continue
-        inner = t.get("transformations") if t.get("type") == "sequence" else [t]
-        for x in inner if isinstance(inner, list) else []:
-            v = x.get("scale") if isinstance(x, Mapping) and x.get("type") == "scale" else None
-            if isinstance(v, list) and all(_is_num(a) for a in v):
-                return tuple(float(a) for a in v)
-    return None
+    folded = plain_scale_translation(cts)
+    return None if folded is None else folded[0]
 
 
-def _axis_kind(a: Mapping[str, Any]) -> str:
+def _axis_kind(a: Mapping[str, object]) -> str:
     t = a.get("type")
     if t in ("space", "time", "channel"):
         return str(t)
     return "other"  # custom or null type: ranks with channel
 
 
-def check_axes(r: Reporter, node: str, axes: Any, version: str) -> tuple[str, ...] | None:
+def check_axes(r: Reporter, node: str, axes: object, version: str) -> tuple[str, ...] | None:
     """The axes rules; the axis names (None when unusable)."""
     if version == "0.3":
         if not isinstance(axes, list) or not all(isinstance(a, str) for a in axes):
@@ -956,7 +941,7 @@ def check_axes(r: Reporter, node: str, axes: Any, version: str) -> tuple[str, ..
 # ------------------------------------------------------------------ transforms
 
 
-def check_transforms(r: Reporter, node: str, raw: Any, ndim: int | None, where: str) -> None:
+def check_transforms(r: Reporter, node: str, raw: object, ndim: int | None, where: str) -> None:
     """coordinateTransformations of one dataset (or of the whole multiscale)."""
     if not isinstance(raw, list):
         r.add("dataset-transforms", node, f"{where}: coordinateTransformations {short(raw)}")
@@ -990,7 +975,7 @@ def check_transforms(r: Reporter, node: str, raw: Any, ndim: int | None, where: 
 
 
 def check_multiscales(
-    r: Reporter, node: str, ome: Mapping[str, Any], version: str, zarr_format: int
+    r: Reporter, node: str, ome: Mapping[str, object], version: str, zarr_format: int
 ) -> list[ImageFacts]:
     """Every rule of a ``multiscales`` list that the JSON alone can decide."""
     ms = ome.get("multiscales")
@@ -1055,7 +1040,7 @@ def check_multiscales(
 
 
 def _datasets(
-    r: Reporter, node: str, where: str, datasets: list[Any], paths: list[str]
+    r: Reporter, node: str, where: str, datasets: list[object], paths: list[str]
 ) -> list[tuple[str, Mapping[str, Any]]]:
     """The datasets with a valid, new path (appended to *paths*); each other one is a
     "dataset-path" finding."""
@@ -1071,18 +1056,7 @@ def _datasets(
     return out
 
 
-def _ref(raw: Any) -> tuple[str | None, str | None] | None:
-    """(name, path) of an input / output: the spec's object or a bare name; None if
-    neither."""
-    if isinstance(raw, str):
-        return (raw or None, None)
-    if isinstance(raw, Mapping):
-        n, p = raw.get("name"), raw.get("path")
-        return (n if isinstance(n, str) and n else None, p if isinstance(p, str) and p else None)
-    return None
-
-
-def _parse_06(r: Reporter, node: str, raw: Any, where: str) -> Any:
+def _parse_06(r: Reporter, node: str, raw: object, where: str) -> Any:
     """A 0.6 transformation parsed (parameters checked), or None after a finding."""
     from napari_ozx.errors import TransformError
     from napari_ozx.ngff.model.transforms import parse_transform
@@ -1095,7 +1069,7 @@ def _parse_06(r: Reporter, node: str, raw: Any, where: str) -> Any:
 
 
 def _check_systems(
-    r: Reporter, node: str, raw: Any, where: str, version: str
+    r: Reporter, node: str, raw: object, where: str, version: str
 ) -> dict[str, tuple[str, ...]]:
     """The ``coordinateSystems`` rules; name -> axis names of the valid ones."""
     out: dict[str, tuple[str, ...]] = {}
@@ -1120,56 +1094,70 @@ def _check_systems(
     return out
 
 
-def _is_scale_translation_06(t: Mapping[str, Any]) -> bool:
-    kind = t.get("type")
-    if kind in ("scale", "identity"):
-        return True
-    if kind != "sequence":
-        return False
-    kinds = [x.get("type") for x in t.get("transformations") or [] if isinstance(x, Mapping)]
-    return kinds in (["scale", "translation"], ["scale"])
+def _ref_pair(ref: SystemRef | None) -> tuple[str | None, str | None] | None:
+    """*ref* as ``(name, path)``, as the findings have always shown it."""
+    return None if ref is None else (ref.name, ref.path)
 
 
-def _check_multiscale_06(
-    r: Reporter, node: str, m: Mapping[str, Any], where: str, version: str
-) -> ImageFacts:
-    """One 0.6 multiscale: its coordinate systems, the datasets' transformations to the
-    intrinsic system, the multiscale-level transformations and the parameters of all."""
-    systems = _check_systems(r, node, m.get("coordinateSystems"), where, version)
-    datasets = m.get("datasets")
-    paths: list[str] = []
+def _dataset_transform_06(
+    r: Reporter, node: str, p: str, d: Mapping[str, object]
+) -> Mapping[str, object] | None:
+    """The one transformation of dataset *p* (``None`` after a finding)."""
+    cts = d.get("coordinateTransformations")
+    if not isinstance(cts, list) or len(cts) != 1 or not isinstance(cts[0], Mapping):
+        r.add(
+            "ds-transform-06",
+            node,
+            f"dataset {p!r}: coordinateTransformations {short(cts)} (one transformation)",
+        )
+        return None
+    t: Mapping[str, object] = cts[0]
+    if not is_scale_translation(t, dataset=True):
+        r.add("ds-transform-06", node, f"dataset {p!r}: {short(t)}")
+    return t
+
+
+def _check_dataset_io_06(
+    r: Reporter, node: str, p: str, t: Mapping[str, object], systems: Mapping[str, tuple[str, ...]]
+) -> str | None:
+    """Input (the dataset's path) and output (a system of the multiscales) of dataset *p*'s
+    transformation; the output's name where it is valid."""
+    inp, outp = system_ref(t.get("input")), system_ref(t.get("output"))
+    # the spec's {"path": ...}; the 0.6rc0 test hierarchies' bare string is that path
+    bare = isinstance(t.get("input"), str)
+    in_path = inp.path if inp and inp.path else (inp.name if bare and inp else None)
+    if in_path != p:
+        r.add("ds-transform-input", node, f"dataset {p!r}: input {short(t.get('input'))}")
+    out_name = outp.name if outp else None
+    if out_name is None or out_name not in systems:
+        r.add(
+            "ds-transform-output",
+            node,
+            f"dataset {p!r}: output {short(t.get('output'))} is no coordinate system "
+            f"of this multiscales ({sorted(systems)})",
+        )
+        return None
+    return out_name
+
+
+def _check_datasets_06(
+    r: Reporter,
+    node: str,
+    where: str,
+    datasets: list[object],
+    systems: Mapping[str, tuple[str, ...]],
+    paths: list[str],
+) -> tuple[str | None, tuple[str, ...] | None]:
+    """Every dataset's transformation to the intrinsic system: the intrinsic system's name
+    and axis names (``None`` where no dataset names a valid one)."""
     outputs: list[str] = []
     intrinsic_names: tuple[str, ...] | None = None
-    if not isinstance(datasets, list) or not datasets:
-        r.add("datasets-list", node, f"{where}: datasets {short(datasets)}")
-        datasets = []
     for p, d in _datasets(r, node, where, datasets, paths):
-        cts = d.get("coordinateTransformations")
-        if not isinstance(cts, list) or len(cts) != 1 or not isinstance(cts[0], Mapping):
-            r.add(
-                "ds-transform-06",
-                node,
-                f"dataset {p!r}: coordinateTransformations {short(cts)} (one transformation)",
-            )
+        t = _dataset_transform_06(r, node, p, d)
+        if t is None:
             continue
-        t = cts[0]
-        if not _is_scale_translation_06(t):
-            r.add("ds-transform-06", node, f"dataset {p!r}: {short(t)}")
-        inp, outp = _ref(t.get("input")), _ref(t.get("output"))
-        # the spec's {"path": ...}; the 0.6rc0 test hierarchies' bare string is that path
-        bare = isinstance(t.get("input"), str)
-        in_path = inp[1] if inp and inp[1] else (inp[0] if bare and inp else None)
-        if in_path != p:
-            r.add("ds-transform-input", node, f"dataset {p!r}: input {short(t.get('input'))}")
-        out_name = outp[0] if outp else None
-        if out_name is None or out_name not in systems:
-            r.add(
-                "ds-transform-output",
-                node,
-                f"dataset {p!r}: output {short(t.get('output'))} is no coordinate system "
-                f"of this multiscales ({sorted(systems)})",
-            )
-        else:
+        out_name = _check_dataset_io_06(r, node, p, t, systems)
+        if out_name is not None:
             outputs.append(out_name)
             intrinsic_names = systems[out_name]
         parsed = _parse_06(r, node, t, f"dataset {p!r}")
@@ -1182,87 +1170,130 @@ def _check_multiscale_06(
             )
     if len(set(outputs)) > 1:
         r.add("ds-transform-output", node, f"{where}: levels output {sorted(set(outputs))}")
-    intrinsic = outputs[0] if outputs else None
+    return (outputs[0] if outputs else None), intrinsic_names
+
+
+def _check_ms_transform_06(
+    r: Reporter,
+    node: str,
+    w: str,
+    t: object,
+    systems: Mapping[str, tuple[str, ...]],
+    intrinsic: str | None,
+) -> None:
+    """One multiscale-level transformation: its parameters, and its input / output (one
+    the intrinsic system, the other a system here or in a labels image)."""
+    parsed = _parse_06(r, node, t, w)
+    if not isinstance(t, Mapping):
+        return
+    refs = [system_ref(t.get("input")), system_ref(t.get("output"))]
+    if any(sd is None or sd.name is None for sd in refs):
+        r.add(
+            "ms-transform-io", node, f"{w}: input / output {short([_ref_pair(sd) for sd in refs])}"
+        )
+        return
+    sides = [sd for sd in refs if sd is not None]
+    local = [sd for sd in sides if not sd.path]
+    if intrinsic is not None and not any(sd.name == intrinsic for sd in local):
+        r.add("ms-transform-io", node, f"{w}: neither side is {intrinsic!r}")
+    for sd in local:
+        if sd.name not in systems:
+            r.add("ms-transform-io", node, f"{w}: {sd.name!r} is no coordinate system here")
+    for sd in sides:
+        if not sd.path:
+            continue
+        if not sd.path.strip("/").startswith("labels/"):
+            r.add("ms-transform-io", node, f"{w}: path {sd.path!r} is not a labels image")
+        elif t.get("type") not in ("identity", "scale", "translation"):
+            r.add("ms-transform-io", node, f"{w}: {t.get('type')!r} into labels")
+    if parsed is not None and len(local) == 2:
+        a, b = (systems.get(sd.name or "") for sd in local)
+        for d, names in ((parsed.in_dim, a), (parsed.out_dim, b)):
+            if d is not None and names is not None and d != len(names):
+                r.add(
+                    "transform-params",
+                    node,
+                    f"{w}: {parsed.label} has {d} dimensions where the system has {len(names)}",
+                )
+
+
+def _check_connected_06(
+    r: Reporter,
+    node: str,
+    where: str,
+    mts: list[object],
+    systems: Mapping[str, tuple[str, ...]],
+    intrinsic: str,
+) -> None:
+    """Graph connectedness: every system of the multiscales reaches the intrinsic one
+    through its multiscale-level transformations (in either direction)."""
+    g = TransformGraph()
+    for t in mts:
+        if not isinstance(t, Mapping):
+            continue
+        a, b = system_ref(t.get("input")), system_ref(t.get("output"))
+        if a is None or b is None or a.path or b.path or not a.name or not b.name:
+            continue  # into a labels image, or no system named: no link here
+        # only the link matters here (parameters are checked above): no dimensions
+        g.add_transform(Identity(), ("", a.name), ("", b.name))
+    linked = {name for _, name in g.reachable(("", intrinsic))}
+    for name in systems:
+        if name not in linked:
+            r.add("graph-connected", node, f"{where}: {name!r} is linked to no other system")
+
+
+def _channel_06(m: Mapping[str, object], intrinsic: str | None) -> int | None:
+    """The channel axis of the intrinsic system, if it has one."""
+    if intrinsic is None:
+        return None
+    systems = m.get("coordinateSystems")
+    cs = next(
+        c
+        for c in (systems if isinstance(systems, list) else [])
+        if isinstance(c, Mapping) and c.get("name") == intrinsic
+    )
+    axes = cs.get("axes", [])
+    kinds = [
+        a.get("type") if isinstance(a, Mapping) else None
+        for a in (axes if isinstance(axes, list) else [])
+    ]
+    return kinds.index("channel") if "channel" in kinds else None
+
+
+def _check_multiscale_06(
+    r: Reporter, node: str, m: Mapping[str, object], where: str, version: str
+) -> ImageFacts:
+    """One 0.6 multiscale: its coordinate systems, the datasets' transformations to the
+    intrinsic system, the multiscale-level transformations and the parameters of all."""
+    systems = _check_systems(r, node, m.get("coordinateSystems"), where, version)
+    datasets = m.get("datasets")
+    paths: list[str] = []
+    if not isinstance(datasets, list) or not datasets:
+        r.add("datasets-list", node, f"{where}: datasets {short(datasets)}")
+        datasets = []
+    intrinsic, intrinsic_names = _check_datasets_06(r, node, where, datasets, systems, paths)
     mts = m.get("coordinateTransformations")
-    if mts is not None:
-        if not isinstance(mts, list):
-            r.add("dataset-transforms", node, f"{where}: coordinateTransformations {short(mts)}")
-            mts = []
-        for k, t in enumerate(mts):
-            w = f"{where}.coordinateTransformations[{k}]"
-            parsed = _parse_06(r, node, t, w)
-            if not isinstance(t, Mapping):
-                continue
-            sides = [_ref(t.get("input")), _ref(t.get("output"))]
-            if any(sd is None or sd[0] is None for sd in sides):
-                r.add("ms-transform-io", node, f"{w}: input / output {short(sides)}")
-                continue
-            local = [sd for sd in sides if sd is not None and not sd[1]]
-            into_labels = [sd for sd in sides if sd is not None and sd[1]]
-            if intrinsic is not None and not any(sd[0] == intrinsic for sd in local):
-                r.add("ms-transform-io", node, f"{w}: neither side is {intrinsic!r}")
-            for sd in local:
-                if sd[0] not in systems:
-                    r.add("ms-transform-io", node, f"{w}: {sd[0]!r} is no coordinate system here")
-            for sd in into_labels:
-                assert sd[1] is not None
-                if not sd[1].strip("/").startswith("labels/"):
-                    r.add("ms-transform-io", node, f"{w}: path {sd[1]!r} is not a labels image")
-                elif t.get("type") not in ("identity", "scale", "translation"):
-                    r.add("ms-transform-io", node, f"{w}: {t.get('type')!r} into labels")
-            if parsed is not None and len(local) == 2:
-                a, b = (systems.get(sd[0] or "") for sd in local)
-                for d, names in ((parsed.in_dim, a), (parsed.out_dim, b)):
-                    if d is not None and names is not None and d != len(names):
-                        r.add(
-                            "transform-params",
-                            node,
-                            f"{w}: {parsed.label} has {d} dimensions where the system has "
-                            f"{len(names)}",
-                        )
-    # graph connectedness: every system of the multiscales reaches the intrinsic one
-    if mts is None:
-        mts = []
-    if intrinsic is not None and isinstance(mts, list):
-        linked = {intrinsic}
-        edges: list[tuple[str | None, str | None]] = []
-        for t in mts:
-            if not isinstance(t, Mapping):
-                continue
-            ref_in, ref_out = _ref(t.get("input")), _ref(t.get("output"))
-            if ref_in is not None and ref_out is not None and not ref_in[1] and not ref_out[1]:
-                edges.append((ref_in[0], ref_out[0]))
-        changed = True
-        while changed:
-            changed = False
-            for src, dst in edges:
-                if (src in linked) != (dst in linked) and src and dst:
-                    linked |= {src, dst}
-                    changed = True
-        for name in systems:
-            if name not in linked:
-                r.add("graph-connected", node, f"{where}: {name!r} is linked to no other system")
+    if mts is not None and not isinstance(mts, list):
+        r.add("dataset-transforms", node, f"{where}: coordinateTransformations {short(mts)}")
+    mts = mts if isinstance(mts, list) else []
+    for k, t in enumerate(mts):
+        _check_ms_transform_06(
+            r, node, f"{where}.coordinateTransformations[{k}]", t, systems, intrinsic
+        )
+    if intrinsic is not None:
+        _check_connected_06(r, node, where, mts, systems, intrinsic)
     if not (isinstance(m.get("name"), str) and m.get("name")):
         r.add("multiscales-name", node, f"{where} has no 'name'")
     if "type" not in m:
         r.add("multiscales-type", node, f"{where} has no 'type'")
     if "metadata" not in m:
         r.add("multiscales-metadata", node, f"{where} has no 'metadata'")
-    channel = None
-    if intrinsic is not None:
-        cs = next(
-            c
-            for c in m["coordinateSystems"]
-            if isinstance(c, Mapping) and c.get("name") == intrinsic
-        )
-        kinds = [a.get("type") if isinstance(a, Mapping) else None for a in cs.get("axes", [])]
-        if "channel" in kinds:
-            channel = kinds.index("channel")
+    channel = _channel_06(m, intrinsic)
     scales = tuple(_dataset_scale(d) for d in datasets if isinstance(d, Mapping))
     return ImageFacts(tuple(paths), intrinsic_names, version, channel, len(datasets), scales)
 
 
-def check_scene(r: Reporter, node: str, scene: Any) -> None:
+def check_scene(r: Reporter, node: str, scene: object) -> None:
     """The ``scene`` rules that its own document can decide (the graph across images is
     checked by the walker with the images)."""
     if not isinstance(scene, Mapping) or not isinstance(
@@ -1278,12 +1309,12 @@ def check_scene(r: Reporter, node: str, scene: Any) -> None:
         if not isinstance(t, Mapping):
             continue
         for side in ("input", "output"):
-            ref = _ref(t.get(side))
-            if ref is None or ref[0] is None:
+            ref = system_ref(t.get(side))
+            if ref is None or ref.name is None:
                 r.add("scene-transforms", node, f"{w}: {side} {short(t.get(side))} has no name")
 
 
-def _dtype_name(doc: Mapping[str, Any]) -> str | None:
+def _dtype_name(doc: Mapping[str, object]) -> str | None:
     """The array's numpy data type name ('uint16') from a v3 or v2 document."""
     dt = doc.get("data_type", doc.get("dtype"))
     if not isinstance(dt, str):
@@ -1300,7 +1331,7 @@ def check_levels(
     r: Reporter,
     node: str,
     facts: ImageFacts,
-    docs: Sequence[Mapping[str, Any] | None],
+    docs: Sequence[Mapping[str, object] | None],
     is_label: bool,
 ) -> int | None:
     """Rules that need the arrays: existence, dimensionality, order, dimension_names,
@@ -1363,7 +1394,7 @@ def check_levels(
 
 
 def check_omero(
-    r: Reporter, node: str, omero: Any, channel_count: int | None, version: str
+    r: Reporter, node: str, omero: object, channel_count: int | None, version: str
 ) -> None:
     """omero (0.4 / 0.5 schema): channels with a colour string and a complete window."""
     if version_key(version) < (0, 4):
@@ -1406,7 +1437,7 @@ _TABLE_BACKENDS = tuple(TABLE_BACKENDS)
 _ROI_COLUMNS = ROI_COLUMNS
 
 
-def check_tables_group(r: Reporter, node: str, attrs: Mapping[str, Any]) -> list[str]:
+def check_tables_group(r: Reporter, node: str, attrs: Mapping[str, object]) -> list[str]:
     """The table names an image's ``tables`` group lists (reported when malformed)."""
     names = attrs.get("tables")
     if names is None and not attrs:
@@ -1418,7 +1449,7 @@ def check_tables_group(r: Reporter, node: str, attrs: Mapping[str, Any]) -> list
 
 
 def check_table(
-    r: Reporter, node: str, attrs: Mapping[str, Any], columns: Sequence[str] | None = None
+    r: Reporter, node: str, attrs: Mapping[str, object], columns: Sequence[str] | None = None
 ) -> None:
     """One table group's attributes (and its *columns* when known) against the V1
     specification."""
@@ -1451,7 +1482,7 @@ def check_table(
 # ----------------------------------------------------------------------- labels
 
 
-def check_labels_group(r: Reporter, node: str, ome: Mapping[str, Any]) -> list[str]:
+def check_labels_group(r: Reporter, node: str, ome: Mapping[str, object]) -> list[str]:
     labels = ome.get("labels")
     if not isinstance(labels, list) or not all(isinstance(x, str) and x for x in labels):
         r.add("labels-list", node, f"labels {short(labels)}")
@@ -1460,7 +1491,7 @@ def check_labels_group(r: Reporter, node: str, ome: Mapping[str, Any]) -> list[s
 
 
 def check_image_label(
-    r: Reporter, node: str, ome: Mapping[str, Any], listed: bool, version: str | None = None
+    r: Reporter, node: str, ome: Mapping[str, object], listed: bool, version: str | None = None
 ) -> None:
     if "image-label" not in ome:
         if listed and "multiscales" in ome:
@@ -1518,7 +1549,7 @@ class PlateFacts:
     acquisitions: tuple[int, ...]
 
 
-def check_plate(r: Reporter, node: str, plate: Any, version: str) -> PlateFacts:
+def check_plate(r: Reporter, node: str, plate: object, version: str) -> PlateFacts:
     if not isinstance(plate, Mapping):
         r.add("plate-object", node, f"plate {short(plate)}")
         return PlateFacts((), ())
@@ -1608,7 +1639,7 @@ def check_plate(r: Reporter, node: str, plate: Any, version: str) -> PlateFacts:
 
 
 def check_well(
-    r: Reporter, node: str, well: Any, version: str, plate: PlateFacts | None
+    r: Reporter, node: str, well: object, version: str, plate: PlateFacts | None
 ) -> list[str]:
     """The well's rules (and its acquisitions against the plate's); its field paths."""
     images = well.get("images") if isinstance(well, Mapping) else None
@@ -1650,20 +1681,20 @@ def check_well(
 # -------------------------------------------------------------- bioformats2raw
 
 
-def check_bf2raw(r: Reporter, node: str, layout: Any) -> None:
+def check_bf2raw(r: Reporter, node: str, layout: object) -> None:
     if layout != 3:
         r.add("bf2raw-layout", node, f"bioformats2raw.layout {short(layout)}")
 
 
-def check_series(r: Reporter, node: str, series: Any) -> list[str]:
+def check_series(r: Reporter, node: str, series: object) -> list[str]:
     if not isinstance(series, list) or not all(isinstance(s, str) and s for s in series):
         r.add("bf2raw-series", node, f"series {short(series)}")
         return [s for s in series if isinstance(s, str) and s] if isinstance(series, list) else []
     return list(series)
 
 
-def ome_keys(ome: Mapping[str, Any]) -> list[str]:
-    return sorted(k for k in ome if k in _OME_KEYS)
+def ome_keys(ome: Mapping[str, object]) -> list[str]:
+    return sorted(k for k in ome if k in OME_KEYS)
 
 
 def channel_count(facts: ImageFacts, shape: Sequence[int] | None) -> int | None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from napari_ozx.errors import OzxError, UnsupportedExtensionError
 from napari_ozx.ngff.model.extensions import check_document
 from napari_ozx.ngff.model.metadata import ome_section
+from napari_ozx.ngff.model.versions import version_key
 from napari_ozx.ngff.read.documents import NodeDocuments, read_documents
 from napari_ozx.ngff.validate import rules
 from napari_ozx.ngff.validate.rules import Finding, ImageFacts, PlateFacts, Reporter
@@ -257,7 +258,7 @@ class _Walker:
                 return _UNREADABLE
         return fmt, doc, dict(res.attributes)
 
-    def zep10(self, path: str, doc: Mapping[str, Any], fmt: int) -> dict[str, Any]:
+    def zep10(self, path: str, doc: Mapping[str, object], fmt: int) -> dict[str, Any]:
         if fmt != 3:
             return dict(doc)
         try:
@@ -318,7 +319,7 @@ class _Walker:
             rules.check_bf2raw(self.r, g.path, b2r)
         if "plate" in ome:
             self.plate(g)
-        elif "scene" in ome and rules.version_key(g.version) >= (0, 6):
+        elif "scene" in ome and version_key(g.version) >= (0, 6):
             self.scene(g)
         elif "well" in ome:
             self.well(g, None)
