@@ -1073,12 +1073,12 @@ def test_unsharded_writes_go_in_regions_of_whole_chunks(tmp_path):
 
     from napari_ozx.ngff.model.metadata import Axis
     from napari_ozx.ngff.read.open import open_ome_zarr
-    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, _write_step, write_ome_zarr
+    from napari_ozx.ngff.write.writer import ImageSpec, WriteOptions, write_ome_zarr, write_step
 
-    step = _write_step((2, 3, 1000, 700), (1, 1, 64, 64), 2)
+    step = write_step((2, 3, 1000, 700), (1, 1, 64, 64), 2)
     assert step[:2] == (1, 1)
     assert all(s % 64 == 0 for s in step[2:]) and step[2] * step[3] * 2 >= 1 << 20
-    assert _write_step((5, 10, 10), (1, 10, 10), 1) == (1, 10, 10)  # nothing to grow
+    assert write_step((5, 10, 10), (1, 10, 10), 1) == (1, 10, 10)  # nothing to grow
 
     data = np.arange(2 * 3 * 300 * 200, dtype=np.uint16).reshape(2, 3, 300, 200)
     computes = []

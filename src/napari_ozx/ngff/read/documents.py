@@ -61,6 +61,7 @@ __all__ = [
     "get_bytes",
     "join_path",
     "loads_object",
+    "local_root",
     "read_documents",
     "run_sync",
 ]
@@ -275,11 +276,18 @@ def _fresh(error: OzxError) -> OzxError:
 Prefetched = Mapping[str, "bytes | MetadataError | None"]
 
 
-def _local_root(store: Store) -> str | None:
-    """The folder of a plain zarr ``LocalStore`` (subclasses and wrappers excluded)."""
+def local_root(store: object, *, exact: bool = False) -> str | None:
+    """The folder on this machine whose files are the keys of *store*: a zarr
+    ``LocalStore``'s ``root``; ``None`` for every other store (an ``OzxStore``, even of a
+    local file: its keys are members of one archive; remote, memory and wrapping stores).
+
+    *exact*: a subclass of ``LocalStore`` gives ``None`` too, for a caller that reads the
+    files itself and so would bypass what a subclass does on reading."""
     from zarr.storage import LocalStore
 
-    return str(store.root) if type(store) is LocalStore else None
+    if exact and type(store) is not LocalStore:
+        return None
+    return os.fspath(store.root) if isinstance(store, LocalStore) else None
 
 
 def _local_container(store: Store) -> bool:
@@ -524,7 +532,7 @@ def read_documents(
     the module docstring."""
 
     pre: Prefetched | None = None
-    root = _local_root(store)
+    root = local_root(store, exact=True)
     if root is not None:
         names = [
             *(("zarr.json",) if zarr_format in (None, 3) else ()),

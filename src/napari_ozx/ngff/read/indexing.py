@@ -11,14 +11,14 @@ integers raise ``IndexError``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, SupportsInt
 
 import numpy as np
 
 __all__ = ["basic_box", "expand", "is_fancy", "orthogonal", "plain_box"]
 
 
-def expand(key: Any, ndim: int) -> tuple[Any, ...]:
+def expand(key: object, ndim: int) -> tuple[Any, ...]:
     """*key* as a tuple of one index per axis (``Ellipsis`` and missing trailing axes
     become whole axes)."""
     if not isinstance(key, tuple):
@@ -34,12 +34,12 @@ def expand(key: Any, ndim: int) -> tuple[Any, ...]:
     return tuple(key) + (slice(None),) * (ndim - len(key))
 
 
-def is_fancy(key: tuple[Any, ...]) -> bool:
+def is_fancy(key: tuple[object, ...]) -> bool:
     """Lists or arrays among the indices (not basic indexing)."""
     return any(isinstance(k, np.ndarray | list) for k in key)
 
 
-def orthogonal(a: np.ndarray, key: Any) -> np.ndarray:
+def orthogonal(a: np.ndarray, key: object) -> np.ndarray:
     """``a[key]`` as a dask array indexes: each list or 1-D array picks along its own
     axis (orthogonal), where numpy would broadcast several of them (and an integer)
     together. Keys with ``None`` or multi-dimensional index arrays are numpy's."""
@@ -60,7 +60,7 @@ def orthogonal(a: np.ndarray, key: Any) -> np.ndarray:
 
 
 def basic_box(
-    key: tuple[Any, ...], shape: Sequence[int]
+    key: tuple[slice | SupportsInt, ...], shape: Sequence[int]
 ) -> tuple[list[tuple[int, int]], tuple[Any, ...]]:
     """The unit-step box an expanded basic *key* touches, and the index that turns the
     box into the result. Negative steps are refused (``IndexError``)."""
@@ -84,7 +84,7 @@ def basic_box(
 
 
 def plain_box(
-    sel: tuple[Any, ...], shape: Sequence[int]
+    sel: tuple[object, ...], shape: Sequence[int]
 ) -> tuple[list[tuple[int, int]] | None, list[bool]]:
     """``(start, stop)`` per axis and which axes an integer drops, for a selection of
     exactly one in-range integer or unit-step slice per axis; ``(None, [])`` for anything

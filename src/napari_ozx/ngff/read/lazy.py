@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import dask.array as da
 import numpy as np
@@ -58,6 +58,9 @@ from dask.highlevelgraph import HighLevelGraph
 
 from napari_ozx._compat import new_dask_view
 from napari_ozx.ngff.read.indexing import orthogonal
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = ["LazyArray", "LevelArray", "lazy_array", "source_reader"]
 
@@ -106,7 +109,7 @@ class LazyArray(da.Array):
         return graph
 
     @dask.setter
-    def dask(self, graph: Any) -> None:
+    def dask(self, graph: object) -> None:
         self._ozx_graph = graph
 
     def __dask_graph__(self) -> Any:
@@ -120,7 +123,7 @@ class LazyArray(da.Array):
             return None  # not ours, or rewritten in place (x[...] = v)
         return src, self._ozx_index
 
-    def __getitem__(self, index: Any) -> Any:
+    def __getitem__(self, index: object) -> Any:
         direct = self._direct()
         new = None if direct is None else _compose(direct[1], direct[0].shape, index)
         if new is None:
@@ -145,7 +148,7 @@ class LazyArray(da.Array):
 
     # ------------------------------------------------------------------ reads
 
-    def compute(self, **kwargs: Any) -> Any:
+    def compute(self, **kwargs: object) -> Any:
         direct = self._direct()
         if direct is None:
             return super().compute(**kwargs)
@@ -183,7 +186,7 @@ def _selection(index: _Index) -> tuple[int | slice, ...]:
     return tuple(i if isinstance(i, int) else slice(i[0], i[1]) for i in index)
 
 
-def _as_int(x: Any) -> int | None:
+def _as_int(x: object) -> int | None:
     """``x`` as a Python int when numpy would index with it as one (not bool)."""
     if type(x) is int:
         return x
@@ -192,7 +195,7 @@ def _as_int(x: Any) -> int | None:
     return None
 
 
-def _compose(old: _Index, shape: Sequence[int], index: Any) -> _Index | None:
+def _compose(old: _Index, shape: Sequence[int], index: object) -> _Index | None:
     """``old`` (a box on the root) indexed by ``index`` on the view, or None when the
     index is not a plain basic one (dask then handles it, errors included)."""
     idx = index if type(index) is tuple else (index,)
@@ -264,13 +267,13 @@ def _view(src: _Source, index: _Index) -> LazyArray:
     return obj
 
 
-def _flat(keys: Any) -> Iterator[Any]:
+def _flat(keys: object) -> Iterator[tuple[Any, ...]]:
     """dask's nested lists of block keys, flattened."""
     if isinstance(keys, list):
         for k in keys:
             yield from _flat(k)
     else:
-        yield keys
+        yield cast("tuple[Any, ...]", keys)
 
 
 def _fmt(i: int | tuple[int, int]) -> str:
@@ -314,7 +317,7 @@ class LevelArray:
     to the level's dask array, whose errors a user then sees); ``to_dask()`` is the dask
     array. Used under dask's array query planning (see :func:`lazy_array`)."""
 
-    def __init__(self, src: _Source, root: Any, index: _Index | None = None) -> None:
+    def __init__(self, src: _Source, root: da.Array, index: _Index | None = None) -> None:
         self._src = src
         self._root = root  # the level's dask array: the general path and its errors
         self._index: _Index = index if index is not None else tuple((0, n) for n in src.shape)
@@ -352,17 +355,17 @@ class LevelArray:
     def __repr__(self) -> str:
         return f"LevelArray(shape={self.shape}, dtype={self.dtype}, source={self._src.name})"
 
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: object) -> Any:
         new = _compose(self._index, self._src.shape, key)
         if new is not None:
             return LevelArray(self._src, self._root, new)
         return orthogonal(np.asarray(self), key)  # as a dask array indexes; numpy's errors
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         out = np.asarray(self.compute())
         return out if dtype is None else out.astype(dtype, copy=False)
 
-    def compute(self, **_: Any) -> np.ndarray:
+    def compute(self, **_: object) -> np.ndarray:
         sel = _selection(self._index)
         _tell_browse(self._src, self._index)
         try:
@@ -379,7 +382,7 @@ class LevelArray:
         return self._root[_selection(self._index)]
 
 
-def source_reader(arr: Any) -> Any:
+def source_reader(arr: object) -> Any:
     """The reader behind a :class:`LazyArray` or :class:`LevelArray` (a level or a view
     of one), else None."""
     if isinstance(arr, LevelArray):

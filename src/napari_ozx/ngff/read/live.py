@@ -41,9 +41,23 @@ import uuid
 import weakref
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+from napari_ozx.ngff.read.documents import local_root
+
+if TYPE_CHECKING:
+    import zarr
+    from zarr.abc.store import Store
 
 logger = logging.getLogger(__name__)
+
+
+class ArrayReader(Protocol):
+    """What reads one zarr array and can be re-pointed at another (a lazy level's
+    source): its ``array``; an optional ``reader`` attribute is its fast path."""
+
+    array: zarr.Array
+
 
 __all__ = [
     "follow_archive",
@@ -56,24 +70,24 @@ __all__ = [
 
 _lock = threading.Lock()
 # realpath of a store root -> readers (objects with a zarr ``array`` attribute) reading it
-_readers: dict[str, weakref.WeakSet[Any]] = {}
+_readers: dict[str, weakref.WeakSet[ArrayReader]] = {}
 # retained tree -> number of live readers still pointing at it
 _retained: dict[str, int] = {}
 # realpath of an .ozx -> readers reading it (through any OzxStore opened on that path)
-_archives: dict[str, weakref.WeakSet[Any]] = {}
+_archives: dict[str, weakref.WeakSet[ArrayReader]] = {}
 
 
 def _key(path: str | os.PathLike[str]) -> str:
     return os.path.realpath(os.fspath(path))
 
 
-def register(reader: Any, store: Any) -> None:
+def register(reader: ArrayReader, store: object) -> None:
     """Remember that *reader* (``reader.array`` is a zarr array) reads *store*.
 
     Local directory stores and local ``.ozx`` archives are tracked; anything else is
     ignored.
     """
-    root = _local_root(store)
+    root = local_root(store)
     if root is None:
         archive = _archive_path(store)
         if archive is not None:
@@ -84,17 +98,7 @@ def register(reader: Any, store: Any) -> None:
         _readers.setdefault(_key(root), weakref.WeakSet()).add(reader)
 
 
-def _local_root(store: Any) -> str | None:
-    try:
-        from zarr.storage import LocalStore
-    except ImportError:  # pragma: no cover - zarr is a dependency
-        return None
-    if isinstance(store, LocalStore):
-        return os.fspath(store.root)
-    return None
-
-
-def _archive_path(store: Any) -> str | None:
+def _archive_path(store: object) -> str | None:
     from napari_ozx.ozx.store import OzxStore
 
     if isinstance(store, OzxStore) and store.path is not None:
@@ -102,7 +106,7 @@ def _archive_path(store: Any) -> str | None:
     return None
 
 
-def _inode(store: Any) -> int | None:
+def _inode(store: object) -> int | None:
     """The inode an archive store reads (its open descriptor's), or None."""
     fd = getattr(getattr(store, "reader", None), "fd", None)
     if not isinstance(fd, int) or fd < 0:
@@ -116,7 +120,7 @@ def _inode(store: Any) -> int | None:
 def follow_archive(
     path: str | os.PathLike[str],
     old_inode: int,
-    new_store: Any,
+    new_store: Store,
     changed: Collection[str] = (),
 ) -> int:
     """The ``.ozx`` *path* was replaced by a rebuild whose members are the old file's bytes
@@ -141,11 +145,11 @@ def follow_archive(
     return moved
 
 
-def live_readers(tree: str | os.PathLike[str]) -> list[tuple[Any, str]]:
+def live_readers(tree: str | os.PathLike[str]) -> list[tuple[ArrayReader, str]]:
     """(reader, path of its store root relative to *tree*) for every live reader whose
     store root is *tree* or lies inside it."""
     top = _key(tree)
-    out: list[tuple[Any, str]] = []
+    out: list[tuple[ArrayReader, str]] = []
     with _lock:
         for root, readers in list(_readers.items()):
             if root == top:
@@ -160,7 +164,7 @@ def live_readers(tree: str | os.PathLike[str]) -> list[tuple[Any, str]]:
     return out
 
 
-def repoint(reader: Any, new_root: str | os.PathLike[str]) -> None:
+def repoint(reader: ArrayReader, new_root: str | os.PathLike[str]) -> None:
     """Make *reader* read the same array (same metadata, same key) below *new_root*."""
     import zarr
     from zarr import AsyncArray
@@ -177,14 +181,14 @@ def repoint(reader: Any, new_root: str | os.PathLike[str]) -> None:
                 readers.discard(reader)
 
 
-def set_array(reader: Any, array: Any) -> None:
+def set_array(reader: ArrayReader, array: zarr.Array) -> None:
     """Point *reader* at *array*, dropping its fast path (and that path's cached shard
     indexes, which describe the files it read before)."""
     reader.array = array
     if hasattr(reader, "reader"):
         from napari_ozx.ngff.read.fastread import fast_reader
 
-        reader.reader = fast_reader(array) or array
+        setattr(reader, "reader", fast_reader(array) or array)  # noqa: B010
 
 
 def retain_for_readers(target: Path) -> Path | None:
@@ -217,7 +221,7 @@ def adopt_old_tree(old: Path, target: Path) -> bool:
     return True
 
 
-def _hand_over(readers: list[tuple[Any, str]], tree: Path) -> None:
+def _hand_over(readers: list[tuple[ArrayReader, str]], tree: Path) -> None:
     key = _key(tree)
     with _lock:
         _retained[key] = _retained.get(key, 0) + len(readers)

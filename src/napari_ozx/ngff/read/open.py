@@ -31,6 +31,7 @@ from napari_ozx.errors import (
     OzxError,
     UnsupportedExtensionError,
 )
+from napari_ozx.ngff.model.axes import is_spatial
 from napari_ozx.ngff.model.extensions import NodeExtensions
 from napari_ozx.ngff.model.metadata import (
     Multiscale,
@@ -40,6 +41,7 @@ from napari_ozx.ngff.model.metadata import (
 )
 from napari_ozx.ngff.read.documents import NodeDocuments, join_path, read_documents
 from napari_ozx.ozx.protocol import as_container
+from napari_ozx.ozx.rfc9 import ARCHIVE_SUFFIXES
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -543,7 +545,7 @@ class OmeZarr:
     @property
     def name(self) -> str:
         base = os.path.basename(self.source.rstrip("/\\")) or self.source
-        for suf in (".ome.zarr", ".zarr", ".ozx", ".zip"):
+        for suf in (".ome.zarr", ".zarr", *ARCHIVE_SUFFIXES):
             if base.lower().endswith(suf) and len(base) > len(suf):
                 return base[: -len(suf)]
         return base
@@ -768,7 +770,7 @@ def _check_space_axes(source: str, path: str, ms: Multiscale) -> None:
     """Refuse an image without a space axis: napari would show a time or channel axis as
     if it were y / x. (Other counts of space axes are readable; the validator reports them.)
     """
-    if any(a.type == "space" or (a.type is None and a.name in ("z", "y", "x")) for a in ms.axes):
+    if any(is_spatial(a) for a in ms.axes):
         return
     raise MetadataError(
         f"{source}:{path or '/'}: no space axis in {list(ms.axis_names)} "

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_ozx.errors import MetadataError, NotOmeZarrError, OzxError
+from napari_ozx.ngff.model.axes import yx_axes
 from napari_ozx.ngff.model.metadata import (
     Acquisition,
     Axis,
@@ -109,19 +110,6 @@ _LIVE: weakref.WeakValueDictionary[str, HcsPlate] = weakref.WeakValueDictionary(
 
 def plate_by_id(plate_id: str) -> HcsPlate | None:
     return _LIVE.get(plate_id)
-
-
-def yx_axes(axes: Sequence[Axis]) -> tuple[int, int]:
-    """Indices of the y and x axes: the last two spatial axes (else the last two)."""
-    spatial = [
-        i
-        for i, a in enumerate(axes)
-        if a.type == "space" or (a.type is None and a.name in ("z", "y", "x"))
-    ]
-    if len(spatial) >= 2:
-        return spatial[-2], spatial[-1]
-    n = len(axes)
-    return n - 2, n - 1
 
 
 # --------------------------------------------------------------------- wells

@@ -3,7 +3,7 @@
 :func:`write_ome_zarr_on_cluster` is :func:`.write.write_ome_zarr` with the pixels moved
 off the client. The client creates the metadata, the temporary target and the atomic
 swap exactly as a local write (:func:`.write.write_with`); every shard-sized region
-(unsharded arrays: the local writer's :func:`.write._write_step` regions) is one task:
+(unsharded arrays: the local writer's :func:`.plan.write_step` regions) is one task:
 
 * level 0: the worker evaluates the source region itself (the source's dask graph for
   that region travels, never its pixels: an opened OME-Zarr pickles as its path or URL,
@@ -66,24 +66,16 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from napari_ozx.errors import OzxError
+from napari_ozx.ngff.model.axes import spatial_yx
 from napari_ozx.ngff.read.lazy import LevelArray
-from napari_ozx.ngff.write.writer import (
-    ImageSpec,
-    LabelsSpec,
-    Progress,
-    WriteCancelled,
-    WriteOptions,
-    _regions,
-    _write_step,
-    _yx_axes,
-    downsample2,
-    write_with,
-)
+from napari_ozx.ngff.write.options import WriteOptions
+from napari_ozx.ngff.write.plan import WriteJob, downsample2, write_regions, write_step
+from napari_ozx.ngff.write.specs import ImageSpec, LabelsSpec, Progress, WriteCancelled
+from napari_ozx.ngff.write.writer import write_with
 
 if TYPE_CHECKING:
     from distributed import Client, Future
 
-    from napari_ozx.ngff.write.writer import _Job
 
 logger = logging.getLogger(__name__)
 
@@ -380,7 +372,7 @@ class _Level:
 
 
 def _grid_index(region: tuple[slice, ...], step: Sequence[int], shape: Sequence[int]) -> list[int]:
-    """Indices (in :func:`_regions` order) of the regions of a grid that *region* touches."""
+    """Indices (in :func:`write_regions` order) of the regions of a grid that *region* touches."""
     counts = [max(math.ceil(s / st), 1) for s, st in zip(shape, step, strict=True)]
     ranges = [
         range(r.start // st, (max(r.stop, r.start + 1) - 1) // st + 1)
@@ -389,8 +381,8 @@ def _grid_index(region: tuple[slice, ...], step: Sequence[int], shape: Sequence[
     return [int(np.ravel_multi_index(c, counts)) for c in itertools.product(*ranges)]
 
 
-def _plan(job: _Job) -> list[_Level]:
-    ds_axes = _yx_axes(job.axes)
+def _plan(job: WriteJob) -> list[_Level]:
+    ds_axes = spatial_yx(job.axes)
     halving = tuple(2 if i in ds_axes else 1 for i in range(len(job.axes)))
     if job.factors is not None and any(
         job.source(lvl) is None and tuple(f) != halving for lvl, f in enumerate(job.factors)
@@ -401,8 +393,8 @@ def _plan(job: _Job) -> list[_Level]:
         )
     levels: list[_Level] = []
     for lvl, arr in enumerate(job.arrays):
-        step = tuple(arr.shards or _write_step(arr.shape, arr.chunks, arr.dtype.itemsize))
-        regions = _regions(arr.shape, step)
+        step = tuple(arr.shards or write_step(arr.shape, arr.chunks, arr.dtype.itemsize))
+        regions = write_regions(arr.shape, step)
         deps: list[list[int]] = [[] for _ in regions]  # level 0, a copied level: none
         if lvl and job.source(lvl) is None:
             below = levels[-1]
@@ -475,7 +467,7 @@ def write_ome_zarr_on_cluster(
     opts = options or WriteOptions()
     where = f"{source_name or 'the source'} -> {target}"
 
-    def write_data(jobs: list[_Job], store: Any, tmp_dir: Path | None) -> None:
+    def write_data(jobs: list[WriteJob], store: Any, tmp_dir: Path | None) -> None:
         _Run(client, jobs, store, tmp_dir, progress, cancel, where).run()
 
     return write_with(target, image, labels, opts, write_data)
@@ -488,7 +480,7 @@ class _Run:
     def __init__(
         self,
         client: Client,
-        jobs: list[_Job],
+        jobs: list[WriteJob],
         store: Any,
         tmp_dir: Path | None,
         progress: Progress | None,
@@ -586,7 +578,7 @@ class _Run:
         job, plan = self.jobs[j], self.plans[j]
         lv = plan[lvl]
         region = lv.regions[i]
-        ds_axes = _yx_axes(job.axes)
+        ds_axes = spatial_yx(job.axes)
         deps = lv.deps[i] if lvl else []
         data = job.source(lvl)
         task = _Task(

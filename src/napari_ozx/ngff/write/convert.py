@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from napari_ozx.errors import OzxError
-from napari_ozx.ngff.read.open import Image, open_ome_zarr
+from napari_ozx.ngff.read.open import Image, OmeZarr, open_ome_zarr
 from napari_ozx.ngff.tables.write import source_tables
 from napari_ozx.ngff.write.writer import (
+    Compute,
     ImageSpec,
     LabelsSpec,
     PlateWriteSpec,
@@ -41,6 +42,9 @@ from napari_ozx.ngff.write.writer import (
     write_ome_zarr,
 )
 
+if TYPE_CHECKING:
+    from distributed import Client
+
 __all__ = [
     "convert",
     "convert_summary",
@@ -53,7 +57,7 @@ __all__ = [
 ]
 
 
-def plate_spec(oz: Any) -> PlateWriteSpec:
+def plate_spec(oz: OmeZarr) -> PlateWriteSpec:
     """What a plate at the root of *oz* writes as: the plate and well models and every
     field's image (lazy: its level 0 is read shard by shard when written). A well or
     field that cannot be read stops the conversion, naming it (a converted plate must
@@ -78,7 +82,7 @@ def plate_spec(oz: Any) -> PlateWriteSpec:
     return PlateWriteSpec(plate.plate, wells, fields, source_tables(oz, "", "plate"))
 
 
-def scene_spec(oz: Any) -> SceneSpec:
+def scene_spec(oz: OmeZarr) -> SceneSpec:
     """What a 0.6 scene at the root of *oz* writes as: each image it names (lazy, every
     stored level, its labels) placed in the scene's first coordinate system by the
     transformation the hierarchy's graph gives from its intrinsic system. An image the
@@ -87,6 +91,7 @@ def scene_spec(oz: Any) -> SceneSpec:
     import numpy as np
 
     scene = oz.root.meta.scene
+    assert scene is not None  # convert calls this for a scene at the root only
     images = oz.images()
     if not images:
         raise OzxError(f"{oz.source}: the scene names no image")
@@ -132,7 +137,7 @@ def _to_world(image: Image) -> tuple[Any, str]:
     return m, t.label
 
 
-def _codec_of(codecs: Any) -> tuple[str, int] | None:
+def _codec_of(codecs: Iterable[object]) -> tuple[str, int] | None:
     """(WriteOptions codec, level) of zarr's codec objects / a numcodecs compressor."""
     for c in codecs:
         name = type(c).__name__.lower()
@@ -269,8 +274,8 @@ def convert(
     options: WriteOptions | None = None,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
-    compute: Callable[[Any], Any] | None = None,
-    client: Any = None,
+    compute: Compute | None = None,
+    client: Client | None = None,
 ) -> Path:
     """Rewrite the image (with its labels) at *source* to *target* with *options*
     (default: :func:`source_options`, the source's own layout and version).
@@ -288,8 +293,8 @@ def convert_summary(
     options: WriteOptions | None = None,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
-    compute: Callable[[Any], Any] | None = None,
-    client: Any = None,
+    compute: Compute | None = None,
+    client: Client | None = None,
 ) -> WriteSummary:
     """:func:`convert`, returning what was written (the version, the images and labels:
     the line ``napari-ozx convert`` prints)."""

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from napari_ozx.errors import InvalidOptionError
+from napari_ozx.ozx.rfc9 import ARCHIVE_SUFFIXES
 
 if TYPE_CHECKING:
     import argparse
@@ -57,7 +58,7 @@ __all__ = [
 ]
 
 #: file names that mean a single-file (zipped) OME-Zarr
-OZX_SUFFIXES = (".ozx", ".zip")
+OZX_SUFFIXES = ARCHIVE_SUFFIXES  # one definition, the container's (ozx.rfc9)
 #: the OME-Zarr version ``version="auto"`` writes unless the data needs 0.6's coordinate
 #: systems (a layer rotated, sheared or with an affine; an image placed in another system)
 OZX_VERSION = "0.5"
