@@ -68,18 +68,19 @@ def _chosen_by_user(max_depth: int = 12) -> bool:
 
 def _claims(path: str) -> bool:
     from napari_ozx.ozx.remote.source import is_url
+    from napari_ozx.ozx.rfc9 import ARCHIVE_SUFFIXES, OZX_SUFFIX, is_archive_name, plain_name
 
     if is_url(path):  # no network here: the name must say what it is
-        return path.split("?", 1)[0].rstrip("/").lower().endswith((".ozx", ".zip", ".zarr"))
+        return is_archive_name(path) or plain_name(path).endswith(".zarr")
     p = Path(path)
     suffix = p.suffix.lower()
-    if suffix == ".ozx":
+    if suffix == OZX_SUFFIX:
         return True
     if p.is_dir():
         # only OME-Zarr folders: the shared real-world corpus expects a plain Zarr group
         # to be declined (napari's own reader or another plugin may show it)
         return _dir_has_ome(p)
-    if suffix == ".zip" and p.is_file():
+    if suffix in ARCHIVE_SUFFIXES and p.is_file():  # a .zip (an .ozx is claimed above)
         # the ZIP index alone answers "is there a root zarr.json?" (no zarr import)
         from napari_ozx.ozx._zip import FileRangeReader, read_zip_index
 

@@ -215,3 +215,23 @@ def test_extension_and_methods():
     assert not rfc9.is_compressed(records.METHOD_STORED)
     assert rfc9.is_compressed(records.METHOD_DEFLATED)
     assert rfc9.WRITE_METHOD == records.METHOD_STORED and rfc9.WRITE_ZIP64
+
+
+@pytest.mark.parametrize(
+    ("name", "archive"),
+    [
+        ("a/B.OZX", True),
+        ("x.zip", True),
+        ("x.zip/", True),
+        ("https://host/x.ozx?token=1", True),
+        ("s3://bucket/x.ZIP/", True),
+        ("https://host/x.ome.zarr", False),
+        ("https://host/x.zarr?f=.ozx", False),
+        ("local?name.ozx", True),  # a "?" in a local path is part of the name
+        ("x.ozx.json", False),
+    ],
+)
+def test_archive_names(name, archive):
+    """One home for "is this name a zipped OME-Zarr": every layer asks is_archive_name."""
+    assert rfc9.is_archive_name(name) is archive
+    assert rfc9.ARCHIVE_SUFFIXES == (rfc9.OZX_SUFFIX, ".zip")

@@ -42,7 +42,7 @@ import struct
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, overload
+from typing import Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -78,6 +78,7 @@ from napari_ozx.ozx.records import (
 
 __all__ = [
     "TAIL_SIZE",
+    "BinaryFile",
     "FileObjRangeReader",
     "FileRangeReader",
     "LocalExtent",
@@ -103,6 +104,18 @@ assert EOCD.size + MAX_COMMENT + ZIP64_LOCATOR.size + ZIP64_EOCD.size <= TAIL_SI
 
 
 # --------------------------------------------------------------------------- readers
+
+_T = TypeVar("_T")
+
+
+class BinaryFile(Protocol):
+    """A seekable binary file-like object (``io.BytesIO``, ``open(p, "rb")``, an fsspec
+    file): what :class:`FileObjRangeReader` reads."""
+
+    def seek(self, offset: int, whence: int = ..., /) -> object: ...
+    def tell(self) -> int: ...
+    def read(self, size: int = ..., /) -> bytes | bytearray | None: ...
+    def close(self) -> None: ...
 
 
 class RangeReader:
@@ -243,7 +256,7 @@ class FileObjRangeReader(RangeReader):
     The file object belongs to the caller unless ``close_file=True``.
     """
 
-    def __init__(self, fobj: IO[bytes] | Any, *, close_file: bool = False) -> None:
+    def __init__(self, fobj: BinaryFile, *, close_file: bool = False) -> None:
         if not (hasattr(fobj, "seek") and hasattr(fobj, "read")):
             raise TypeError(f"expected a binary file-like object with seek/read, got {fobj!r}")
         self.fobj = fobj
@@ -293,7 +306,7 @@ class FileObjRangeReader(RangeReader):
         return f"FileObjRangeReader({self.fobj!r}, size={self.size})"
 
 
-def _fobj_name(fobj: Any) -> str | None:
+def _fobj_name(fobj: object) -> str | None:
     for attr in ("path", "name"):
         value = getattr(fobj, attr, None)
         if isinstance(value, str | os.PathLike):
@@ -301,7 +314,9 @@ def _fobj_name(fobj: Any) -> str | None:
     return None
 
 
-def open_reader(source: Any) -> tuple[RangeReader, bool]:
+def open_reader(
+    source: str | os.PathLike[str] | RangeReader | BinaryFile,
+) -> tuple[RangeReader, bool]:
     """A reader for a path or a file-like object, and whether the caller owns (must close) it."""
     if isinstance(source, RangeReader):
         return source, False
@@ -432,108 +447,159 @@ def read_zip_index(reader: RangeReader, *, allow_multi_part: bool = False) -> Zi
     which case :attr:`ZipIndex.multi_part` is set and parsing continues best-effort, as the
     validator wants).
     """
-    size = reader.size
-    if size < EOCD.size:
-        raise ZipFormatError(f"not a ZIP archive: file is only {size} bytes long")
-    tail_len = min(size, TAIL_SIZE)
-    tail_start = size - tail_len
-    tail = reader.read(tail_start, tail_len)
+    tail = _Tail.read(reader)
+    end = _read_end_records(tail, allow_multi_part)
+    _check_end_records(end, allow_multi_part)
+    buf = tail.central_directory(end.cd_offset, end.cd_size)
+    table, mp = _parse_central_directory(buf, end.n_total, end.cd_offset, allow_multi_part)
+    del buf
+    return ZipIndex(
+        entries=_EntrySequence(table),
+        by_name=_NameMap(table),
+        duplicates=table.duplicates,
+        comment=bytes(end.comment),
+        zip64=end.zip64_eocd_offset is not None,
+        cd_offset=end.cd_offset,
+        cd_size=end.cd_size,
+        eocd_offset=end.eocd_offset,
+        zip64_eocd_offset=end.zip64_eocd_offset,
+        file_size=tail.size,
+        multi_part=end.multi_part or mp,
+    )
 
-    def window(offset: int, length: int) -> bytes | memoryview:
+
+@dataclass(frozen=True, slots=True)
+class _Tail:
+    """The last :data:`TAIL_SIZE` bytes of an archive, read once, and the reader behind."""
+
+    reader: RangeReader
+    size: int  #: of the whole file
+    start: int  #: offset of :attr:`data` in the file
+    data: bytes
+
+    @classmethod
+    def read(cls, reader: RangeReader) -> _Tail:
+        size = reader.size
+        if size < EOCD.size:
+            raise ZipFormatError(f"not a ZIP archive: file is only {size} bytes long")
+        tail_len = min(size, TAIL_SIZE)
+        start = size - tail_len
+        return cls(reader, size, start, reader.read(start, tail_len))
+
+    def window(self, offset: int, length: int) -> bytes | memoryview:
         """Bytes at an absolute offset: from the tail buffer if inside it, else one read."""
-        if offset < 0 or offset + length > size:
+        if offset < 0 or offset + length > self.size:
             raise ZipFormatError(
-                f"record at offset {offset} (+{length} bytes) lies outside the file ({size} bytes)"
+                f"record at offset {offset} (+{length} bytes) lies outside the file "
+                f"({self.size} bytes)"
             )
-        if offset >= tail_start:
-            rel = offset - tail_start
-            return memoryview(tail)[rel : rel + length]
-        return reader.read(offset, length)
+        if offset >= self.start:
+            rel = offset - self.start
+            return memoryview(self.data)[rel : rel + length]
+        return self.reader.read(offset, length)
 
-    pos, _exact = _find_eocd(tail)
-    eocd_offset = tail_start + pos
-    (_, disk_no, cd_disk, n_disk, n_total, cd_size, cd_offset, clen) = unpack_eocd(tail, pos)
-    comment = tail[pos + EOCD.size : pos + EOCD.size + clen]
-    multi_part = False
+    def central_directory(self, cd_offset: int, cd_size: int) -> bytes:
+        """The central directory's bytes: a slice of the tail when it lies inside it,
+        else read (:func:`_read_central_directory`)."""
+        if cd_offset >= self.start:
+            rel = cd_offset - self.start
+            return self.data[rel : rel + cd_size]
+        return _read_central_directory(self.reader, cd_offset, cd_size)
 
-    zip64 = False
+
+@dataclass(slots=True)
+class _EndRecords:
+    """What the classic end record (overridden by the ZIP64 one, if any) says."""
+
+    eocd_offset: int
+    comment: bytes
+    disk_no: int
+    cd_disk: int
+    n_disk: int
+    n_total: int
+    cd_size: int
+    cd_offset: int
+    cd_limit: int  #: where the central directory must end: the first end record
     zip64_eocd_offset: int | None = None
-    loc_offset = eocd_offset - ZIP64_LOCATOR.size
-    if loc_offset >= 0 and bytes(window(loc_offset, 4)) == SIG_ZIP64_LOCATOR:
-        zip64 = True
-        _, z_disk, z_offset, total_disks = unpack_zip64_locator(
-            window(loc_offset, ZIP64_LOCATOR.size)
-        )
-        if z_disk != 0 or total_disks > 1:
-            if not allow_multi_part:
-                raise _multi_part(f"ZIP64 locator: disk {z_disk}, {total_disks} disks")
-            multi_part = True
-        if z_offset + ZIP64_EOCD.size > loc_offset:
-            raise ZipFormatError(
-                f"ZIP64 end of central directory record offset {z_offset} is out of range"
-            )
-        rec = window(z_offset, ZIP64_EOCD.size)
-        (sig, rec_size, _made, _need, disk64, cd_disk64, n_disk64, n_total64, cd_size64,
-         cd_offset64) = unpack_zip64_eocd(rec)  # fmt: skip
-        if sig != SIG_ZIP64_EOCD:
-            raise ZipFormatError(
-                f"ZIP64 end of central directory record not found at offset {z_offset}"
-            )
-        if rec_size < ZIP64_EOCD_BODY or z_offset + 12 + rec_size > loc_offset:
-            raise ZipFormatError(f"ZIP64 end of central directory record size {rec_size} is bad")
-        zip64_eocd_offset = z_offset
-        disk_no, cd_disk, n_disk, n_total = disk64, cd_disk64, n_disk64, n_total64
-        cd_size, cd_offset = cd_size64, cd_offset64
-        cd_limit = z_offset
-    else:
-        cd_limit = eocd_offset
+    multi_part: bool = False
 
-    if disk_no != 0 or cd_disk != 0 or n_disk != n_total:
+
+def _read_end_records(tail: _Tail, allow_multi_part: bool) -> _EndRecords:
+    """The EOCD record, then the ZIP64 locator and ZIP64 EOCD record if present."""
+    pos, _exact = _find_eocd(tail.data)
+    (_, disk_no, cd_disk, n_disk, n_total, cd_size, cd_offset, clen) = unpack_eocd(tail.data, pos)
+    eocd_offset = tail.start + pos
+    end = _EndRecords(
+        eocd_offset=eocd_offset,
+        comment=tail.data[pos + EOCD.size : pos + EOCD.size + clen],
+        disk_no=disk_no,
+        cd_disk=cd_disk,
+        n_disk=n_disk,
+        n_total=n_total,
+        cd_size=cd_size,
+        cd_offset=cd_offset,
+        cd_limit=eocd_offset,
+    )
+    loc_offset = eocd_offset - ZIP64_LOCATOR.size
+    if loc_offset >= 0 and bytes(tail.window(loc_offset, 4)) == SIG_ZIP64_LOCATOR:
+        _read_zip64_end(end, tail, loc_offset, allow_multi_part)
+    return end
+
+
+def _read_zip64_end(end: _EndRecords, tail: _Tail, loc_offset: int, allow_multi_part: bool) -> None:
+    """Follow the ZIP64 locator at ``loc_offset`` to the ZIP64 EOCD record, whose values
+    replace the classic record's in ``end``."""
+    _, z_disk, z_offset, total_disks = unpack_zip64_locator(
+        tail.window(loc_offset, ZIP64_LOCATOR.size)
+    )
+    if z_disk != 0 or total_disks > 1:
+        if not allow_multi_part:
+            raise _multi_part(f"ZIP64 locator: disk {z_disk}, {total_disks} disks")
+        end.multi_part = True
+    if z_offset + ZIP64_EOCD.size > loc_offset:
+        raise ZipFormatError(
+            f"ZIP64 end of central directory record offset {z_offset} is out of range"
+        )
+    rec = tail.window(z_offset, ZIP64_EOCD.size)
+    (sig, rec_size, _made, _need, disk64, cd_disk64, n_disk64, n_total64, cd_size64,
+     cd_offset64) = unpack_zip64_eocd(rec)  # fmt: skip
+    if sig != SIG_ZIP64_EOCD:
+        raise ZipFormatError(
+            f"ZIP64 end of central directory record not found at offset {z_offset}"
+        )
+    if rec_size < ZIP64_EOCD_BODY or z_offset + 12 + rec_size > loc_offset:
+        raise ZipFormatError(f"ZIP64 end of central directory record size {rec_size} is bad")
+    end.zip64_eocd_offset = z_offset
+    end.disk_no, end.cd_disk, end.n_disk, end.n_total = disk64, cd_disk64, n_disk64, n_total64
+    end.cd_size, end.cd_offset = cd_size64, cd_offset64
+    end.cd_limit = z_offset
+
+
+def _check_end_records(end: _EndRecords, allow_multi_part: bool) -> None:
+    """Disk numbers (multi-part), and a central directory that fits before its end records
+    and in the size its entry count allows: checked before anything is allocated."""
+    if end.disk_no != 0 or end.cd_disk != 0 or end.n_disk != end.n_total:
         if not allow_multi_part:
             raise _multi_part(
-                f"disk {disk_no}, central directory on disk {cd_disk}, "
-                f"{n_disk} of {n_total} entries on this disk"
+                f"disk {end.disk_no}, central directory on disk {end.cd_disk}, "
+                f"{end.n_disk} of {end.n_total} entries on this disk"
             )
-        multi_part = True
-
-    if cd_offset + cd_size > cd_limit:
+        end.multi_part = True
+    cd_offset, cd_size, n_total = end.cd_offset, end.cd_size, end.n_total
+    if cd_offset + cd_size > end.cd_limit:
         raise ZipFormatError(
             f"central directory (offset {cd_offset}, {cd_size} bytes) runs past its end "
-            f"records at offset {cd_limit} (corrupt or truncated archive)"
+            f"records at offset {end.cd_limit} (corrupt or truncated archive)"
         )
     if n_total * CENTRAL_HEADER.size > cd_size:
         raise ZipFormatError(
             f"end record claims {n_total} entries but the central directory is only {cd_size} bytes"
         )
-
     if cd_size > n_total * _MAX_CENTRAL_RECORD:
         raise ZipFormatError(
             f"end record claims a central directory of {cd_size} bytes for {n_total} "
             f"entries; {n_total} records take at most {n_total * _MAX_CENTRAL_RECORD} bytes"
         )
-
-    if cd_offset >= tail_start:
-        rel = cd_offset - tail_start
-        buf: bytes = tail[rel : rel + cd_size]
-    else:
-        buf = _read_central_directory(reader, cd_offset, cd_size)
-
-    table, mp = _parse_central_directory(buf, n_total, cd_offset, allow_multi_part)
-    del buf
-    multi_part = multi_part or mp
-    return ZipIndex(
-        entries=_EntrySequence(table),
-        by_name=_NameMap(table),
-        duplicates=table.duplicates,
-        comment=bytes(comment),
-        zip64=zip64,
-        cd_offset=cd_offset,
-        cd_size=cd_size,
-        eocd_offset=eocd_offset,
-        zip64_eocd_offset=zip64_eocd_offset,
-        file_size=size,
-        multi_part=multi_part,
-    )
 
 
 #: the largest possible central directory record: header + name + extra + comment
@@ -779,7 +845,13 @@ class _NameMap(Mapping[str, ZipEntry]):
             raise KeyError(name)
         return self._table.entry(i)
 
-    def get(self, name: str, default: Any = None) -> Any:
+    @overload
+    def get(self, name: str) -> ZipEntry | None: ...
+    @overload
+    def get(self, name: str, default: ZipEntry) -> ZipEntry: ...
+    @overload
+    def get(self, name: str, default: _T) -> ZipEntry | _T: ...
+    def get(self, name: str, default: object = None) -> object:
         i = self._table.lookup(name) if isinstance(name, str) else -1
         return default if i < 0 else self._table.entry(i)
 
@@ -820,7 +892,8 @@ def _gather_blob(b: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndar
                 b, shape=(len(b) - width + 1, width), strides=(1, 1), writeable=False
             )
             rows = view[starts]
-            return rows[np.arange(width) < lens[:, None]]
+            packed: np.ndarray = rows[np.arange(width) < lens[:, None]]
+            return packed
     out = np.empty(total, np.uint8)
     off = _offsets(lens).astype(np.int64)
     idx = np.flatnonzero(lens)
@@ -834,7 +907,7 @@ def _gather_blob(b: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndar
 
 def _offsets(lens: np.ndarray) -> np.ndarray:
     ends = np.cumsum(lens, dtype=np.int64)
-    off = ends - lens
+    off: np.ndarray = ends - lens
     return off.astype(np.uint32) if len(ends) and ends[-1] < 2**32 else off
 
 
@@ -861,7 +934,8 @@ def _parse_fast(buf: bytes, count: int, cd_offset: int) -> _EntryTable | None:
         return None
 
     def u(off: int, nbytes: int) -> np.ndarray:
-        return views[nbytes][pos + off]
+        column: np.ndarray = views[nbytes][pos + off]
+        return column
 
     nlen, elen, klen = u(28, 2), u(30, 2), u(32, 2)
     nxt = pos + CENTRAL_HEADER.size + nlen + elen + klen
@@ -892,7 +966,8 @@ def _parse_fast(buf: bytes, count: int, cd_offset: int) -> _EntryTable | None:
         def eu(at: np.ndarray, nbytes: int) -> np.ndarray:
             if (at + nbytes > end).any():  # pragma: no cover - the chain check bounds it
                 raise ZipFormatError("central directory extra field runs past its end")
-            return views[nbytes][at]
+            values: np.ndarray = views[nbytes][at]
+            return values
 
         hid, hlen = eu(es, 2), eu(es + 2, 2).astype(np.int64)
         if (hid != ZIP64_EXTRA_ID).any() or (hlen + 4 != el).any():

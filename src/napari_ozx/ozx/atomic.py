@@ -41,7 +41,7 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "create_partial_dir",
+    "create_partial",
     "fsync_dir",
     "fsync_tree",
     "hold",
@@ -64,40 +64,72 @@ def partial_name(target: Path) -> Path:
     return target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.partial"
 
 
-def create_partial_dir(target: Path) -> tuple[Path, int]:
-    """A new, locked ``.partial`` directory beside ``target`` and the fd holding its lock.
+def create_partial(target: Path, *, directory: bool = False) -> tuple[Path, int]:
+    """A new, locked ``.partial`` file (or ``directory``) beside ``target`` and the fd
+    holding its lock; the one place partials are created.
 
-    Made under a ``.creating`` name, locked, then renamed (the lock follows the inode):
-    a concurrent save's sweep (:func:`remove_stale_partials`) never finds it unlocked.
+    Made under a ``.creating`` name (``O_EXCL`` / ``mkdir``: never an existing name, a
+    taken one is retried with another), locked, then renamed (the lock follows the
+    inode): a concurrent save's sweep (:func:`remove_stale_partials`) never finds it
+    unlocked. A file's fd is open for reading and writing (the umask applies, as for a
+    normal file); a directory's is read-only. On any failure nothing is left behind.
+    Raises :class:`FileExistsError` if no free name was found.
     """
-    path = partial_name(target)
-    staging = path.with_suffix(".creating")
-    staging.mkdir()
+    for _ in range(100):
+        path = partial_name(target)
+        staging = path.with_suffix(".creating")
+        try:
+            fd = _create_locked(staging, directory)
+        except FileExistsError:
+            continue
+        try:
+            os.rename(staging, path)
+        except BaseException:
+            release(fd)
+            with contextlib.suppress(OSError):
+                _remove(staging)
+            raise
+        return path, fd
+    raise FileExistsError(errno.EEXIST, "could not create a temporary name", str(target))
+
+
+def _create_locked(staging: Path, directory: bool) -> int:
+    """Create ``staging`` (a new file or directory) and take its lock; removed again if
+    the lock cannot be taken."""
+    if directory:
+        staging.mkdir()
+        try:
+            return hold(staging)
+        except BaseException:
+            staging.rmdir()
+            raise
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    fd = os.open(staging, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
-        fd = hold(staging)
+        _lock(fd)
     except BaseException:
-        staging.rmdir()
+        with contextlib.suppress(OSError):
+            os.unlink(staging)
         raise
-    try:
-        os.rename(staging, path)
-    except BaseException:
-        release(fd)
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return path, fd
+    return fd
 
 
 def hold(path: Path) -> int:
     """Open ``path`` (file or directory) and take an exclusive lock on it; returns the fd
     (keep it open while writing, :func:`release` it after)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    _lock(fd)
+    return fd
+
+
+def _lock(fd: int) -> None:
+    """Take an exclusive, non-blocking lock on ``fd``; closes it when that fails."""
     if fcntl is not None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
             raise
-    return fd
 
 
 def release(fd: int | None) -> None:

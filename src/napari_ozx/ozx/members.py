@@ -25,7 +25,6 @@ import threading
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from napari_ozx.errors import UnsupportedZipFeature, ZipFormatError
 from napari_ozx.ozx._zip import RangeReader, ZipEntry, data_offset, local_name_length
@@ -102,7 +101,7 @@ class MemberReader:
         *,
         cd_offset: int,
         path: str | None,
-        fobj: Any,
+        fobj: object,
         deflate_cache_bytes: int,
         max_inflate_bytes: int,
         verify_crc_max: int,

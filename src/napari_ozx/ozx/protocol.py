@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 __all__ = ["ArchiveSummary", "Container", "as_container"]
 
@@ -59,6 +59,6 @@ class Container(Protocol):
         ...
 
 
-def as_container(store: Any) -> Container | None:
+def as_container(store: object) -> Container | None:
     """``store`` as a :class:`Container`, or ``None`` if it is not one."""
     return store if isinstance(store, Container) else None

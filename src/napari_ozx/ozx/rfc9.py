@@ -12,7 +12,10 @@ predicates defined here:
 * entry order: :func:`is_metadata_name`, :func:`metadata_sort_key` (what the writer
   sorts by) and :func:`order_problem` (what the validator checks);
 * the archive comment: :func:`archive_comment` / :func:`comment_version`;
-* ZIP64 and STORED: :data:`WRITE_ZIP64`, :data:`WRITE_METHOD`, :func:`is_compressed`.
+* ZIP64 and STORED: :data:`WRITE_ZIP64`, :data:`WRITE_METHOD`, :func:`is_compressed`;
+* file names: :func:`has_ozx_extension` (:data:`EXTENSION`) and, for every layer that
+  tells an archive from a directory by its name, :data:`ARCHIVE_SUFFIXES` /
+  :func:`is_archive_name`.
 
 No Zarr, no I/O: importing this module is cheap.
 """
@@ -29,12 +32,14 @@ from typing import Literal, NamedTuple
 from napari_ozx.ozx.records import METHOD_STORED, U16_MAX
 
 __all__ = [
+    "ARCHIVE_SUFFIXES",
     "COMMENT",
     "DEFAULT_COMMENT",
     "EXTENSION",
     "NOT_EMBEDDED",
     "ONE_HIERARCHY",
     "ORDER",
+    "OZX_SUFFIX",
     "ROOT",
     "RULES",
     "SHARDING",
@@ -50,6 +55,7 @@ __all__ = [
     "check_entry_name",
     "comment_version",
     "has_ozx_extension",
+    "is_archive_name",
     "is_compressed",
     "is_metadata_name",
     "is_nested_archive_name",
@@ -58,6 +64,7 @@ __all__ = [
     "name_depth",
     "name_problems",
     "order_problem",
+    "plain_name",
 ]
 
 Level = Literal["MUST", "SHALL NOT", "SHOULD"]
@@ -195,7 +202,7 @@ UNSAFE_NAME_KINDS = frozenset({"absolute", "parent", "backslash"})
 
 def is_nested_archive_name(name: str) -> bool:
     """A member named like an ``.ozx`` (:data:`NOT_EMBEDDED`)."""
-    return name.lower().endswith(".ozx")
+    return name.lower().endswith(OZX_SUFFIX)
 
 
 def name_problems(name: str) -> list[NameProblem]:
@@ -338,6 +345,27 @@ def comment_version(comment: bytes) -> tuple[str | None, str | None]:
 # --------------------------------------------------------------------------- file name
 
 
+#: what :data:`EXTENSION` asks an ``.ozx`` to be named with (and nested members not to)
+OZX_SUFFIX = ".ozx"
+#: file names that mean a single-file (zipped) OME-Zarr: ``.ozx`` and plain ``.zip``
+ARCHIVE_SUFFIXES = (OZX_SUFFIX, ".zip")
+
+
 def has_ozx_extension(path: str | os.PathLike[str]) -> bool:
     """Whether a file name follows :data:`EXTENSION` (case-insensitive)."""
-    return os.fspath(path).lower().endswith(".ozx")
+    return os.fspath(path).lower().endswith(OZX_SUFFIX)
+
+
+def plain_name(path_or_url: str | os.PathLike[str]) -> str:
+    """``path_or_url`` lower-cased, without a URL's ``?query`` and trailing slashes: what
+    its suffix is read from (a ``?`` in a local path is part of the name)."""
+    name = os.fspath(path_or_url)
+    if "://" in name:
+        name = name.split("?", 1)[0]
+    return name.rstrip("/").lower()
+
+
+def is_archive_name(path_or_url: str | os.PathLike[str]) -> bool:
+    """Whether a path or URL names a zipped OME-Zarr (:data:`ARCHIVE_SUFFIXES`,
+    case-insensitive, see :func:`plain_name`)."""
+    return plain_name(path_or_url).endswith(ARCHIVE_SUFFIXES)

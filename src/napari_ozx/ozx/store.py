@@ -56,7 +56,7 @@ import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import TypedDict
 
 from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import (
@@ -72,6 +72,7 @@ from napari_ozx._compat import zarr_store_set_open
 from napari_ozx.errors import ReadOnlyStoreError, ZipFormatError
 from napari_ozx.ozx import rfc9
 from napari_ozx.ozx._zip import (
+    BinaryFile,
     FileObjRangeReader,
     FileRangeReader,
     RangeReader,
@@ -95,6 +96,22 @@ def _to_buffer(data: bytes | None, prototype: BufferPrototype | None) -> Buffer 
 
 
 logger = logging.getLogger(__name__)
+
+
+class _Options(TypedDict):
+    """:class:`OzxStore`'s keyword arguments, kept for clones and pickles."""
+
+    deflate_cache_bytes: int
+    max_inflate_bytes: int
+    verify_crc_max: int
+    threaded_io: bool | None
+    verify_members: bool | None
+
+
+class _PickleState(TypedDict):
+    source: str | RangeReader | BinaryFile
+    options: _Options
+
 
 #: file objects whose reads are local (page cache / memory): read inline
 _LOCAL_FILE_TYPES = (io.BytesIO, io.BufferedReader, io.BufferedRandom, io.FileIO)
@@ -243,7 +260,7 @@ class OzxStore(Store):
 
     def __init__(
         self,
-        source: str | os.PathLike[str] | Any,
+        source: str | os.PathLike[str] | RangeReader | BinaryFile,
         *,
         read_only: bool = True,
         deflate_cache_bytes: int = 64 * 1024 * 1024,
@@ -257,7 +274,7 @@ class OzxStore(Store):
                 "OzxStore is read-only; create .ozx files with napari_ozx.ozx.writer"
             )
         super().__init__(read_only=True)
-        self._options: dict[str, Any] = {
+        self._options: _Options = {
             "deflate_cache_bytes": deflate_cache_bytes,
             "max_inflate_bytes": max_inflate_bytes,
             "verify_crc_max": verify_crc_max,
@@ -266,7 +283,7 @@ class OzxStore(Store):
         }
         if isinstance(source, str | os.PathLike):
             self._path: str | None = os.path.abspath(os.fspath(source))
-            self._fobj: Any = None
+            self._fobj: RangeReader | BinaryFile | None = None
             reader: RangeReader = FileRangeReader(self._path)
             self._owns_reader = True
         elif isinstance(source, RangeReader):  # e.g. a remote FsspecRangeReader
@@ -511,7 +528,7 @@ class OzxStore(Store):
             )
         clone = object.__new__(type(self))
         Store.__init__(clone, read_only=True)
-        clone._options = dict(self._options)
+        clone._options = self._options.copy()
         clone._path = self._path
         clone._fobj = self._fobj
         if self._path is not None:
@@ -523,13 +540,14 @@ class OzxStore(Store):
         clone._setup(reader, self._shared)
         return clone
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> _PickleState:
         if self._path is not None:
             return {"source": self._path, "options": self._options}
         # file objects that pickle (fsspec files do) travel as themselves
+        assert self._fobj is not None  # (set whenever there is no path)
         return {"source": self._fobj, "options": self._options}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: _PickleState) -> None:
         self.__init__(state["source"], **state["options"])  # type: ignore[misc]
 
     # ------------------------------------------------------------------ reading

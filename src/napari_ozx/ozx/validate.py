@@ -30,13 +30,14 @@ import posixpath
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from napari_ozx.errors import ZipFormatError
 from napari_ozx.ozx import rfc9
 from napari_ozx.ozx._zip import (
+    BinaryFile,
     FileObjRangeReader,
     FileRangeReader,
     LocalExtent,
@@ -55,6 +56,14 @@ from napari_ozx.ozx.records import (
     SIG_LOCAL,
     method_name,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from napari_ozx.ozx.store import OzxStore
+
+#: a zarr.json document, parsed (a JSON object; its values are narrowed where read)
+_Document = Mapping[str, object]
 
 __all__ = [
     "CHECKS",
@@ -299,7 +308,9 @@ def _head_bytes(reader: RangeReader, entry: ZipEntry, local: LocalExtent, n: int
 # --------------------------------------------------------------------------- validate
 
 
-def validate_rfc9(source: Any, *, deep: bool = False) -> ValidationReport:
+def validate_rfc9(
+    source: str | os.PathLike[str] | OzxStore | BinaryFile, *, deep: bool = False
+) -> ValidationReport:
     """Check an ``.ozx`` archive against RFC-9 (the container only; the OME-Zarr rules
     too: :func:`napari_ozx.validate`).
 
@@ -323,11 +334,18 @@ def validate_rfc9(source: Any, *, deep: bool = False) -> ValidationReport:
 validate = validate_rfc9
 
 
-def _open(source: Any) -> tuple[RangeReader, ZipIndex, str | None, str | None, bool]:
+def _is_ozx_store(source: object) -> TypeIs[OzxStore]:
     # An OzxStore can only exist if its module (and zarr) is imported; don't import zarr here.
     store_mod = sys.modules.get("napari_ozx.ozx.store")
-    if store_mod is not None and isinstance(source, store_mod.OzxStore):
+    return store_mod is not None and isinstance(source, store_mod.OzxStore)
+
+
+def _open(
+    source: str | os.PathLike[str] | OzxStore | BinaryFile,
+) -> tuple[RangeReader, ZipIndex, str | None, str | None, bool]:
+    if _is_ozx_store(source):
         return source.reader, source.index, str(source), source.path, False
+    path: str | None
     if isinstance(source, str | os.PathLike):
         path = os.fspath(source)
         reader: RangeReader = FileRangeReader(path)
@@ -489,10 +507,10 @@ def _check_nested(
 
 def _read_metadata(
     reader: RangeReader, index: ZipIndex, locals_: dict[int, LocalExtent], col: _Collector
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, _Document]:
     """Read every readable zarr.json (size-capped, CRC-checked, parsed, shape-checked):
     ``name -> document`` of the valid ones."""
-    metadata: dict[str, dict[str, Any]] = {}
+    metadata: dict[str, _Document] = {}
     for name, e in index.by_name.items():
         if not rfc9.is_zarr_json(name):
             continue
@@ -527,7 +545,7 @@ def _read_metadata(
     return metadata
 
 
-def _check_root(by_name: Any, col: _Collector) -> None:
+def _check_root(by_name: Mapping[str, ZipEntry], col: _Collector) -> None:
     """A root zarr.json, or a hint where the hierarchy is instead."""
     if "zarr.json" in by_name:
         return
@@ -541,14 +559,14 @@ def _check_root(by_name: Any, col: _Collector) -> None:
     col.add("root-zarr-json-missing", f"no zarr.json at the archive root{hint}", None)
 
 
-def _check_sharding(metadata: dict[str, dict[str, Any]], col: _Collector) -> None:
+def _check_sharding(metadata: Mapping[str, _Document], col: _Collector) -> None:
     """Every array sharded (RFC-9 SHOULD)."""
     for name, doc in metadata.items():
         if doc.get("node_type") == "array" and not _uses_sharding(doc):
             col.add("sharding-not-used", f"array {_node_dir(name) or '/'!r} is not sharded", name)
 
 
-def _check_version(root: dict[str, Any] | None, comment: bytes, col: _Collector) -> Any:
+def _check_version(root: _Document | None, comment: bytes, col: _Collector) -> object:
     """The root's ``attributes.ome``, the archive comment and whether their OME-Zarr
     versions agree. Returns the version (the root's, else the comment's), or None."""
     root_version = None
@@ -579,7 +597,7 @@ def _check_version(root: dict[str, Any] | None, comment: bytes, col: _Collector)
 
 
 def _add_summary(
-    index: ZipIndex, metadata: dict[str, dict[str, Any]], version: Any, col: _Collector
+    index: ZipIndex, metadata: Mapping[str, _Document], version: object, col: _Collector
 ) -> None:
     """The closing info finding: entries, groups, arrays, ZIP64, OME-Zarr version."""
     arrays = sum(1 for d in metadata.values() if d.get("node_type") == "array")
@@ -604,7 +622,7 @@ def _check_crc(reader: RangeReader, e: ZipEntry, loc: LocalExtent, col: _Collect
         col.add("crc-mismatch", f"CRC-32 of {e.name!r} does not match its record", e.name)
 
 
-def _zarr_json_problem(doc: Any) -> str | None:
+def _zarr_json_problem(doc: object) -> str | None:
     if not isinstance(doc, dict):
         return "not a JSON object"
     if doc.get("zarr_format") != 3:
@@ -614,14 +632,16 @@ def _zarr_json_problem(doc: Any) -> str | None:
     return None
 
 
-def _uses_sharding(doc: dict[str, Any]) -> bool:
+def _uses_sharding(doc: _Document) -> bool:
     codecs = doc.get("codecs")
     if not isinstance(codecs, list):
         return False
     return any(isinstance(c, dict) and c.get("name") == "sharding_indexed" for c in codecs)
 
 
-def _check_hierarchy(metadata: dict[str, dict[str, Any]], by_name: Any, col: _Collector) -> None:
+def _check_hierarchy(
+    metadata: Mapping[str, _Document], by_name: Mapping[str, ZipEntry], col: _Collector
+) -> None:
     """Every node's parent directories must be group nodes back to the root (Zarr v3 has no
     implicit groups), otherwise the archive holds more than one hierarchy."""
     nodes = {_node_dir(n): n for n in by_name if rfc9.is_zarr_json(n)}

@@ -37,7 +37,7 @@ import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import (
@@ -56,6 +56,7 @@ from napari_ozx.ozx.writer import (
     OzxOrderError,
     OzxWriter,
     ProgressCallback,
+    WriterOptions,
 )
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class OzxWriteStore(Store):
         comment: bytes | str | None = DEFAULT_COMMENT,
         strict_order: bool = True,
         progress: ProgressCallback | None = None,
-        **writer_kwargs: Any,
+        **writer_kwargs: Unpack[WriterOptions],
     ) -> None:
         super().__init__(read_only=False)
         if isinstance(target, OzxWriter):

@@ -43,7 +43,6 @@ import contextlib
 import errno
 import logging
 import os
-import secrets
 import threading
 import time
 import weakref
@@ -51,11 +50,11 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self, TypedDict
 
 from napari_ozx.errors import MetadataError, OzxError
 from napari_ozx.ozx import rfc9
-from napari_ozx.ozx.atomic import fsync_dir
+from napari_ozx.ozx.atomic import create_partial, fsync_dir, remove_stale_partials
 from napari_ozx.ozx.records import (
     FLAG_UTF8,
     MAX_COMMENT,
@@ -72,6 +71,8 @@ from napari_ozx.ozx.rfc9 import DEFAULT_COMMENT, is_metadata_name, metadata_sort
 if TYPE_CHECKING:
     from types import TracebackType
 
+    from napari_ozx.ozx.store import OzxStore
+
 
 __all__ = [
     "DEFAULT_COMMENT",
@@ -82,13 +83,9 @@ __all__ = [
     "OzxWriter",
     "ProgressCallback",
     "WriterClosedError",
+    "WriterOptions",
     "copy_range",
 ]
-
-try:
-    import fcntl as _fcntl
-except ImportError:  # pragma: no cover - Windows
-    _fcntl = None  # type: ignore[assignment]
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +114,7 @@ class WriterClosedError(OzxWriteError, RuntimeError):
     """The writer was already committed, aborted or failed."""
 
 
-def _as_bytes_view(data: Any) -> memoryview:
+def _as_bytes_view(data: bytes | bytearray | memoryview) -> memoryview:
     view = memoryview(data)
     if not view.contiguous:
         raise TypeError("entry data must be a contiguous buffer")
@@ -234,6 +231,14 @@ _OPEN, _FINISHING, _COMMITTED, _ABORTED, _FAILED = (
 ProgressCallback = Callable[[int, int], None]
 
 
+class WriterOptions(TypedDict, total=False):
+    """:class:`OzxWriter`'s keyword arguments that stores over it pass through."""
+
+    date_time: time.struct_time | tuple[int, ...] | None
+    fsync: bool
+    require_root_metadata: bool
+
+
 class OzxWriter:
     """Append-only, thread-safe streaming writer of an RFC-9 ``.ozx`` archive.
 
@@ -312,33 +317,12 @@ class OzxWriter:
             raise IsADirectoryError(f"{target} is a directory")
         self._target = target
 
-        from napari_ozx.ozx.atomic import remove_stale_partials
-
         remove_stale_partials(target)
-        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-        flags |= getattr(os, "O_CLOEXEC", 0)
-        for _ in range(100):
-            token = secrets.token_hex(6)
-            temp = target.parent / f".{target.name}.{token}.partial"
-            # created under another name, locked, then renamed: a concurrent save's
-            # stale-partial sweep never sees it unlocked
-            staging = target.parent / f".{target.name}.{token}.creating"
-            try:
-                fd = os.open(staging, flags, 0o666)  # the umask applies, like a normal file
-            except FileExistsError:
-                continue
-            if _fcntl is not None:  # held while we live: the next save removes it if we die
-                _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
-            try:
-                os.rename(staging, temp)
-            except BaseException:
-                os.close(fd)
-                with contextlib.suppress(OSError):
-                    os.unlink(staging)
-                raise
-            break
-        else:  # pragma: no cover
-            raise OzxWriteError(f"could not create a temporary file beside {target}")
+        try:
+            # held while we live (locked): the next save removes it if we die
+            temp, fd = create_partial(target)
+        except FileExistsError as e:  # pragma: no cover
+            raise OzxWriteError(f"could not create a temporary file beside {target}") from e
         self._temp = temp
         self._fd = fd
         self._finalizer = weakref.finalize(self, _cleanup_temp, fd, str(temp))
@@ -583,7 +567,7 @@ class OzxWriter:
         if self._progress is not None:
             self._progress(self._bytes_done, self._entries_done)
 
-    def add_copy_from(self, store: Any, name: str) -> bool:
+    def add_copy_from(self, store: OzxStore, name: str) -> bool:
         """Copy member *name* of an open :class:`~napari_ozx.ozx.store.OzxStore` (local
         file) with :meth:`add_copy` if its recorded CRC-32 can be trusted
         (:func:`~napari_ozx.ozx._zip.stored_extent`); returns False, adding nothing, when
@@ -602,7 +586,7 @@ class OzxWriter:
         self.add_copy(name, reader.fd, off, entry.compressed_size, entry.crc32)
         return True
 
-    def copy_member(self, store: Any, name: str) -> None:
+    def copy_member(self, store: OzxStore, name: str) -> None:
         """Member *name* of *store* (an open OzxStore) byte for byte: the kernel copy of
         :meth:`add_copy_from` where its CRC-32 can be trusted, else read and re-checksummed
         by :meth:`add`."""

@@ -29,7 +29,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 from napari_ozx.errors import OzxError, ZipFormatError
 from napari_ozx.ozx._zip import RangeReader
@@ -54,7 +55,24 @@ class ObjectChangedError(RemoteError):
     """The remote object changed (ETag / Last-Modified / size) since it was opened."""
 
 
-def is_url(source: Any) -> bool:
+_T = TypeVar("_T")
+
+
+class RemoteFileSystem(Protocol):
+    """What napari-ozx asks of an fsspec file system (its synchronous API)."""
+
+    def info(self, path: str, **kwargs: object) -> dict[str, Any]:
+        """Details of one object (``size``, ``ETag`` ...: fsspec's own keys and values)."""
+        ...
+
+    def cat_file(
+        self, path: str, start: int | None = None, end: int | None = None, **kwargs: object
+    ) -> bytes:
+        """Bytes ``[start, end)`` of one object."""
+        ...
+
+
+def is_url(source: object) -> bool:
     return isinstance(source, str) and source.lower().startswith(REMOTE_SCHEMES)
 
 
@@ -80,15 +98,35 @@ def _transient(exc: BaseException) -> bool:
     )
 
 
+@overload
 def call_with_retries(
     what: str,
     url: str,
-    fn: Any,
-    *args: Any,
+    fn: Callable[..., _T],
+    *args: object,
+    timeout: float | None = None,
+    missing_ok: Literal[False] = False,
+    **kwargs: object,
+) -> _T: ...
+@overload
+def call_with_retries(
+    what: str,
+    url: str,
+    fn: Callable[..., _T],
+    *args: object,
+    timeout: float | None = None,
+    missing_ok: bool,
+    **kwargs: object,
+) -> _T | None: ...
+def call_with_retries(
+    what: str,
+    url: str,
+    fn: Callable[..., _T],
+    *args: object,
     timeout: float | None = None,
     missing_ok: bool = False,
-    **kwargs: Any,
-) -> Any:
+    **kwargs: object,
+) -> _T | None:
     """Run *fn*; retry transient failures; raise :class:`RemoteError` naming *url*
     (``missing_ok``: None for a missing object)."""
     delay = 0.2
@@ -193,10 +231,11 @@ def _s3_anonymous(url: str, profile: str | None) -> bool:
     return anon
 
 
-def _s3_options(url: str, opts: dict[str, Any], timeout: float) -> dict[str, Any]:
+def _s3_options(url: str, storage_options: Mapping[str, object], timeout: float) -> dict[str, Any]:
     """s3fs options: anonymous when the caller gave no credentials and none are found,
     the read timeout. The endpoint (``AWS_ENDPOINT_URL``, ``AWS_ENDPOINT_URL_S3``, a
     profile's ``endpoint_url``) is botocore's own setting: not repeated here."""
+    opts: dict[str, Any] = dict(storage_options)  # s3fs's keyword arguments
     client_kwargs = opts.get("client_kwargs") or {}
     explicit = any(k in opts for k in _S3_AUTH_OPTIONS) or any(
         k in client_kwargs for k in _S3_AUTH_CLIENT_KWARGS
@@ -210,9 +249,11 @@ def _s3_options(url: str, opts: dict[str, Any], timeout: float) -> dict[str, Any
 
 
 def _options(
-    url: str, storage_options: dict[str, Any] | None, timeout: float | None = None
+    url: str, storage_options: Mapping[str, object] | None, timeout: float | None = None
 ) -> dict[str, Any]:
-    opts = dict(storage_options or {})
+    """The keyword arguments of the fsspec file system for *url*: *storage_options*
+    with the timeouts and (S3) the credentials decision added."""
+    opts: dict[str, Any] = dict(storage_options or {})  # fsspec's keyword arguments
     if url.lower().startswith(S3_SCHEMES):
         return _s3_options(url, opts, TIMEOUT_S if timeout is None else float(timeout))
     if url.lower().startswith(("http://", "https://")):
@@ -230,15 +271,16 @@ def _options(
 
 
 def filesystem(
-    url: str, storage_options: dict[str, Any] | None = None, timeout: float | None = None
-) -> tuple[Any, str]:
+    url: str, storage_options: Mapping[str, object] | None = None, timeout: float | None = None
+) -> tuple[RemoteFileSystem, str]:
     try:
         import fsspec
     except ImportError:  # pragma: no cover - depends on the environment
         raise OzxError(
             f"{url}: reading remote files needs fsspec (pip install 'napari-ozx[remote]')"
         ) from None
-    return fsspec.core.url_to_fs(url, **_options(url, storage_options, timeout))
+    fs, path = fsspec.core.url_to_fs(url, **_options(url, storage_options, timeout))
+    return fs, path
 
 
 class FsspecRangeReader(RangeReader):
@@ -251,7 +293,7 @@ class FsspecRangeReader(RangeReader):
     def __init__(
         self,
         url: str,
-        storage_options: dict[str, Any] | None = None,
+        storage_options: Mapping[str, object] | None = None,
         *,
         timeout: float | None = None,
     ) -> None:
@@ -301,8 +343,9 @@ class FsspecRangeReader(RangeReader):
         head = self._head
         if offset + length <= len(head):
             return head[offset : offset + length]
+        # (fsspec's HTTP file system takes request headers; the others take none)
         pin: dict[str, Any] = {"headers": self._pin} if self._pin else {}
-        data = call_with_retries(
+        data: bytes = call_with_retries(
             "range read",
             self.url,
             self._fs.cat_file,
@@ -346,7 +389,7 @@ class FsspecRangeReader(RangeReader):
             )
             self._head = data
 
-    def _pin_version(self, info: dict[str, Any]) -> None:
+    def _pin_version(self, info: Mapping[str, object]) -> None:
         """Remember the version opened; HTTP range requests then carry a precondition."""
         etag = info.get("ETag") or info.get("etag") or info.get("e_tag")
         modified = info.get("Last-Modified") or info.get("LastModified")
@@ -374,9 +417,11 @@ class FsspecRangeReader(RangeReader):
     def closed(self) -> bool:
         return self._closed
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[Callable[..., FsspecRangeReader], tuple[object, ...]]:
         return (_rebuild, (self.url, self._storage_options, self.timeout))
 
 
-def _rebuild(url: str, storage_options: dict[str, Any] | None, timeout: float) -> FsspecRangeReader:
+def _rebuild(
+    url: str, storage_options: Mapping[str, object] | None, timeout: float
+) -> FsspecRangeReader:
     return FsspecRangeReader(url, storage_options, timeout=timeout)

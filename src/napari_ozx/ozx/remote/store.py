@@ -17,17 +17,26 @@ missing object is None (the fill value), as in zarr. A server that ignores ``Ran
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from zarr.storage import FsspecStore
 
 from napari_ozx.ozx.remote.source import (
     FsspecRangeReader,
     RemoteError,
+    RemoteFileSystem,
     _options,
     call_with_retries,
     filesystem,
 )
+from napari_ozx.ozx.rfc9 import is_archive_name
+
+if TYPE_CHECKING:
+    from zarr.abc.buffer import Buffer, BufferPrototype
+    from zarr.abc.store import ByteRequest
+
+    from napari_ozx.ozx.store import OzxStore
 
 __all__ = ["RemoteDirectoryStore", "open_remote_store"]
 
@@ -39,19 +48,19 @@ class RemoteDirectoryStore(FsspecStore):
     threaded_io = True
 
     url: str = ""
-    _ozx_options: dict[str, Any] | None = None
+    _ozx_options: Mapping[str, object] | None = None
     _ozx_timeout: float | None = None
-    _ozx_sync_fs: Any = None
+    _ozx_sync_fs: RemoteFileSystem | None = None
 
     @classmethod
     def for_url(
         cls,
         url: str,
-        storage_options: dict[str, Any] | None,
-        fs_options: dict[str, Any],
+        storage_options: Mapping[str, object] | None,
+        fs_options: Mapping[str, object],
         timeout: float | None,
     ) -> RemoteDirectoryStore:
-        store = cls.from_url(url, storage_options=fs_options, read_only=True)
+        store = cls.from_url(url, storage_options=dict(fs_options), read_only=True)
         assert isinstance(store, RemoteDirectoryStore)
         store.url = url
         store._ozx_options = storage_options
@@ -73,7 +82,7 @@ class RemoteDirectoryStore(FsspecStore):
         state.pop("_ozx_sync_fs", None)  # made again where it is loaded
         return state
 
-    def _sync_fs(self) -> Any:
+    def _sync_fs(self) -> RemoteFileSystem:
         fs = self._ozx_sync_fs
         if fs is None:
             # the store's own filesystem is zarr's, asynchronous; fsspec caches instances
@@ -81,7 +90,13 @@ class RemoteDirectoryStore(FsspecStore):
             self._ozx_sync_fs = fs
         return fs
 
-    def get_sync(self, key: str, *, prototype: Any = None, byte_range: Any = None) -> Any:
+    def get_sync(
+        self,
+        key: str,
+        *,
+        prototype: BufferPrototype | None = None,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
         """Synchronous :meth:`get` (zarr's ``SupportsGetSync`` protocol)."""
         from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
         from zarr.buffer import default_buffer_prototype
@@ -128,14 +143,13 @@ class RemoteDirectoryStore(FsspecStore):
 
 
 def open_remote_store(
-    url: str, storage_options: dict[str, Any] | None = None, *, timeout: float | None = None
-) -> Any:
+    url: str, storage_options: Mapping[str, object] | None = None, *, timeout: float | None = None
+) -> OzxStore | RemoteDirectoryStore:
     """A read-only zarr store for a remote ``.ozx``/``.zip`` file or OME-Zarr directory.
 
     ``timeout``: seconds a connection or read may go without data (default
     :data:`TIMEOUT_S`)."""
-    path = url.split("?", 1)[0].rstrip("/").lower()
-    if path.endswith((".ozx", ".zip")):
+    if is_archive_name(url):
         from napari_ozx.ozx.store import OzxStore
 
         return OzxStore(FsspecRangeReader(url, storage_options, timeout=timeout))
@@ -143,8 +157,8 @@ def open_remote_store(
 
 
 def remote_directory_store(
-    url: str, storage_options: dict[str, Any] | None = None, *, timeout: float | None = None
-) -> Any:
+    url: str, storage_options: Mapping[str, object] | None = None, *, timeout: float | None = None
+) -> RemoteDirectoryStore:
     """A read-only zarr store for a remote directory (:class:`RemoteDirectoryStore`)."""
     return RemoteDirectoryStore.for_url(
         url.rstrip("/"), storage_options, _options(url, storage_options, timeout), timeout
