@@ -55,7 +55,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Coroutine
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+
+if TYPE_CHECKING:
+    import dask.array as da
+    from napari.layers import Layer
+    from napari.utils.colormaps import Colormap
+    from zarr.abc.store import Store
+    from zarr.core.metadata import ArrayV2Metadata, ArrayV3Metadata
 
 __all__ = [
     "CHECKED_AGAINST",
@@ -82,19 +89,27 @@ CHECKED_AGAINST = {
 }
 
 
-def zarr_sync(coro: Coroutine[Any, Any, Any]) -> Any:
+#: zarr's parsed array metadata (``zarr.Array.metadata``), for annotations only: zarr
+#: names its classes in the private ``zarr.core.metadata`` only
+ZarrArrayMetadata: TypeAlias = "ArrayV2Metadata | ArrayV3Metadata"
+
+_R = TypeVar("_R")
+_View = TypeVar("_View", bound="da.Array")
+
+
+def zarr_sync(coro: Coroutine[object, object, _R]) -> _R:
     """Run *coro* on zarr's event loop and return its result (thread-safe)."""
     from zarr.core.sync import sync
 
     return sync(coro)
 
 
-def zarr_store_set_open(store: Any, is_open: bool) -> None:
+def zarr_store_set_open(store: Store, is_open: bool) -> None:
     """Mark our ``zarr.abc.store.Store`` subclass *store* open or closed."""
     store._is_open = is_open
 
 
-def zarr_store_check_writable(store: Any) -> None:
+def zarr_store_check_writable(store: Store) -> None:
     """zarr's own check that *store* may be written (raises when read-only)."""
     store._check_writable()
 
@@ -114,7 +129,7 @@ def napari_max_3d_texture(default: int = 2048) -> int:
         return default
 
 
-def napari_displayed_axes(layer: Any) -> list[int]:
+def napari_displayed_axes(layer: Layer) -> list[int]:
     """The axes of *layer* (its own numbering) napari displays."""
     slice_input = getattr(layer, "_slice_input", None)
     displayed = getattr(slice_input, "displayed", None)
@@ -124,12 +139,12 @@ def napari_displayed_axes(layer: Any) -> list[int]:
     return list(range(max(layer.ndim - ndisplay, 0), layer.ndim))
 
 
-def napari_layer_state(layer: Any) -> dict[str, Any]:
+def napari_layer_state(layer: Layer) -> dict[str, Any]:
     """*layer*'s constructor arguments, as napari itself copies a layer."""
     return dict(layer._get_state())
 
 
-def napari_colormap_display_name(cm: Any) -> str:
+def napari_colormap_display_name(cm: Colormap) -> str:
     """The name napari's menus show for colormap *cm* ("" when napari has none)."""
     return str(getattr(cm, "_display_name", "") or "")
 
@@ -169,7 +184,9 @@ def fast_dask_views() -> bool:
     return {"__name", "__chunks", "_cached_keys", "_meta"} <= slots and props
 
 
-def new_dask_view(cls: type, name: str, chunks: tuple[tuple[int, ...], ...], meta: Any) -> Any:
+def new_dask_view(
+    cls: type[_View], name: str, chunks: tuple[tuple[int, ...], ...], meta: object
+) -> _View:
     """An instance of *cls* (a subclass of the classic ``dask.array.Array`` whose graph
     is set later) with exact *chunks* and *meta*, made the fast way where
     :func:`fast_dask_views`, else by dask's public constructor with an empty graph."""

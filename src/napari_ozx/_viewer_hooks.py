@@ -20,12 +20,17 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from napari_ozx._compat import napari_displayed_axes, napari_max_3d_texture, napari_qt_loaded
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.reading import LayerData
 from napari_ozx.ngff.model.metadata import TIME_UNITS
+
+if TYPE_CHECKING:
+    from napari.utils.events import Event
+    from napari.viewer import Viewer
+    from napari.window import Window
 
 logger = logging.getLogger(__name__)
 
@@ -107,12 +112,12 @@ def _sources(ld: LayerData) -> list[LayerSource | None]:
     return [LayerSource.from_metadata(m) for m in metas]
 
 
-def _frame_on_insert(viewer: Any, expected: Counter[LayerSource | None]) -> None:
+def _frame_on_insert(viewer: Viewer, expected: Counter[LayerSource | None]) -> None:
     """Frame *viewer*'s layers once they are exactly *expected* (by their sources); stop
     waiting, leaving the camera alone, once it holds any other layer."""
     emitter = viewer.layers.events.inserted
 
-    def on_inserted(_event: Any) -> None:
+    def on_inserted(_event: Event) -> None:
         present = Counter(LayerSource.of(layer) for layer in viewer.layers)
         if present != expected and not present - expected:
             return  # more of the read's layers to come
@@ -127,12 +132,12 @@ def _frame_on_insert(viewer: Any, expected: Counter[LayerSource | None]) -> None
     emitter.connect(on_inserted, position="last")
 
 
-def _camera_state(viewer: Any) -> tuple[Any, ...]:
+def _camera_state(viewer: Viewer) -> tuple[object, ...]:
     cam = viewer.scene.camera
     return (tuple(cam.center), float(cam.zoom), tuple(cam.angles))
 
 
-def _keep_framed(viewer: Any) -> None:
+def _keep_framed(viewer: Viewer) -> None:
     """Fit *viewer*'s view to its layers now, and again whenever its canvas changes size
     while the camera is still where this fit left it: a dock docked by the read narrows
     the canvas only once Qt lays the window out, after the layers are in, and napari
@@ -140,7 +145,7 @@ def _keep_framed(viewer: Any) -> None:
     the mouse on the canvas (napari's cursor position), a layer added or removed, 2D /
     3D switched. (napari's emitters call a copy of their callbacks: disconnecting while
     one is being called is safe.)"""
-    fitted: list[tuple[Any, ...]] = []
+    fitted: list[tuple[object, ...]] = []
     hooks: list[tuple[Any, Callable[..., Any]]] = []
 
     def fit() -> None:
@@ -151,13 +156,13 @@ def _keep_framed(viewer: Any) -> None:
             logger.warning("napari-ozx: could not fit the view", exc_info=True)
             stop()
 
-    def on_size(*_: Any) -> None:
+    def on_size(*_: object) -> None:
         if fitted and _camera_state(viewer) == fitted[0]:
             fit()
         else:  # moved since (by the user, or by someone else): theirs now
             stop()
 
-    def stop(*_: Any) -> None:
+    def stop(*_: object) -> None:
         for emitter, callback in hooks:
             try:
                 emitter.disconnect(callback)
@@ -184,7 +189,7 @@ def _keep_framed(viewer: Any) -> None:
 # ------------------------------------------------------------------------ time
 
 
-def time_text(viewer: Any) -> str:
+def time_text(viewer: Viewer) -> str:
     """Where the sliders are in physical time, e.g. ``"t = 7.5 second"``: for every time
     axis (by unit) of a napari-ozx layer that is not displayed, the world coordinate of
     the current slice with the axis label and unit. Empty when there is none."""
@@ -204,7 +209,7 @@ def time_text(viewer: Any) -> str:
     return ", ".join(out[i] for i in sorted(out))
 
 
-def apply_3d_levels(viewer: Any) -> None:
+def apply_3d_levels(viewer: Viewer) -> None:
     """In 3D, render each napari-ozx multiscale layer from the finest level that fits the
     GPU and the memory budget (:mod:`napari_ozx.layers.levels`) instead of napari's
     coarsest; back in 2D, give napari its automatic choice again. Never raises."""
@@ -243,7 +248,7 @@ def apply_3d_levels(viewer: Any) -> None:
             logger.warning("napari-ozx: 3D level not chosen for %s", layer.name, exc_info=True)
 
 
-def text_overlay(viewer: Any) -> Any:
+def text_overlay(viewer: Viewer) -> Any:
     """napari's canvas text overlay (``viewer.canvas.overlays['text']`` since 0.9, before
     that ``viewer.text_overlay``)."""
     overlays = getattr(getattr(viewer, "canvas", None), "overlays", None)
@@ -279,7 +284,7 @@ def show_physical_time() -> None:
         _TIMED.add(viewer)
         ref = weakref.ref(viewer)
 
-        def update(*_: Any) -> None:
+        def update(*_: object) -> None:
             v = ref()
             if v is None:
                 return
@@ -291,7 +296,7 @@ def show_physical_time() -> None:
             except Exception:  # a viewer being closed
                 logger.debug("time overlay not updated", exc_info=True)
 
-        def on_ndisplay(*_: Any) -> None:
+        def on_ndisplay(*_: object) -> None:
             v = ref()
             if v is not None:
                 update()
@@ -348,7 +353,7 @@ def show_dock(name: str, wanted: Callable[[LayerSource], bool]) -> None:
         logger.warning("napari-ozx: could not show the %s", name, exc_info=True)
 
 
-def _dock(window: Any, name: str = NAVIGATOR_NAME) -> None:
+def _dock(window: Window, name: str = NAVIGATOR_NAME) -> None:
     try:
         window.add_plugin_dock_widget(PLUGIN_NAME, name)
     except Exception:
@@ -356,13 +361,13 @@ def _dock(window: Any, name: str = NAVIGATOR_NAME) -> None:
 
 
 def _dock_on_insert(
-    viewer: Any, name: str = NAVIGATOR_NAME, wanted: Callable[[LayerSource], bool] | None = None
+    viewer: Viewer, name: str = NAVIGATOR_NAME, wanted: Callable[[LayerSource], bool] | None = None
 ) -> None:
     """Dock when the first wanted layer is inserted (on the GUI thread), once."""
     emitter = viewer.layers.events.inserted
     wanted = wanted or (lambda src: src.is_plate)
 
-    def on_inserted(event: Any) -> None:
+    def on_inserted(event: Event) -> None:
         src = LayerSource.of(getattr(event, "value", None))
         if src is None or not wanted(src):
             return

@@ -15,10 +15,16 @@ cells.ozx: OME-Zarr 0.5, 1 image (2 channels), 1 labels": the version "auto" cho
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from napari_ozx.layers.writing import FullLayerData, write_layer_data_summary
 from napari_ozx.ngff.write.writer import WriteOptions, WriteSummary
+
+if TYPE_CHECKING:
+    from napari.utils import progress as Progress
+
+    from napari_ozx.ngff.write.specs import ArrayData
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +76,7 @@ def notify_written(written: WriteSummary) -> None:
         logger.debug("notification failed", exc_info=True)
 
 
-def _progress_bar(desc: str) -> Any:
+def _progress_bar(desc: str) -> Progress | None:
     try:
         from napari.utils import progress
     except ImportError:  # pragma: no cover
@@ -95,17 +101,25 @@ def write_layers_04(path: str, layers: list[FullLayerData]) -> list[str]:
     return write_layers(path, layers, version="0.4")
 
 
-def write_single_image(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
+def write_single_image(
+    path: str, data: ArrayData | Sequence[ArrayData], meta: dict[str, object]
+) -> list[str]:
     return write_layers(path, [(data, meta, "image")], version="auto")
 
 
-def write_single_labels(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
+def write_single_labels(
+    path: str, data: ArrayData | Sequence[ArrayData], meta: dict[str, object]
+) -> list[str]:
     return write_layers(path, [(data, meta, "labels")], version="auto")
 
 
-def write_single_image_04(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
+def write_single_image_04(
+    path: str, data: ArrayData | Sequence[ArrayData], meta: dict[str, object]
+) -> list[str]:
     return write_layers(path, [(data, meta, "image")], version="0.4")
 
 
-def write_single_labels_04(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
+def write_single_labels_04(
+    path: str, data: ArrayData | Sequence[ArrayData], meta: dict[str, object]
+) -> list[str]:
     return write_layers(path, [(data, meta, "labels")], version="0.4")

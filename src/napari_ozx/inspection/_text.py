@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 __all__ = ["format_bytes", "num_text", "nums_text", "pretty_json", "shape_text"]
 
@@ -36,17 +35,17 @@ def nums_text(vs: Sequence[float]) -> str:
     return ", ".join(num_text(v) for v in vs)
 
 
-def pretty_json(doc: Any, indent: int = 2, width: int = 88) -> str:
+def pretty_json(doc: object, indent: int = 2, width: int = 88) -> str:
     """Indented JSON in which short lists of numbers or strings (shapes, scales,
     colours) stay on one line."""
 
-    def short(v: Any) -> str | None:
+    def short(v: object) -> str | None:
         if isinstance(v, list) and all(not isinstance(x, dict | list) for x in v):
             s = json.dumps(v, ensure_ascii=False)
             return s if len(s) <= width else None
         return None
 
-    def dump(v: Any, level: int) -> str:
+    def dump(v: object, level: int) -> str:
         pad, inner = " " * (indent * level), " " * (indent * (level + 1))
         one = short(v)
         if one is not None:

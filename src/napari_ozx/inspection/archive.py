@@ -10,12 +10,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from napari_ozx.errors import OzxError
 from napari_ozx.inspection._text import format_bytes
 from napari_ozx.inspection.facts import Row
 from napari_ozx.ozx.protocol import as_container
+
+if TYPE_CHECKING:
+    from zarr.abc.store import Store
+
+    from napari_ozx.ozx.store import OzxStore
 
 __all__ = ["ArchiveFacts", "MetadataFacts", "archive_facts", "metadata_facts"]
 
@@ -84,7 +89,7 @@ class ArchiveFacts:
         }
 
 
-def archive_facts(store: Any) -> ArchiveFacts | None:
+def archive_facts(store: Store) -> ArchiveFacts | None:
     """The archive facts of a container store (``None`` for a directory or remote tree).
 
     Validation reads the central directory and every ``zarr.json`` (not the chunks); a
@@ -99,7 +104,7 @@ def archive_facts(store: Any) -> ArchiveFacts | None:
     findings: tuple[Any, ...] = ()
     err = None
     try:
-        findings = tuple(validate(store).findings)
+        findings = tuple(validate(cast("OzxStore", store)).findings)  # the container store
     except (OzxError, OSError, ValueError) as e:
         err = str(e)
     return ArchiveFacts(
@@ -148,7 +153,7 @@ class MetadataFacts:
         return ("PASS · " if self.ok else "FAIL · ") + spec + tail
 
 
-def metadata_facts(store: Any, source: str, version: str | None) -> MetadataFacts:
+def metadata_facts(store: Store, source: str, version: str | None) -> MetadataFacts:
     """Validate the OME-Zarr metadata of the hierarchy in *store* (never raises for a
     broken file: an unreadable hierarchy becomes ``error``)."""
     from napari_ozx.ngff.validate.walk import validate_ome

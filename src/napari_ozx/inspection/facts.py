@@ -21,6 +21,9 @@ from napari_ozx.ngff.model.extensions import NodeExtensions
 from napari_ozx.ngff.model.metadata import Multiscale, NodeMetadata
 
 if TYPE_CHECKING:
+    from napari_ozx._compat import ZarrArrayMetadata
+    from napari_ozx.ngff.model.metadata import CoordinateSystem
+    from napari_ozx.ngff.model.transforms import SystemRef, Transform
     from napari_ozx.ngff.read.open import ArrayNode
 
 __all__ = [
@@ -196,11 +199,11 @@ class NodeDetails:
 # --------------------------------------------------------------------------- arrays
 
 
-def _enum_text(v: Any) -> str:
+def _enum_text(v: object) -> str:
     return str(getattr(v, "value", v))
 
 
-def describe_codec(codec: Any) -> str:
+def describe_codec(codec: object) -> str:
     """One codec as people read it, from zarr's codec object (v3) or numcodecs (v2)."""
     from zarr.codecs import (
         BloscCodec,
@@ -230,16 +233,20 @@ def describe_codec(codec: Any) -> str:
             shuffle = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}.get(
                 number if isinstance(number, int) else -9, "auto shuffle"
             )
-            return f"blosc {codec.cname} level {codec.clevel} {shuffle}"
+            cname, clevel = getattr(codec, "cname"), getattr(codec, "clevel")  # noqa: B009
+            return f"blosc {cname} level {clevel} {shuffle}"
         level = getattr(codec, "level", None)
         return f"{codec_id} level {level}" if level is not None else str(codec_id)
+    to_dict = getattr(codec, "to_dict", None)
     try:  # another zarr v3 codec: its registered name
-        return str(codec.to_dict()["name"])
+        if to_dict is None:
+            raise AttributeError("to_dict")
+        return str(to_dict()["name"])
     except (AttributeError, KeyError, TypeError):
         return type(codec).__name__
 
 
-def describe_codecs(metadata: Any) -> tuple[str, ...]:
+def describe_codecs(metadata: ZarrArrayMetadata) -> tuple[str, ...]:
     """The codec pipeline of zarr's parsed array metadata; a sharding codec shows as its
     inner codecs (the shard shape is a fact of its own) plus non-trivial index codecs."""
     from zarr.codecs import BytesCodec, ShardingCodec
@@ -407,14 +414,14 @@ def _multiscale_sections(
     return secs
 
 
-def _ref_text(ref: Any) -> str:
+def _ref_text(ref: SystemRef | None) -> str:
     if ref is None:
         return "?"
     name, path = getattr(ref, "name", None), getattr(ref, "path", None)
     return f"{path}:{name}" if path else str(name)
 
 
-def transformation_text(t: Any) -> str:
+def transformation_text(t: Transform) -> str:
     """One line for a 0.6 transformation: type, input -> output, parameters."""
     doc = dict(t.to_json())
     for k in ("type", "input", "output", "name"):
@@ -427,8 +434,8 @@ def transformation_text(t: Any) -> str:
 
 
 def _coordinate_sections(
-    systems: Sequence[Any],
-    transformations: Sequence[Any],
+    systems: Sequence[CoordinateSystem],
+    transformations: Sequence[Transform],
     intrinsic: str | None = None,
     shown: str | None = None,
 ) -> list[Section]:

@@ -11,11 +11,15 @@ HTML, so the command line and the dock cannot disagree.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from napari_ozx.inspection._text import format_bytes, pretty_json, shape_text
 from napari_ozx.inspection.source import Inspection
 from napari_ozx.inspection.tree import COLLECTION, IMAGE, LABEL_IMAGE, LABELS, LEVEL, TreeNode
+
+if TYPE_CHECKING:
+    from napari_ozx.ngff.read.documents import NodeDocuments
 
 __all__ = ["format_bytes", "info_report", "info_text", "pretty_json"]
 
@@ -81,7 +85,9 @@ class _Docs:
         self.store = insp.store
         self.source = insp.source
 
-    def read_docs(self, paths: Any, kind: Any = None) -> list[Any]:
+    def read_docs(
+        self, paths: Sequence[str], kind: Literal["group", "ome-group", "array"] | None = None
+    ) -> list[NodeDocuments | None]:
         return [None if r is None else r.docs for r in self.insp.read_many(list(paths))]
 
 

@@ -12,13 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
 from napari_ozx.errors import TableError
 from napari_ozx.inspection._text import format_bytes
 from napari_ozx.ngff.tables.read import TableInfo, read_table
+
+if TYPE_CHECKING:
+    from zarr.abc.store import Store
+
+    from napari_ozx.ngff.read.documents import NodeDocuments
 
 __all__ = [
     "PREVIEW_MAX_BYTES",
@@ -38,16 +43,34 @@ PREVIEW_MAX_BYTES = 32 << 20
 _CELL_CHARS = 80
 
 
+class _Read(Protocol):
+    @property
+    def docs(self) -> NodeDocuments: ...
+
+
+class _Hierarchy(Protocol):
+    """What the table views read of an inspection (:class:`~.tree.Hierarchy`)."""
+
+    source: str
+
+    @property
+    def store(self) -> Store: ...
+
+    def read_many(self, paths: Sequence[str]) -> Sequence[_Read | None]: ...
+
+
 class TableDocs:
     """A hierarchy's cached document reads as a :class:`~napari_ozx.ngff.tables.read.TableSource`
     (anything with ``store``, ``source`` and ``read_many(paths) -> [NodeRead | None]``)."""
 
-    def __init__(self, hierarchy: Any) -> None:
+    def __init__(self, hierarchy: _Hierarchy) -> None:
         self.hierarchy = hierarchy
         self.store = hierarchy.store
         self.source = hierarchy.source
 
-    def read_docs(self, paths: Sequence[str], kind: Any = None) -> list[Any]:
+    def read_docs(
+        self, paths: Sequence[str], kind: Literal["group", "ome-group", "array"] | None = None
+    ) -> list[NodeDocuments | None]:
         return [None if r is None else r.docs for r in self.hierarchy.read_many(list(paths))]
 
 
@@ -102,7 +125,7 @@ class TablePreview:
     error: str | None = None
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if isinstance(value, np.generic):
         value = value.item()
     if value is None:
@@ -116,7 +139,7 @@ def _cell(value: Any) -> str:
 
 
 def preview_table(
-    hierarchy: Any,
+    hierarchy: _Hierarchy,
     info: TableInfo,
     rows: int = PREVIEW_ROWS,
     max_bytes: int = PREVIEW_MAX_BYTES,

@@ -41,13 +41,25 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import numpy as np
 
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.saveback import SaveBackError, refusal, save_errors
+from napari_ozx.ngff.model.versions import version_key
 from napari_ozx.ozx.atomic import fsync_tree, replace_files
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+
+    from napari_ozx.ngff.model.metadata import Axis
+    from napari_ozx.ngff.read.open import GroupNode, OmeZarr
+    from napari_ozx.ngff.read.open import Image as OmeImage
+    from napari_ozx.ngff.write.specs import ArrayData
+    from napari_ozx.ngff.write.writer import LabelLevel, LabelsSpec, PreparedLabels
+    from napari_ozx.ozx.store import OzxStore
+    from napari_ozx.ozx.writer import OzxWriter
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +67,10 @@ __all__ = ["add_labels_to_image", "image_source_of"]
 
 _NAME_OK = re.compile(r"^[\w][\w.\-]*$")
 
+_T = TypeVar("_T")
 
-def image_source_of(image: Any) -> LayerSource | None:
+
+def image_source_of(image: Layer | LayerSource | str | os.PathLike[str]) -> LayerSource | None:
     """The image *image* names: a napari layer opened by napari-ozx, a
     :class:`LayerSource`, or a path (its root image)."""
     if isinstance(image, LayerSource):
@@ -67,8 +81,8 @@ def image_source_of(image: Any) -> LayerSource | None:
 
 
 def add_labels_to_image(
-    labels_layer: Any,
-    image: Any,
+    labels_layer: Layer,
+    image: Layer | LayerSource | str | os.PathLike[str],
     name: str | None = None,
 ) -> Path:
     """Write *labels_layer* into the file of *image* as ``labels/<name>`` (module doc).
@@ -85,7 +99,9 @@ def add_labels_to_image(
         return _add(labels_layer, src, target, name)
 
 
-def local_image_target(image: Any, what: str, hint: str) -> tuple[LayerSource, Path]:
+def local_image_target(
+    image: Layer | LayerSource | str | os.PathLike[str], what: str, hint: str
+) -> tuple[LayerSource, Path]:
     """The record and the local file of the image *what* (e.g. "labels 'cells'") is to
     be saved into, or one :class:`SaveBackError` saying why not (not opened from a file,
     remote, not an image); *hint* says what to do when it was not opened from a file."""
@@ -111,20 +127,20 @@ def local_image_target(image: Any, what: str, hint: str) -> tuple[LayerSource, P
     return src, target
 
 
-def _level0(layer: Any) -> Any:
+def _level0(layer: Layer) -> ArrayData:
     data = layer.data
     if getattr(layer, "multiscale", False) or (
         isinstance(data, list | tuple) and data and hasattr(data[0], "shape")
     ):
-        return data[0]
-    return data
+        return cast("ArrayData", data[0])
+    return cast("ArrayData", data)
 
 
-def _drop(seq: Iterable[Any], axis: int | None) -> tuple[Any, ...]:
+def _drop(seq: Iterable[_T], axis: int | None) -> tuple[_T, ...]:
     return tuple(v for i, v in enumerate(seq) if i != axis)
 
 
-def _add(layer: Any, src: LayerSource, target: Path, name: str | None) -> Path:
+def _add(layer: Layer, src: LayerSource, target: Path, name: str | None) -> Path:
     from napari_ozx.ngff.read.open import open_ome_zarr
 
     lname = getattr(layer, "name", None) or "labels"
@@ -141,19 +157,60 @@ def _add(layer: Any, src: LayerSource, target: Path, name: str | None) -> Path:
 
 
 def _add_opened(
-    oz: Any,
-    layer: Any,
-    data: Any,
+    oz: OmeZarr,
+    layer: Layer,
+    data: ArrayData,
     src: LayerSource,
     target: Path,
     name: str | None,
 ) -> Path:
-    from napari_ozx.layers.writing import labels_spec_from_layer
-    from napari_ozx.ngff.model.metadata import NodeMetadata, ome_section
     from napari_ozx.ngff.write.options import WriteOptions
-    from napari_ozx.ngff.write.writer import LabelLevel, prepare_labels
+    from napari_ozx.ngff.write.writer import prepare_labels
 
     lname = getattr(layer, "name", None) or "labels"
+    image, axes = _target_image(oz, data, src, target, lname)
+    spec = _labels_spec(layer, data, axes, name, target, lname)
+    name = spec.name
+
+    zf = oz.zarr_format or 2
+    version = _label_version(zf, image.multiscale.version)
+    lpath = f"{src.node}/labels" if src.node else "labels"
+    group = oz._group_or_none(lpath)
+    listed = list(group.meta.labels) if group is not None else []
+    if name in listed or _exists(oz, target, f"{lpath}/{name}"):
+        raise refusal(
+            target,
+            f"labels {name!r} already exist in the image {src.node or '/'!r}; to change "
+            "them, open them and use 'Save labels back into the file', or choose another name",
+        )
+    _check_writable(target, target / lpath if target.is_dir() else target)
+
+    levels, separator = _label_levels(image, zf)
+    prepared = prepare_labels(spec, levels, WriteOptions(version=version), separator)
+    attrs = _group_attributes(group, listed, name, zf, version)
+    group_docs = _group_documents(attrs, zf, existing=group is not None)
+
+    if target.is_dir():
+        _commit_directory(target, lpath, name, prepared, group_docs)
+    else:
+        from napari_ozx.layers.editable import repoint_archive
+
+        st = target.stat()
+        before = ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
+        _commit_ozx(target, cast("OzxStore", oz.store), lpath, name, prepared, group_docs)
+        oz.close()  # before the others move: nothing of ours holds the old file
+        repoint_archive(target, before)
+    node = f"{lpath}/{name}"
+    _adopt(layer, target, node)
+    logger.info("saved labels %r into %s as %s", lname, target, node)
+    return target
+
+
+def _target_image(
+    oz: OmeZarr, data: ArrayData, src: LayerSource, target: Path, lname: str
+) -> tuple[OmeImage, tuple[Axis, ...]]:
+    """The image the labels go into and its axes without the channel axis; refused when
+    it is a label image or its level 0 (channel axis dropped) is not the labels' shape."""
     image = oz.image(src.node)
     if image.meta.image_label is not None:
         raise refusal(target, f"{src.node!r} is a label image; new labels go into an image")
@@ -169,8 +226,22 @@ def _add_opened(
             f"labels {lname!r} have shape {tuple(data.shape)}, the image "
             f"{src.node or '/'!r} has {expected} ({names}) at level 0",
         )
+    return image, axes
 
-    # the spec (colours, properties, a path-safe name) the writer would make of the layer
+
+def _labels_spec(
+    layer: Layer,
+    data: ArrayData,
+    axes: tuple[Axis, ...],
+    name: str | None,
+    target: Path,
+    lname: str,
+) -> LabelsSpec:
+    """The spec (colours, properties, a path-safe name) the writer would make of the
+    layer, over *axes*, named *name* when given (refused when it is no label name)."""
+    from napari_ozx.layers.writing import labels_spec_from_layer
+
+    meta: dict[str, Any]
     if hasattr(layer, "as_layer_data_tuple"):
         _, meta, _ = layer.as_layer_data_tuple()
     else:
@@ -186,25 +257,24 @@ def _add_opened(
                 "not starting with '.')",
             )
         spec.name = name
-    name = spec.name
     spec.data = data
+    return spec
 
-    zf = oz.zarr_format or 2
-    # the image's own version (a hierarchy's OME-Zarr version MUST be consistent)
-    version: Literal["0.6", "0.5", "0.4"] = (
-        "0.6" if zf == 3 and ms.version >= "0.6" else "0.5" if zf == 3 else "0.4"
-    )
-    lpath = f"{src.node}/labels" if src.node else "labels"
-    group = oz._group_or_none(lpath)
-    listed = list(group.meta.labels) if group is not None else []
-    if name in listed or _exists(oz, target, f"{lpath}/{name}"):
-        raise refusal(
-            target,
-            f"labels {name!r} already exist in the image {src.node or '/'!r}; to change "
-            "them, open them and use 'Save labels back into the file', or choose another name",
-        )
-    _check_writable(target, target / lpath if target.is_dir() else target)
 
+def _label_version(zarr_format: int, image_version: str) -> Literal["0.6", "0.5", "0.4"]:
+    """The image's own version (a hierarchy's OME-Zarr version MUST be consistent)."""
+    if zarr_format == 3:
+        return "0.6" if version_key(image_version) >= version_key("0.6") else "0.5"
+    return "0.4"
+
+
+def _label_levels(image: OmeImage, zarr_format: int) -> tuple[list[LabelLevel], Literal["/", "."]]:
+    """The label image's levels laid out like *image*'s (channel axis dropped), and the
+    Zarr v2 chunk key separator of its level 0."""
+    from napari_ozx.ngff.write.writer import LabelLevel
+
+    ms = image.multiscale
+    c = ms.channel_axis
     levels = []
     separator: Literal["/", "."] = "/"
     for i, (arr_node, ds) in enumerate(zip(image.arrays, ms.datasets, strict=True)):
@@ -219,43 +289,37 @@ def _add_opened(
                 translation=_drop(ds.translation, c),
             )
         )
-        if i == 0 and zf == 2 and getattr(arr.metadata, "dimension_separator", "/") == ".":
+        if i == 0 and zarr_format == 2 and getattr(arr.metadata, "dimension_separator", "/") == ".":
             separator = "."
-    opts = WriteOptions(version=version)
-    prepared = prepare_labels(spec, levels, opts, separator)
+    return levels, separator
 
-    # the labels group: its attributes as they are, the new name appended to its list
-    if group is not None:
-        attrs = dict(group.attributes)
-        ome, _ = ome_section(attrs, zf)
-        raw = ome.get("labels")
-        old = [x for x in raw if isinstance(x, str)] if isinstance(raw, list) else listed
-        gen = NodeMetadata(labels=(*old, name)).to_attributes(version)
-        if zf == 3 and isinstance(attrs.get("ome"), dict):
-            attrs["ome"] = {**attrs["ome"], **gen["ome"]}
-        else:
-            attrs.update(gen)
+
+def _group_attributes(
+    group: GroupNode | None,
+    listed: list[str],
+    name: str,
+    zarr_format: int,
+    version: Literal["0.6", "0.5", "0.4"],
+) -> dict[str, Any]:
+    """The labels group's attributes as they are, *name* appended to its list (a new
+    group's when there is none)."""
+    from napari_ozx.ngff.model.metadata import NodeMetadata, ome_section
+
+    if group is None:
+        return NodeMetadata(labels=(name,)).to_attributes(version)
+    attrs = dict(group.attributes)
+    ome, _ = ome_section(attrs, zarr_format)
+    raw = ome.get("labels")
+    old = [x for x in raw if isinstance(x, str)] if isinstance(raw, list) else listed
+    gen = NodeMetadata(labels=(*old, name)).to_attributes(version)
+    if zarr_format == 3 and isinstance(attrs.get("ome"), dict):
+        attrs["ome"] = {**attrs["ome"], **gen["ome"]}
     else:
-        attrs = NodeMetadata(labels=(name,)).to_attributes(version)
-    group_docs = _group_documents(attrs, zf, existing=group is not None)
-
-    if target.is_dir():
-        _commit_directory(target, lpath, name, prepared, group_docs)
-    else:
-        from napari_ozx.layers.editable import repoint_archive
-
-        st = target.stat()
-        before = ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
-        _commit_ozx(target, oz.store, lpath, name, prepared, group_docs)
-        oz.close()  # before the others move: nothing of ours holds the old file
-        repoint_archive(target, before)
-    node = f"{lpath}/{name}"
-    _adopt(layer, target, node)
-    logger.info("saved labels %r into %s as %s", lname, target, node)
-    return target
+        attrs.update(gen)
+    return attrs
 
 
-def _exists(oz: Any, target: Path, path: str) -> bool:
+def _exists(oz: OmeZarr, target: Path, path: str) -> bool:
     if target.is_dir():
         return (target / path).exists()
     index = getattr(oz.store, "index", None)
@@ -274,7 +338,9 @@ def _check_writable(target: Path, where: Path) -> None:
         raise refusal(target, "the file or its folder is read-only")
 
 
-def _group_documents(attrs: dict[str, Any], zarr_format: int, existing: bool) -> dict[str, bytes]:
+def _group_documents(
+    attrs: Mapping[str, object], zarr_format: int, existing: bool
+) -> dict[str, bytes]:
     """The labels group's document(s) by zarr's own serialiser (v2: ``.zattrs``, plus
     ``.zgroup`` for a new group; v3: ``zarr.json``)."""
     import zarr
@@ -292,7 +358,7 @@ def _group_documents(attrs: dict[str, Any], zarr_format: int, existing: bool) ->
 
 
 def _commit_directory(
-    root: Path, lpath: str, name: str, prepared: Any, group_docs: dict[str, bytes]
+    root: Path, lpath: str, name: str, prepared: PreparedLabels, group_docs: dict[str, bytes]
 ) -> None:
     from zarr.storage import LocalStore
 
@@ -324,10 +390,10 @@ def _commit_directory(
 
 def _commit_ozx(
     target: Path,
-    base_store: Any,
+    base_store: OzxStore,
     lpath: str,
     name: str,
-    prepared: Any,
+    prepared: PreparedLabels,
     group_docs: dict[str, bytes],
 ) -> None:
     """A new archive: the old metadata (but the labels group document), the new label
@@ -349,10 +415,10 @@ def _commit_ozx(
 
 def rebuild_archive(
     target: Path,
-    base_store: Any,
+    base_store: OzxStore,
     replaced: Callable[[str], bool],
     documents: Mapping[str, bytes],
-    write_data: Callable[[Any], None],
+    write_data: Callable[[OzxWriter], None],
 ) -> None:
     """Rebuild the ``.ozx`` *target* (opened as *base_store*) with new members: every old
     member but the *replaced* ones copied byte for byte (its metadata first, RFC-9), the
@@ -386,7 +452,7 @@ def rebuild_archive(
 # ---------------------------------------------------------------- afterwards
 
 
-def _adopt(layer: Any, target: Path, node: str) -> None:
+def _adopt(layer: Layer, target: Path, node: str) -> None:
     """The layer now reads the saved label image (copy-on-write) and says where from."""
     from napari_ozx.layers.editable import EDITABLE_KEY, opened_editable
     from napari_ozx.layers.reading import layer_source

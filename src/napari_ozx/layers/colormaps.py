@@ -10,7 +10,6 @@ fall back to white.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 
@@ -21,7 +20,7 @@ __all__ = ["colormap_hex"]
 _HEX = re.compile(r"^#?([0-9a-fA-F]{6})([0-9a-fA-F]{2})?$")
 
 
-def colormap_hex(cmap: Any) -> str | None:
+def colormap_hex(cmap: object) -> str | None:
     """The brightest colour of *cmap* as ``RRGGBB``, or None when it has none."""
     if cmap is None:
         return None

@@ -7,7 +7,6 @@ its top; it is imported only when a command runs.
 
 import logging
 import os
-from typing import Any
 
 import napari
 from napari.utils.notifications import show_info
@@ -100,13 +99,15 @@ def save_roi_table(viewer: napari.viewer.Viewer) -> None:
     show_info(f"napari-ozx: ROIs {text} saved into {', '.join(sorted({p for _, p in done}))}")
 
 
-def _target_image(viewer: Any, role: str, with_what: str) -> tuple[tuple[str, str], Any]:
+def _target_image(
+    viewer: napari.Viewer, role: str, with_what: str
+) -> tuple[tuple[str, str], "napari.layers.Image"]:
     """``((source, node), layer)`` of the one image a command writes into: the selected
     image layers opened by napari-ozx, else all of them, naming one image; else one
     :class:`OzxError` saying what to select (*role*: "to save the labels into")."""
     from napari.layers import Image
 
-    images: dict[tuple[str, str], Any] = {}
+    images: dict[tuple[str, str], Image] = {}
     selected = [lyr for lyr in viewer.layers.selection if isinstance(lyr, Image)]
     for lyr in selected or [lyr for lyr in viewer.layers if isinstance(lyr, Image)]:
         src = LayerSource.of(lyr)

@@ -26,16 +26,24 @@ import math
 import os
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
 from napari_ozx._compat import napari_layer_state
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.provenance import EDITABLE_KEY
+from napari_ozx.ngff.read.documents import local_root
 from napari_ozx.ngff.read.indexing import basic_box, expand, is_fancy
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import zarr
+    from napari.layers import Labels, Layer
+    from napari.viewer import Viewer
+    from zarr.abc.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +63,38 @@ CHEAP_PLANE_PIXELS = 4096 * 4096
 
 Chunk = tuple[int, ...]
 
+#: what a save-back compares with the source when opened (see :func:`fingerprint`)
+Fingerprint = tuple[object, ...]
+
+
+class LevelLike(Protocol):
+    """A lazy level (dask, zarr or numpy array): what :class:`EditableLabels` reads."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+
+    @property
+    def ndim(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+    def __getitem__(self, key: tuple[slice, ...], /) -> Any: ...
+
+
+class ChunkReader(Protocol):
+    """What our reader's dask arrays read through: ``array`` is the zarr array."""
+
+    array: zarr.Array
+
 
 class EditableLabels:
     """A writable, lazily read, copy-on-write integer array over *base* (level 0)."""
 
-    def __init__(self, base: Any, chunks: Sequence[int] | None = None) -> None:
+    def __init__(self, base: LevelLike, chunks: Sequence[int] | None = None) -> None:
         if not np.issubdtype(np.dtype(base.dtype), np.integer):
             raise OzxError(f"labels must be of an integer type, not {base.dtype}")
         self.base = base
@@ -76,7 +111,7 @@ class EditableLabels:
         )
         self._dirty: dict[Chunk, np.ndarray] = {}
         #: the source's fingerprint when opened (see :func:`..saveback.fingerprint`)
-        self.opened: tuple[Any, ...] | None = None
+        self.opened: Fingerprint | None = None
         self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- queries
@@ -124,12 +159,12 @@ class EditableLabels:
             f"dirty={len(self._dirty)})"
         )
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         out = self[(slice(None),) * self.ndim]
         return out.astype(dtype, copy=False) if dtype is not None else out
 
     # ---------------------------------------------------------------- reading
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: object) -> Any:
         key = expand(key, self.ndim)
         if is_fancy(key):
             idx = np.broadcast_arrays(*(np.asarray(k, dtype=np.intp) for k in key))
@@ -221,7 +256,7 @@ class EditableLabels:
         return out.reshape(shape)
 
     # ---------------------------------------------------------------- writing
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def __setitem__(self, key: object, value: npt.ArrayLike) -> None:
         key = expand(key, self.ndim)
         if is_fancy(key):
             idx = np.broadcast_arrays(*(np.asarray(k, dtype=np.intp) for k in key))
@@ -271,7 +306,7 @@ def region_size(region: tuple[slice, ...]) -> int:
     return math.prod(max(0, s.stop - s.start) for s in region)
 
 
-def _storage_chunks(base: Any) -> tuple[int, ...]:
+def _storage_chunks(base: LevelLike) -> tuple[int, ...]:
     """The zarr (inner) chunk shape behind a dask array from our reader, else its chunks."""
     reader = _chunk_reader(base)
     if reader is not None and len(reader.array.chunks) == len(base.shape):
@@ -284,13 +319,13 @@ def _storage_chunks(base: Any) -> tuple[int, ...]:
     return tuple(min(s, 256) for s in base.shape)
 
 
-def _chunk_reader(base: Any) -> Any:
+def _chunk_reader(base: object) -> ChunkReader | None:
     """The object our reader's dask arrays read through (``.array`` is the zarr array)."""
     from napari_ozx.ngff.read.lazy import source_reader
 
     reader = source_reader(base)  # our levels and their views name it directly
     if reader is not None:
-        return reader
+        return cast("ChunkReader", reader)
     if not hasattr(base, "__dask_graph__"):
         return None
     graph = getattr(base, "dask", None)
@@ -304,11 +339,11 @@ def _chunk_reader(base: Any) -> Any:
     return None
 
 
-def _find_reader(obj: Any, depth: int = 0) -> Any:
+def _find_reader(obj: object, depth: int = 0) -> ChunkReader | None:
     if depth > 6:
         return None
     if hasattr(obj, "array") and hasattr(obj, "source") and hasattr(obj.array, "metadata"):
-        return obj
+        return cast("ChunkReader", obj)
     for attr in ("args", "kwargs"):
         inner = getattr(obj, attr, None)
         if isinstance(inner, dict):
@@ -338,7 +373,7 @@ def _overlap(a: tuple[slice, ...], b: tuple[slice, ...]) -> bool:
 # ------------------------------------------------------------------ fingerprint
 
 
-def fingerprint(data: EditableLabels) -> tuple[Any, ...]:
+def fingerprint(data: EditableLabels) -> Fingerprint:
     """What must not change between opening and saving: the stored array document of
     level 0 (directory) or the whole archive (``.ozx``: size, mtime, inode)."""
     reader = _chunk_reader(data.base)
@@ -346,7 +381,7 @@ def fingerprint(data: EditableLabels) -> tuple[Any, ...]:
         return ()
     store = reader.array.store_path.store
     path = reader.array.path
-    root = _local_root(store)
+    root = local_root(store)
     if root is not None:
         out = []
         for doc in ("zarr.json", ".zarray"):
@@ -367,12 +402,6 @@ def fingerprint(data: EditableLabels) -> tuple[Any, ...]:
     return ()
 
 
-def _local_root(store: Any) -> str | None:
-    from zarr.storage import LocalStore
-
-    return os.fspath(store.root) if isinstance(store, LocalStore) else None
-
-
 # --------------------------------------------------------------------- layers
 
 
@@ -382,7 +411,7 @@ _live: weakref.WeakSet[EditableLabels] = weakref.WeakSet()
 _live_lock = threading.Lock()
 
 
-def opened_editable(level0: Any) -> EditableLabels:
+def opened_editable(level0: LevelLike) -> EditableLabels:
     """An :class:`EditableLabels` over *level0* (our reader's lazy level), remembering
     the source's fingerprint so a save-back can tell when the file changed."""
     e = EditableLabels(level0)
@@ -395,7 +424,7 @@ def opened_editable(level0: Any) -> EditableLabels:
 _editable = opened_editable
 
 
-def array_on_store(a: Any, store: Any) -> Any:
+def array_on_store(a: zarr.Array, store: Store) -> zarr.Array:
     """The zarr array *a* (same metadata and path) read from *store*."""
     import zarr
     from zarr import AsyncArray
@@ -406,10 +435,10 @@ def array_on_store(a: Any, store: Any) -> Any:
 
 def repoint_archive(
     target: str | os.PathLike[str],
-    before: tuple[Any, ...] | None,
+    before: Fingerprint | None,
     arrays: Iterable[EditableLabels] = (),
     changed: str | None = None,
-) -> Any:
+) -> Store:
     """napari-ozx replaced the ``.ozx`` *target* (fingerprint *before*) by a new archive
     whose members are the old ones byte for byte, except below the level-0 array
     *changed* (a save-back's labels; ``None`` when nothing changed). Every open lazy
@@ -426,7 +455,7 @@ def repoint_archive(
     store = open_store(target)
     skip = {changed} if changed is not None else set()
     if before is not None and len(before) == 4 and before[0] == "ozx":
-        follow_archive(target, before[3], store, skip)
+        follow_archive(target, cast("int", before[3]), store, skip)
     with _live_lock:
         todo = [e for e in _live if before is not None and e.opened == before]
     forced = list(arrays)
@@ -434,9 +463,9 @@ def repoint_archive(
     key = os.path.realpath(target)
     for e in todo:
         reader = _chunk_reader(e.base)
-        old = reader.array.store_path.store if reader is not None else None
-        if old is None:
+        if reader is None:
             continue
+        old = reader.array.store_path.store
         if old is not store:
             if os.path.realpath(str(getattr(old, "path", ""))) != key:
                 continue
@@ -456,7 +485,9 @@ def read_only_reason(name: str) -> str:
     )
 
 
-def labels_entry(levels: list[Any], kw: dict[str, Any]) -> tuple[Any, dict[str, Any], str]:
+def labels_entry(
+    levels: Sequence[LevelLike], kw: Mapping[str, object]
+) -> tuple[object, dict[str, object], str]:
     """The reader's hook: layer data for one label image given its lazy *levels*.
 
     A single level, or a pyramid whose level-0 plane is cheap to show at full
@@ -466,13 +497,17 @@ def labels_entry(levels: list[Any], kw: dict[str, Any]) -> tuple[Any, dict[str, 
     lvl0 = levels[0]
     plane = math.prod(lvl0.shape[-2:]) if lvl0.ndim >= 2 else lvl0.size
     if len(levels) == 1 or plane <= CHEAP_PLANE_PIXELS:
-        meta = {**kw.get("metadata", {}), EDITABLE_KEY: True}
+        meta = {**_metadata(kw), EDITABLE_KEY: True}
         return _editable(lvl0), {**kw, "multiscale": False, "metadata": meta}, "labels"
-    meta = {**kw.get("metadata", {}), "ozx_read_only": read_only_reason(str(kw.get("name")))}
+    meta = {**_metadata(kw), "ozx_read_only": read_only_reason(str(kw.get("name")))}
     return levels, {**kw, "metadata": meta}, "labels"
 
 
-def make_labels_editable(layer: Any) -> Any:
+def _metadata(kw: Mapping[str, object]) -> Mapping[str, object]:
+    return cast("Mapping[str, object]", kw.get("metadata", {}))
+
+
+def make_labels_editable(layer: Layer) -> Labels:
     """A single-scale Labels layer editing *layer*'s level 0 copy-on-write (nothing is
     loaded until shown or painted). Returns *layer* itself when it already is editable."""
     from napari.layers import Labels
@@ -514,7 +549,7 @@ _LABELS_ARGS = {
 }
 
 
-def edit_selected_labels(viewer: Any) -> list[Any]:
+def edit_selected_labels(viewer: Viewer) -> list[Labels]:
     """Replace every selected multiscale (read-only) labels layer of *viewer* by an
     editable one at the same place in the layer list. Returns the new layers."""
     from napari.layers import Labels

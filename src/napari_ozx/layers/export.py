@@ -58,6 +58,7 @@ from napari_ozx.ngff.write.writer import (
     summarize_write,
     write_ome_zarr,
 )
+from napari_ozx.ozx.rfc9 import ARCHIVE_SUFFIXES
 
 logger = logging.getLogger(__name__)
 
@@ -103,14 +104,6 @@ class ArrayPlan:
     is_labels: bool = False
     #: the pyramid an opened multiscale layer has as stored (written as it is)
     pyramid: StoredPyramid | None = None
-
-
-@dataclass(frozen=True)
-class _Shaped:
-    """What :func:`plan_levels` looks at of level 0 (no data)."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
 
 
 def _default_axes(ndim: int) -> tuple[Axis, ...]:
@@ -286,7 +279,8 @@ def estimate_multiscale(options: WriteOptions, plan: ArrayPlan) -> MultiscaleEst
         raise OzxError(f"{plan.name}: {len(plan.shape)}-D data but {len(axes)} axes")
     itemsize = np.dtype(plan.dtype).itemsize
     levels = []
-    level0 = _Shaped(plan.shape, plan.dtype)
+    # a read-only view of one element: level 0's shape and dtype, no memory, no data
+    level0 = np.broadcast_to(np.zeros((), plan.dtype), plan.shape)
     for lv in plan_levels(level0, axes, None, None, "mean", options, plan.pyramid, plan.name):
         shp = lv.shape
         chunks, shards = chunk_and_shard(shp, axes, options)
@@ -335,7 +329,7 @@ def retarget(path: str, fmt: str) -> str:
         return path
     low = path.lower()
     stem = path
-    for suf in (".ome.zarr", ".zarr", ".ozx", ".zip"):
+    for suf in (".ome.zarr", ".zarr", *ARCHIVE_SUFFIXES):
         if low.endswith(suf):
             stem = path[: -len(suf)]
             break
@@ -365,7 +359,7 @@ def options_to_dict(options: WriteOptions) -> dict[str, Any]:
     return options.to_dict()
 
 
-def options_from_dict(data: Any) -> WriteOptions:
+def options_from_dict(data: object) -> WriteOptions:
     """Tolerant loading (:meth:`WriteOptions.from_dict`): a damaged file never blocks saving."""
     return WriteOptions.from_dict(data)
 

@@ -99,7 +99,7 @@ class LayerSource:
         return {METADATA_KEY: self.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: Any) -> LayerSource | None:
+    def from_dict(cls, data: object) -> LayerSource | None:
         if not isinstance(data, Mapping) or data.get("format") != _FORMAT:
             return None
         source, kind = data.get("source"), data.get("kind", "image")
@@ -118,14 +118,14 @@ class LayerSource:
         return cls(**kwargs)
 
     @classmethod
-    def from_metadata(cls, metadata: Any) -> LayerSource | None:
+    def from_metadata(cls, metadata: object) -> LayerSource | None:
         """The record in a layer's *metadata*, or None (no record, or not one of ours)."""
         if not isinstance(metadata, Mapping):
             return None
         return cls.from_dict(metadata.get(METADATA_KEY))
 
     @classmethod
-    def of(cls, layer: Any) -> LayerSource | None:
+    def of(cls, layer: object) -> LayerSource | None:
         """The record of a napari layer (anything with ``metadata``), or None."""
         return cls.from_metadata(getattr(layer, "metadata", None))
 
@@ -150,7 +150,7 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def plates_in(layers: Iterable[Any]) -> list[LayerSource]:
+def plates_in(layers: Iterable[object]) -> list[LayerSource]:
     """The plates (and single wells) shown by *layers* (e.g. ``viewer.layers``): one
     record per plate, from its first layer, in layer order. A plate is identified by its
     ``plate_id``, or by (source, plate path) when that is missing."""

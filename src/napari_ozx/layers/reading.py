@@ -16,14 +16,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, cast
 
 import numpy as np
 
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.provenance import LayerKind, LayerSource
 from napari_ozx.ngff.model.metadata import SPACE_UNITS, TIME_UNITS
+
+if TYPE_CHECKING:
+    from napari_ozx.ngff.model.graph import TransformGraph
+    from napari_ozx.ngff.model.metadata import Axis, Channel, Multiscale, Scene
+    from napari_ozx.ngff.model.transforms import Transform
+    from napari_ozx.ngff.read.open import Image as OmeImage
+    from napari_ozx.ngff.read.open import OmeZarr
+    from napari_ozx.ngff.read.plate import HcsPlate, Overview, OverviewImage, WellInfo
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +52,19 @@ __all__ = [
 ]
 
 LayerData = tuple[Any, dict[str, Any], str]
+
+
+class Placement(TypedDict, total=False):
+    """Where a layer is shown (:func:`placement`): napari's transform keywords."""
+
+    scale: tuple[float, ...]
+    translate: tuple[float, ...]
+    axis_labels: tuple[str, ...]
+    units: tuple[str, ...]
+    affine: np.ndarray
+
+
+_T = TypeVar("_T")
 #: called with (what, error) for a problem that does not stop the read
 Report = Callable[[str, OzxError], None]
 
@@ -121,9 +142,9 @@ def read_layer_data(
 
 
 def _table_layers(
-    root: Any,
-    image: Any,
-    image_kwargs: dict[str, Any],
+    root: OmeZarr,
+    image: OmeImage,
+    image_kwargs: dict[str, object],
     labels: dict[str, list[LayerData]],
     report: Report,
 ) -> list[LayerData]:
@@ -140,7 +161,7 @@ def _table_layers(
     return []
 
 
-def _spatialdata_tables(root: Any, labels: dict[str, list[LayerData]], report: Report) -> None:
+def _spatialdata_tables(root: OmeZarr, labels: dict[str, list[LayerData]], report: Report) -> None:
     from napari_ozx.layers.tables import spatialdata_features
 
     try:
@@ -174,7 +195,7 @@ def table_layer_data(
         return roi_shapes_layer_data(data, img, kwargs, report)
 
 
-def _label_to_world(image: Any, label: Any) -> Any:
+def _label_to_world(image: OmeImage, label: OmeImage) -> Transform | None:
     """Where a label image of *image* is shown: its own coordinate systems when it has
     more than its intrinsic one, else the image's (0.6 "labels": without a transformation
     between them, the label image's intrinsic system "is usually understood to be the
@@ -188,20 +209,27 @@ def _label_to_world(image: Any, label: Any) -> Any:
         return None  # the image's own placement reports it
 
 
-def scene_systems(root: Any) -> list[tuple[str, str]]:
+def _scene(root: OmeZarr) -> Scene:
+    scene = root.root.meta.scene
+    if scene is None:
+        raise OzxError(f"{root.source}: not an OME-Zarr scene")
+    return scene
+
+
+def scene_systems(root: OmeZarr) -> list[tuple[str, str]]:
     """The coordinate systems a scene's images can be shown in, as ``(path, name)``: the
     scene's own (path ``""``) first, in file order, then each image's."""
-    scene = root.root.meta.scene
+    scene = _scene(root)
     out = [("", c.name) for c in scene.coordinate_systems]
     for image in root.images():
         out.extend((image.path, c.name) for c in image.multiscale.systems)
     return list(dict.fromkeys(out))
 
 
-def default_scene_system(root: Any, images: Sequence[Any]) -> tuple[str, str]:
+def default_scene_system(root: OmeZarr, images: Sequence[OmeImage]) -> tuple[str, str]:
     """Where a scene is shown by default: the scene's first coordinate system (the
     spec's recommendation), else the first image's intrinsic system."""
-    scene = root.root.meta.scene
+    scene = _scene(root)
     if scene.coordinate_systems:
         return ("", scene.coordinate_systems[0].name)
     if not images:
@@ -218,8 +246,8 @@ def parse_system(text: str) -> tuple[str, str]:
 
 
 def scene_to_world(
-    graph: Any, image: Any, target: tuple[str, str], report: Report, what: str
-) -> Any:
+    graph: TransformGraph, image: OmeImage, target: tuple[str, str], report: Report, what: str
+) -> Transform | None:
     """The transformation from *image*'s intrinsic system to the scene's *target*, or
     None (reported: the image is then shown in its own system)."""
     try:
@@ -230,7 +258,7 @@ def scene_to_world(
 
 
 def scene_layer_data(
-    root: Any, report: Report | None = None, system: str | tuple[str, str] | None = None
+    root: OmeZarr, report: Report | None = None, system: str | tuple[str, str] | None = None
 ) -> list[LayerData]:
     """A 0.6 scene: each image it names (and its labels) placed in one coordinate system.
 
@@ -261,7 +289,7 @@ def scene_layer_data(
     return out
 
 
-def warn_broken_rules(root: Any) -> None:
+def warn_broken_rules(root: OmeZarr) -> None:
     """A file that breaks an OME-Zarr MUST but still reads gets one logged warning naming
     the first broken rule (the plate and its wells, not every field's pyramid)."""
     from napari_ozx.ngff.validate.walk import validate_documents
@@ -298,7 +326,7 @@ def warn_broken_rules(root: Any) -> None:
 # ---------------------------------------------------------------- image layers
 
 
-def _units(axes: Sequence[Any]) -> tuple[str, ...]:
+def _units(axes: Sequence[Axis]) -> tuple[str, ...]:
     out = []
     for a in axes:
         u = a.unit
@@ -306,7 +334,7 @@ def _units(axes: Sequence[Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _drop(seq: Sequence[Any], axis: int | None) -> tuple[Any, ...]:
+def _drop(seq: Sequence[_T], axis: int | None) -> tuple[_T, ...]:
     return tuple(v for i, v in enumerate(seq) if i != axis)
 
 
@@ -316,7 +344,7 @@ def _colormap(color: str | None) -> str | None:
     return _NAMED_COLORMAPS.get(color, f"#{color.lower()}")
 
 
-def layer_source(image: Any, kind: LayerKind = "image") -> LayerSource:
+def layer_source(image: OmeImage | OverviewImage, kind: LayerKind = "image") -> LayerSource:
     """The :class:`LayerSource` of an opened image (or label image)."""
     return LayerSource(
         source=str(image.root.source),
@@ -333,7 +361,7 @@ def layer_source(image: Any, kind: LayerKind = "image") -> LayerSource:
 _PYRAMID_METADATA_MAX = 64 << 10
 
 
-def pyramid_record(image: Any) -> dict[str, Any] | None:
+def pyramid_record(image: OmeImage | OverviewImage) -> dict[str, Any] | None:
     """What a save needs to write *image*'s levels as stored (``None``: one level): per
     level, over the layer's axes (the channel axis dropped), its array path, shape, and
     scale and translation relative to level 0 (factor of level 0's scale, offset in
@@ -377,12 +405,12 @@ def _metadata(src: LayerSource, channels: int | None) -> dict[str, Any] | list[d
 
 
 def placement(
-    ms: Any,
-    to_world: Any = None,
+    ms: Multiscale,
+    to_world: Transform | None = None,
     system: str | None = None,
     report: Report | None = None,
     what: str = "",
-) -> dict[str, Any]:
+) -> Placement:
     """napari's ``scale`` / ``translate`` (and ``affine`` where those do not suffice),
     ``axis_labels`` and ``units`` that put every level-0 pixel where the metadata says.
 
@@ -398,7 +426,7 @@ def placement(
     """
     c = ms.channel_axis
     ds0 = ms.datasets[0]
-    out: dict[str, Any] = {
+    out: Placement = {
         "scale": _drop(ds0.scale, c),
         "translate": _drop(ds0.translation, c),
         "axis_labels": _drop(ms.axis_names, c),
@@ -432,7 +460,8 @@ def placement(
         logger.warning("%s: the transformation mixes the channel axis; channels kept apart", what)
     sub = m[np.ix_([*keep, ms.ndim], [*keep, ms.ndim])]
     lin = sub[:-1, :-1]
-    sys_axes = ms.system(target).axes if to_world is None and ms.system(target) else None
+    system_ = ms.system(target) if to_world is None else None
+    sys_axes = system_.axes if system_ else None
     if sys_axes is not None and len(sys_axes) == ms.ndim:
         out["axis_labels"] = _drop(tuple(a.name for a in sys_axes), c)
         out["units"] = _drop(_units(sys_axes), c)
@@ -448,9 +477,9 @@ def placement(
 
 
 def image_layer_data(
-    image: Any,
+    image: OmeImage | OverviewImage,
     source: LayerSource | None = None,
-    to_world: Any = None,
+    to_world: Transform | None = None,
     report: Report | None = None,
 ) -> LayerData:
     ms = image.multiscale
@@ -477,7 +506,7 @@ def image_layer_data(
             )
         channels = []
 
-    def limits(ch: Any) -> list[float] | None:
+    def limits(ch: Channel | None) -> list[float] | None:
         if ch is not None and ch.window is not None:
             return [ch.window.start, ch.window.end]
         if (
@@ -525,9 +554,9 @@ def image_layer_data(
 
 
 def labels_layer_data(
-    label: Any,
+    label: OmeImage,
     source: LayerSource | None = None,
-    to_world: Any = None,
+    to_world: Transform | None = None,
     report: Report | None = None,
 ) -> list[LayerData]:
     """One labels layer per channel of a label image (napari labels have no channels)."""
@@ -568,12 +597,12 @@ def labels_layer_data(
     return out
 
 
-def _features(properties: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+def _features(properties: Sequence[Mapping[str, object]]) -> dict[str, list[object]]:
     """image-label ``properties`` -> a features table keyed by label value ('index')."""
     keys: list[str] = []
     for p in properties:
         keys.extend(k for k in p if k != "label-value" and k not in keys)
-    table: dict[str, list[Any]] = {"index": [p["label-value"] for p in properties]}
+    table: dict[str, list[object]] = {"index": [p["label-value"] for p in properties]}
     for k in keys:
         table[k] = [p.get(k) for p in properties]
     return table
@@ -582,7 +611,7 @@ def _features(properties: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
 # ------------------------------------------------------------------ HCS plates
 
 
-def plate_layer_data(root: Any, report: Report | None = None) -> list[LayerData]:
+def plate_layer_data(root: OmeZarr, report: Report | None = None) -> list[LayerData]:
     """A plate: its lazy overview (an image layer per channel) and the row / column names
     (a text-only Points layer). A well opened on its own: its fields at full resolution
     side by side as a grid (only the first when it has more than ``GRID_FIELDS_MAX``),
@@ -607,7 +636,7 @@ def plate_layer_data(root: Any, report: Report | None = None) -> list[LayerData]
     return overview_layer_data(plate.overview())
 
 
-def plate_source(plate: Any, kind: LayerKind = "plate-overview") -> LayerSource:
+def plate_source(plate: HcsPlate, kind: LayerKind = "plate-overview") -> LayerSource:
     """The plate part of a :class:`LayerSource` (node: the plate group)."""
     return LayerSource(
         source=str(plate.oz.source),
@@ -617,11 +646,11 @@ def plate_source(plate: Any, kind: LayerKind = "plate-overview") -> LayerSource:
         plate_id=plate.id,
         plate_path=plate.path,
         plate_name=plate.name,
-        plate_kind=plate.kind,
+        plate_kind=cast("Literal['plate', 'well']", plate.kind),
     )
 
 
-def overview_layer_data(ov: Any) -> list[LayerData]:
+def overview_layer_data(ov: Overview) -> list[LayerData]:
     """The overview's image layer data (channel axis split by napari) and the well labels."""
     plate = ov.plate
     image = ov.as_image()
@@ -657,12 +686,12 @@ def overview_layer_data(ov: Any) -> list[LayerData]:
 
 
 def well_layer_data(
-    plate: Any,
-    well: Any,
+    plate: HcsPlate,
+    well: WellInfo | str,
     fields: Sequence[int] | None = None,
     grid: bool = False,
     acquisition: int | None = None,
-    overview: Any = None,
+    overview: Overview | None = None,
 ) -> tuple[list[LayerData], list[str]]:
     """Full-resolution layer data (images + labels) of a well's fields, placed on its
     overview tile (or as a grid), and the messages of the fields that failed.
@@ -688,7 +717,7 @@ def well_layer_data(
             field_path=img.path,
             field_index=field_paths.index(img.path) if img.path in field_paths else None,
         )
-        lds: list[tuple[LayerData, Any]] = [
+        lds: list[tuple[LayerData, OmeImage]] = [
             (image_layer_data(img, _node(src, img)), img),
         ]
         by_label: dict[str, list[LayerData]] = {}
@@ -707,9 +736,9 @@ def well_layer_data(
 
 
 def _field_tables(
-    root: Any,
-    image: Any,
-    placed: dict[str, Any],
+    root: OmeZarr,
+    image: OmeImage,
+    placed: dict[str, object],
     labels: dict[str, list[LayerData]],
     prefix: str,
     errors: list[str],
@@ -726,7 +755,7 @@ def _field_tables(
     return out
 
 
-def _node(src: LayerSource, image: Any) -> LayerSource:
+def _node(src: LayerSource, image: OmeImage) -> LayerSource:
     return dataclasses.replace(
         src,
         node=image.path,
@@ -736,7 +765,9 @@ def _node(src: LayerSource, image: Any) -> LayerSource:
     )
 
 
-def _place(kw: dict[str, Any], image: Any, off: tuple[float, float, float], prefix: str) -> None:
+def _place(
+    kw: dict[str, object], image: OmeImage, off: tuple[float, float, float], prefix: str
+) -> None:
     from napari_ozx.ngff.read.plate import yx_axes
 
     ms = image.multiscale
@@ -744,8 +775,8 @@ def _place(kw: dict[str, Any], image: Any, off: tuple[float, float, float], pref
     y, x = yx_axes(ms.axes)
     keep = [i for i in range(ms.ndim) if i != c]
     dy, dx, zoom = off
-    t = list(kw["translate"])
-    sc = list(kw["scale"])
+    t = list(cast("Sequence[float]", kw["translate"]))
+    sc = list(cast("Sequence[float]", kw["scale"]))
     iy, ix = keep.index(y), keep.index(x)
     t[iy], t[ix] = t[iy] * zoom + dy, t[ix] * zoom + dx
     sc[iy], sc[ix] = sc[iy] * zoom, sc[ix] * zoom

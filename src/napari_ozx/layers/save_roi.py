@@ -48,7 +48,7 @@ import shutil
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -62,6 +62,14 @@ from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.saveback import SaveBackError, refusal, save_errors
 from napari_ozx.ozx.atomic import fsync_tree, replace_files, swap_directory
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from napari.layers import Image, Layer, Shapes
+
+    from napari_ozx.ngff.read.open import Image as OmeImage
+    from napari_ozx.ozx.store import OzxStore
+    from napari_ozx.ozx.writer import OzxWriter
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["roi_columns_from_shapes", "save_roi_table"]
@@ -74,7 +82,7 @@ _DECIMALS = 4
 _ORIGINAL = ("x_micrometer_original", "y_micrometer_original")
 
 
-def _layer_name(layer: Any) -> str:
+def _layer_name(layer: Layer) -> str:
     return str(getattr(layer, "name", None) or "shapes")
 
 
@@ -85,8 +93,8 @@ def _safe_name(name: str) -> str:
 
 
 def save_roi_table(
-    shapes_layer: Any,
-    image_layer: Any,
+    shapes_layer: Layer,
+    image_layer: Image,
     name: str | None = None,
     *,
     overwrite: bool = False,
@@ -117,7 +125,7 @@ def save_roi_table(
 # ----------------------------------------------------------------------- geometry
 
 
-def _image_dims(image: Any, image_layer: Any, target: Path) -> list[int]:
+def _image_dims(image: OmeImage, image_layer: Image, target: Path) -> list[int]:
     """The image's axes (indices into its OME axes) that the image layer's dimensions are:
     all of them, or all but the channel axis (a layer per channel)."""
     ms = image.multiscale
@@ -134,7 +142,9 @@ def _image_dims(image: Any, image_layer: Any, target: Path) -> list[int]:
     )
 
 
-def _corners_in_image(shapes: Any, image_layer: Any, verts: np.ndarray, pad: float) -> np.ndarray:
+def _corners_in_image(
+    shapes: Shapes, image_layer: Image, verts: np.ndarray, pad: float
+) -> np.ndarray:
     """*verts* (a shape's vertices, the Shapes layer's data coordinates) in the image
     layer's data coordinates; world axes the Shapes layer lacks are set to *pad*."""
     out = []
@@ -148,7 +158,7 @@ def _corners_in_image(shapes: Any, image_layer: Any, verts: np.ndarray, pad: flo
 
 
 def roi_columns_from_shapes(
-    shapes_layer: Any, image_layer: Any, image: Any, target: Path | None = None
+    shapes_layer: Shapes, image_layer: Image, image: OmeImage, target: Path | None = None
 ) -> tuple[list[str], dict[str, np.ndarray]]:
     """The ROI names and ngio's ROI columns (``x_micrometer`` ... ``len_z_micrometer``,
     and ``*_micrometer_original`` when the features have them) of *shapes_layer*'s
@@ -237,7 +247,7 @@ def roi_columns_from_shapes(
     return _names(features, n), cols
 
 
-def _feature(features: Any, column: str, n: int) -> np.ndarray | None:
+def _feature(features: pd.DataFrame | None, column: str, n: int) -> np.ndarray | None:
     """A float feature column, or None (absent, or not numbers)."""
     if features is None or column not in getattr(features, "columns", ()):
         return None
@@ -248,8 +258,8 @@ def _feature(features: Any, column: str, n: int) -> np.ndarray | None:
     return v if v.shape == (n,) else None
 
 
-def _names(features: Any, n: int) -> list[str]:
-    raw: Sequence[Any] | None = None
+def _names(features: pd.DataFrame | None, n: int) -> list[str]:
+    raw: Sequence[object] | None = None
     for col in ("name", "index"):
         if features is not None and col in getattr(features, "columns", ()):
             values = list(np.asarray(features[col], dtype=object))
@@ -275,7 +285,7 @@ def _names(features: Any, n: int) -> list[str]:
 
 
 def _save(
-    shapes: Any, image_layer: Any, src: LayerSource, target: Path, table: str, overwrite: bool
+    shapes: Shapes, image_layer: Image, src: LayerSource, target: Path, table: str, overwrite: bool
 ) -> Path:
     from napari_ozx.ngff.read.documents import join_path
     from napari_ozx.ngff.read.open import open_ome_zarr
@@ -320,7 +330,7 @@ def _save(
 
             st = target.stat()
             before = ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
-            _commit_ozx(target, oz.store, tpath, table, keys, group_docs)
+            _commit_ozx(target, cast("OzxStore", oz.store), tpath, table, keys, group_docs)
             oz.close()  # before the others move: nothing of ours holds the old file
             repoint_archive(target, before)
     finally:
@@ -369,7 +379,7 @@ def _commit_directory(
 
 def _commit_ozx(
     target: Path,
-    base_store: Any,
+    base_store: OzxStore,
     tpath: str,
     table: str,
     keys: Mapping[str, bytes],
@@ -385,7 +395,7 @@ def _commit_ozx(
     documents = {lead + k: v for k, v in keys.items() if is_metadata_name(k)}
     documents.update(groups)
 
-    def write_data(writer: Any) -> None:
+    def write_data(writer: OzxWriter) -> None:
         for key, data in keys.items():
             if not is_metadata_name(key):
                 writer.add(lead + key, data)
@@ -399,7 +409,7 @@ def _commit_ozx(
     )
 
 
-def _adopt(layer: Any, target: Path, node: str, table: str, rows: int) -> None:
+def _adopt(layer: Layer, target: Path, node: str, table: str, rows: int) -> None:
     """The layer now says which table it is (a later save of it replaces that table)."""
     from napari_ozx.layers.tables import TABLE_KEY
 

@@ -44,15 +44,16 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.editable import (
     EditableLabels,
+    Fingerprint,
     _chunk_reader,
     array_on_store,
     fingerprint,
@@ -60,9 +61,26 @@ from napari_ozx.layers.editable import (
 )
 from napari_ozx.ozx.atomic import replace_files
 
+if TYPE_CHECKING:
+    import threading
+
+    import zarr
+    from napari.layers import Layer
+    from zarr.abc.buffer import Buffer, BufferPrototype
+    from zarr.abc.store import ByteRequest, Store, SupportsGetSync
+
+    from napari_ozx.ngff.read.fastread import FastReader
+    from napari_ozx.ngff.read.open import Image as OmeImage
+    from napari_ozx.ngff.read.open import OmeZarr
+    from napari_ozx.ozx.store import OzxStore
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["SaveBackError", "save_labels_back"]
+
+#: one codec step of a chunk's bytes (encode, or decode) in :class:`_Direct`
+Encoder = Callable[[bytes], bytes]
+Decoder = Callable[[bytes | memoryview], bytes]
 
 
 class SaveBackError(OzxError):
@@ -72,7 +90,7 @@ class SaveBackError(OzxError):
 # ---------------------------------------------------------------- staging store
 
 
-def _staging_store(base: Any) -> Any:
+def _staging_store(base: Store) -> Any:
     from zarr.abc.store import (
         OffsetByteRequest,
         RangeByteRequest,
@@ -100,7 +118,12 @@ def _staging_store(base: Any) -> Any:
         def __hash__(self) -> int:
             return id(self)
 
-        async def get(self, key: str, prototype: Any = None, byte_range: Any = None) -> Any:
+        async def get(
+            self,
+            key: str,
+            prototype: BufferPrototype | None = None,
+            byte_range: ByteRequest | None = None,
+        ) -> Buffer | None:
             prototype = prototype or default_buffer_prototype()
             if key not in self.staged:
                 return await self.base.get(key, prototype, byte_range)
@@ -120,8 +143,8 @@ def _staging_store(base: Any) -> Any:
             return prototype.buffer.from_bytes(part)
 
         async def get_partial_values(
-            self, prototype: Any, key_ranges: Iterable[tuple[str, Any]]
-        ) -> list[Any]:
+            self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, ByteRequest | None]]
+        ) -> list[Buffer | None]:
             return [await self.get(k, prototype, r) for k, r in key_ranges]
 
         async def exists(self, key: str) -> bool:
@@ -129,7 +152,7 @@ def _staging_store(base: Any) -> Any:
                 return self.staged[key] is not None
             return bool(await self.base.exists(key))
 
-        async def set(self, key: str, value: Any) -> None:
+        async def set(self, key: str, value: Buffer) -> None:
             self.staged[key] = value.to_bytes()
 
         async def delete(self, key: str) -> None:
@@ -153,7 +176,7 @@ def _staging_store(base: Any) -> Any:
 # -------------------------------------------------------------------- save back
 
 
-def save_labels_back(layer: Any) -> Path:
+def save_labels_back(layer: Layer) -> Path:
     """Write *layer*'s edits into the OME-Zarr it was opened from (see module doc).
 
     *layer* is a napari Labels layer (or anything with ``data`` and ``metadata``) whose
@@ -246,10 +269,10 @@ def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path
         _release_later(box)
 
 
-_releasing: list[Any] = []  # threads closing replaced archives (see _release_later)
+_releasing: list[threading.Thread] = []  # threads closing replaced archives (see _release_later)
 
 
-def _release_later(box: list[Any]) -> None:
+def _release_later(box: list[object]) -> None:
     """Close *box*'s OmeZarr (its own store, if any) and drop the references in *box* on
     a short-lived thread: when they are the last ones to a replaced archive, its
     descriptor is closed there, a moment later (:func:`released` waits for that)."""
@@ -257,7 +280,7 @@ def _release_later(box: list[Any]) -> None:
 
     def release() -> None:
         try:
-            box[0].close()
+            cast("OmeZarr", box[0]).close()
         except Exception:  # pragma: no cover - closing never fails a finished save
             logger.debug("closing the replaced archive failed", exc_info=True)
         box.clear()
@@ -293,7 +316,7 @@ def _block_any(mask: np.ndarray, f: list[int], out_shape: tuple[int, ...]) -> np
 
 
 def _stage_and_commit(
-    oz: Any,
+    oz: OmeZarr,
     target: Path,
     node: str,
     data: EditableLabels,
@@ -326,7 +349,7 @@ def _stage_and_commit(
     base_store = arrays[0].store_path.store
     # .ozx: the members no save-back changes (everything but the label arrays' chunks)
     # are copied into the new archive while the changed shards are encoded
-    early = None if target.is_dir() else _EarlyCopy(target, base_store, docs)
+    early = None if target.is_dir() else _EarlyCopy(target, cast("OzxStore", base_store), docs)
     try:
         staged = _stage(image, arrays, base_store, dirty)
     except BaseException:
@@ -337,7 +360,7 @@ def _stage_and_commit(
         _commit_directory(target, staged)
     else:
         before = data.opened
-        _commit_ozx(early, base_store, staged)
+        _commit_ozx(early, early.base_store, staged)
         _repoint_ozx(data, target, before)
     if target.is_dir():
         # same store, new shard files: the fast path's cached shard indexes are stale
@@ -353,9 +376,9 @@ def _stage_and_commit(
 
 
 def _stage(
-    image: Any,
-    arrays: list[Any],
-    base_store: Any,
+    image: OmeImage,
+    arrays: list[zarr.Array],
+    base_store: Store,
     dirty: list[tuple[tuple[slice, ...], np.ndarray]],
 ) -> dict[str, bytes | None]:
     """The new bytes of every changed storage key (None: deleted), in memory: encoded
@@ -376,9 +399,9 @@ def _stage(
 
 
 def _stage_zarr(
-    image: Any,
-    arrays: list[Any],
-    base_store: Any,
+    image: OmeImage,
+    arrays: list[zarr.Array],
+    base_store: Store,
     dirty: list[tuple[tuple[slice, ...], np.ndarray]],
 ) -> dict[str, bytes | None]:
     """:func:`_stage` through zarr-python's arrays on a :func:`_staging_store`."""
@@ -453,16 +476,16 @@ class _Direct:
 
     def __init__(
         self,
-        array: Any,
-        store: Any,
+        array: zarr.Array,
+        store: SupportsGetSync,
         chunk: tuple[int, ...],
         shard: tuple[int, ...] | None,
         stored: np.dtype,
-        encoders: list[Any],
-        decoders: list[Any],
+        encoders: list[Encoder],
+        decoders: list[Decoder],
         index_end: bool,
         index_crc: bool,
-        reader: Any,
+        reader: FastReader,
     ) -> None:
         import zarr
 
@@ -512,14 +535,14 @@ class _Direct:
             data = enc(data)
         return bytes(data)
 
-    def _decode(self, raw: Any) -> np.ndarray:
+    def _decode(self, raw: bytes | memoryview) -> np.ndarray:
         data: Any = raw
         for dec in reversed(self.decoders):
             data = dec(data)
         flat = np.frombuffer(memoryview(data).cast("B"), dtype=self.stored)
         return flat.reshape(self.chunk).astype(self.dtype)
 
-    def _full(self, values: np.ndarray, old: Any) -> np.ndarray:
+    def _full(self, values: np.ndarray, old: bytes | memoryview | None) -> np.ndarray:
         """A whole chunk (edge chunks padded): *values* inside the array, the stored
         chunk (*old* bytes; else the fill value) outside, as zarr-python merges it."""
         if values.shape == self.chunk:
@@ -530,7 +553,7 @@ class _Direct:
 
     def _get(self, key: str) -> memoryview | None:
         buf = self.store.get_sync(key)
-        return None if buf is None else memoryview(buf.as_numpy_array()).cast("B")
+        return None if buf is None else memoryview(buf.as_numpy_array().data).cast("B")
 
     def encode(self, new: dict[tuple[int, ...], np.ndarray]) -> dict[str, bytes | None]:
         """The new bytes of every storage key holding a chunk of *new* (chunk coords ->
@@ -621,7 +644,7 @@ def _morton_order(per: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [tuple(int(x) for x in c) for c in coords[np.argsort(code, kind="stable")]]
 
 
-def _direct(array: Any, store: Any) -> _Direct | str:
+def _direct(array: zarr.Array, store: Store) -> _Direct | str:
     """How to encode *array*'s chunks directly (:class:`_Direct`), or why not."""
     import numcodecs
     from zarr.codecs import BytesCodec, Crc32cCodec, ShardingCodec, ZstdCodec
@@ -637,6 +660,7 @@ def _direct(array: Any, store: Any) -> _Direct | str:
         return f"data type {dtype}"
     if not callable(getattr(store, "get_sync", None)):
         return f"a store without synchronous reads ({type(store).__name__})"
+    sync = cast("SupportsGetSync", store)
     grid = md.to_dict().get("chunk_grid", {})
     if not isinstance(grid, dict) or grid.get("name") != "regular":
         return "a chunk grid that is not regular"
@@ -645,7 +669,7 @@ def _direct(array: Any, store: Any) -> _Direct | str:
         return "no direct reader (ngff.fastread)"
     outer = tuple(int(n) for n in grid["configuration"]["chunk_shape"])
 
-    def stored_dtype(codec: Any, dt: np.dtype) -> np.dtype | None:
+    def stored_dtype(codec: object, dt: np.dtype) -> np.dtype | None:
         if type(codec) is not BytesCodec:
             return None
         endian = getattr(codec.endian, "value", codec.endian)
@@ -653,9 +677,9 @@ def _direct(array: Any, store: Any) -> _Direct | str:
             return dt
         return dt.newbyteorder("<" if endian == "little" else ">")
 
-    def bytes_codecs(codecs: list[Any]) -> tuple[list[Any], list[Any]] | None:
-        enc: list[Any] = []
-        dec: list[Any] = []
+    def bytes_codecs(codecs: Sequence[object]) -> tuple[list[Encoder], list[Decoder]] | None:
+        enc: list[Encoder] = []
+        dec: list[Decoder] = []
         for c in codecs:
             if type(c) is ZstdCodec:
                 z = numcodecs.Zstd(level=c.level, checksum=c.checksum)
@@ -690,7 +714,7 @@ def _direct(array: Any, store: Any) -> _Direct | str:
             return "codecs " + ", ".join(type(c).__name__ for c in inner + idx)
         return _Direct(
             array,
-            store,
+            sync,
             chunk,
             outer,
             stored,
@@ -704,11 +728,11 @@ def _direct(array: Any, store: Any) -> _Direct | str:
     if stored is None or coded is None:
         return "codecs " + ", ".join(type(c).__name__ for c in codecs)
     return _Direct(
-        array, store, outer, None, stored, *coded, index_end=True, index_crc=False, reader=reader
+        array, sync, outer, None, stored, *coded, index_end=True, index_crc=False, reader=reader
     )
 
 
-def _strip_crc32c(data: Any) -> bytes:
+def _strip_crc32c(data: bytes | memoryview) -> bytes:
     b = bytes(data)
     if len(b) < 4 or _crc32c(b[:-4]) != b[-4:]:
         raise OzxError("a stored chunk does not match its CRC-32C")
@@ -817,7 +841,7 @@ def _fits(v: np.ndarray, dtype: np.dtype) -> bool:
 _on_store = array_on_store
 
 
-def _plane_unit(arr: Any) -> tuple[int, ...]:
+def _plane_unit(arr: zarr.Array) -> tuple[int, ...]:
     """Boxes are grouped per plane of one shard (or chunk) in y/x: a stroke's chunks make
     one write of their plane's region, never the planes between two strokes."""
     unit = tuple(arr.shards or arr.chunks)
@@ -866,7 +890,7 @@ class _EarlyCopy:
     that a save-back may change: a chunk or shard of one of the label arrays (*arrays*,
     their paths). Metadata documents and every other array's members never change."""
 
-    def __init__(self, target: Path, base_store: Any, arrays: list[str]) -> None:
+    def __init__(self, target: Path, base_store: OzxStore, arrays: list[str]) -> None:
         import threading
 
         from napari_ozx.ozx.rfc9 import is_metadata_name
@@ -908,7 +932,7 @@ class _EarlyCopy:
         self.writer.abort()
 
 
-def _commit_ozx(early: _EarlyCopy, base_store: Any, staged: dict[str, bytes | None]) -> None:
+def _commit_ozx(early: _EarlyCopy, base_store: OzxStore, staged: dict[str, bytes | None]) -> None:
     """The rest of the new archive beside the target: staged members written, every
     other member copied byte for byte, fsynced, renamed onto the target."""
     writer = early.writer
@@ -934,7 +958,7 @@ def _commit_ozx(early: _EarlyCopy, base_store: Any, staged: dict[str, bytes | No
         raise
 
 
-def _repoint_ozx(data: EditableLabels, target: Path, before: tuple[Any, ...] | None) -> None:
+def _repoint_ozx(data: EditableLabels, target: Path, before: Fingerprint | None) -> None:
     """The editable layer's base reads the replaced archive (its descriptor keeps the
     old inode): point it at the new file so the base holds the saved edits; the other
     label images opened from that archive follow (:func:`.editable.repoint_archive`)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +29,11 @@ from napari_ozx.layers.reading import (
     scene_to_world,
 )
 
+if TYPE_CHECKING:
+    from napari.layers import Layer
+
+    from napari_ozx.layers.reading import Placement
+
 __all__ = [
     "apply_placements",
     "place_scene",
@@ -38,7 +43,7 @@ __all__ = [
 ]
 
 
-def scene_sources(layers: Iterable[Any]) -> list[str]:
+def scene_sources(layers: Iterable[Layer]) -> list[str]:
     """The sources of the scenes *layers* show (one entry per scene, in layer order)."""
     out: dict[str, None] = {}
     for layer in layers:
@@ -64,8 +69,8 @@ def _image_path(node: str) -> str:
 
 
 def scene_placements(
-    layers: Iterable[Any], source: str, system: str, report: Report | None = None
-) -> list[tuple[Any, dict[str, Any], LayerSource]]:
+    layers: Iterable[Layer], source: str, system: str, report: Report | None = None
+) -> list[tuple[Layer, Placement, LayerSource]]:
     """What :func:`place_scene` sets on each layer of the scene at *source*:
     ``(layer, placement, new LayerSource)``. Reads metadata only and touches no layer,
     so a dock can run it off the GUI thread and apply the result on it."""
@@ -80,7 +85,7 @@ def scene_placements(
         and src.source == source
         and src.scene_system is not None
     ]
-    out: list[tuple[Any, dict[str, Any], LayerSource]] = []
+    out: list[tuple[Layer, Placement, LayerSource]] = []
     if not mine:
         return out
     with open_ome_zarr(source) as root:
@@ -97,7 +102,7 @@ def scene_placements(
     return out
 
 
-def apply_placements(placements: Iterable[tuple[Any, dict[str, Any], LayerSource]]) -> int:
+def apply_placements(placements: Iterable[tuple[Layer, Placement, LayerSource]]) -> int:
     """Set what :func:`scene_placements` computed (on napari's thread); returns the count."""
     n = 0
     for layer, kw, src in placements:
@@ -111,7 +116,7 @@ def apply_placements(placements: Iterable[tuple[Any, dict[str, Any], LayerSource
 
 
 def place_scene(
-    layers: Iterable[Any], source: str, system: str, report: Report | None = None
+    layers: Iterable[Layer], source: str, system: str, report: Report | None = None
 ) -> int:
     """Place the layers of the scene at *source* in *system* (e.g. ``"world"`` or
     ``"tileA:physical"``); returns how many moved. Layers whose image cannot reach

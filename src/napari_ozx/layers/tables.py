@@ -37,8 +37,8 @@ Qt-free, and napari is not imported: the layer data are plain tuples.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -53,6 +53,13 @@ from napari_ozx.ngff.tables.read import (
     read_table,
     spatialdata_tables,
 )
+
+if TYPE_CHECKING:
+    from napari.layers import Labels, Shapes
+    from napari.viewer import Viewer
+
+    from napari_ozx.ngff.read.open import Image as OmeImage
+    from napari_ozx.ngff.read.open import OmeZarr
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +89,7 @@ ROI_COLORS = {"roi_table": "yellow", "masking_roi_table": "cyan"}
 # ------------------------------------------------------------------------ ROI shapes
 
 
-def _yx(image: Any) -> tuple[int, int, list[int]]:
+def _yx(image: OmeImage) -> tuple[int, int, list[int]]:
     """(y, x) axis indices of *image* among its non-channel axes, and those axes."""
     from napari_ozx.ngff.read.plate import yx_axes
 
@@ -94,8 +101,8 @@ def _yx(image: Any) -> tuple[int, int, list[int]]:
 
 def roi_shapes_layer_data(
     table: TableData,
-    image: Any,
-    image_kwargs: Mapping[str, Any],
+    image: OmeImage,
+    image_kwargs: Mapping[str, object],
     report: Report | None = None,
 ) -> LayerData:
     """A ROI (or masking ROI) table of *image* as Shapes layer data: one rectangle per
@@ -136,10 +143,10 @@ def roi_shapes_layer_data(
         "edge_width": max(1.0, 0.004 * max(extent)),
         "features": features,
         "visible": n <= MANY_ROIS,
-        "scale": tuple(image_kwargs["scale"][i] for i in pick),
-        "translate": tuple(image_kwargs["translate"][i] for i in pick),
-        "axis_labels": tuple(image_kwargs["axis_labels"][i] for i in pick),
-        "units": tuple(image_kwargs["units"][i] for i in pick),
+        "scale": tuple(_seq(image_kwargs, "scale")[i] for i in pick),
+        "translate": tuple(_seq(image_kwargs, "translate")[i] for i in pick),
+        "axis_labels": tuple(_seq(image_kwargs, "axis_labels")[i] for i in pick),
+        "units": tuple(_seq(image_kwargs, "units")[i] for i in pick),
     }
     if 0 < n <= MANY_ROIS:
         kwargs["text"] = {"string": "{name}", "color": color, "anchor": "upper_left", "size": 9}
@@ -206,10 +213,19 @@ def labels_features(table: TableData, region: str | None = None) -> dict[str, np
     return out
 
 
-def merge_features(existing: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+def _seq(kwargs: Mapping[str, object], key: str) -> Sequence[object]:
+    """A per-axis entry (``scale``, ``units`` ...) of an image's layer keyword arguments."""
+    return cast("Sequence[object]", kwargs[key])
+
+
+def merge_features(
+    existing: Mapping[str, Iterable[object]] | None, new: Mapping[str, Iterable[object]]
+) -> dict[str, list[object] | np.ndarray]:
     """*new* features (with an ``index`` column), plus the columns of *existing* ones
     (an image-label's ``properties``) matched by ``index``; *new* wins a name both have."""
-    out = {k: list(v) if not isinstance(v, np.ndarray) else v for k, v in new.items()}
+    out: dict[str, list[object] | np.ndarray] = {
+        k: list(v) if not isinstance(v, np.ndarray) else v for k, v in new.items()
+    }
     if not existing or "index" not in existing:
         return out
     where = {v: i for i, v in enumerate(existing["index"])}
@@ -232,7 +248,7 @@ def _report_table(report: Report, source: str, info: TableInfo, reason: str) -> 
     report(source, TableError(reason, info.name))
 
 
-def _annotate(image_kwargs: dict[str, Any], infos: Sequence[TableInfo], read: set[str]) -> None:
+def _annotate(image_kwargs: dict[str, object], infos: Sequence[TableInfo], read: set[str]) -> None:
     listing = [{**i.to_dict(), "read": i.name in read} for i in infos]
     meta = image_kwargs.get("metadata")
     if isinstance(meta, list):
@@ -241,15 +257,15 @@ def _annotate(image_kwargs: dict[str, Any], infos: Sequence[TableInfo], read: se
         image_kwargs["metadata"] = {**meta, TABLES_KEY: listing}
 
 
-def _set_features(lds: Sequence[LayerData], features: Mapping[str, Any]) -> None:
+def _set_features(lds: Sequence[LayerData], features: Mapping[str, Iterable[object]]) -> None:
     for _data, kw, _kind in lds:
         kw["features"] = merge_features(kw.get("features"), features)
 
 
 def image_table_layers(
-    root: Any,
-    image: Any,
-    image_kwargs: dict[str, Any],
+    root: OmeZarr,
+    image: OmeImage,
+    image_kwargs: dict[str, object],
     labels: Mapping[str, Sequence[LayerData]],
     report: Report | None = None,
 ) -> list[LayerData]:
@@ -299,7 +315,7 @@ def image_table_layers(
 
 
 def spatialdata_features(
-    root: Any, labels: Mapping[str, Sequence[LayerData]], report: Report | None = None
+    root: OmeZarr, labels: Mapping[str, Sequence[LayerData]], report: Report | None = None
 ) -> None:
     """A SpatialData store's tables on its labels elements (*labels*: element name ->
     its layer data): each element gets the rows of the tables that annotate it."""
@@ -328,7 +344,7 @@ def spatialdata_features(
 # ---------------------------------------------------------------------------- viewing
 
 
-def zoom_to_roi(viewer: Any, layer: Any, row: int | str, margin: float = 0.1) -> None:
+def zoom_to_roi(viewer: Viewer, layer: Shapes, row: int | str, margin: float = 0.1) -> None:
     """Centre *viewer* on ROI *row* (its position, or its name) of a ROI Shapes layer
     made by napari-ozx, zoom so it fills the canvas but for *margin*, select it, and move
     the z slider to the box's middle plane."""
@@ -368,7 +384,7 @@ def zoom_to_roi(viewer: Any, layer: Any, row: int | str, margin: float = 0.1) ->
 
 
 def color_labels_by(
-    layer: Any, column: str, colormap: str = "viridis", limits: tuple[float, float] | None = None
+    layer: Labels, column: str, colormap: str = "viridis", limits: tuple[float, float] | None = None
 ) -> dict[int, tuple[float, float, float, float]]:
     """Colour a Labels layer's objects by one column of its ``features`` (a feature
     table's measurement): each label value gets *colormap*'s colour of its value, scaled

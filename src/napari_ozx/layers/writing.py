@@ -21,9 +21,9 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -50,6 +50,9 @@ from napari_ozx.ngff.write.writer import (
     write_ome_zarr,
 )
 
+if TYPE_CHECKING:
+    from napari_ozx.ngff.write.specs import ArrayData
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -71,7 +74,7 @@ _OME_NAMES = ("t", "c", "z", "y", "x")
 
 
 def layer_axes(
-    labels: Sequence[str] | None, units: Sequence[Any] | None, ndim: int, with_channel: bool
+    labels: Sequence[str] | None, units: Sequence[object] | None, ndim: int, with_channel: bool
 ) -> list[Axis]:
     """OME axes for a napari layer of *ndim* dims (+ a leading channel axis if asked).
 
@@ -101,7 +104,7 @@ def layer_axes(
     return axes
 
 
-def _hex(cmap: Any) -> str | None:
+def _hex(cmap: object) -> str | None:
     from napari_ozx.layers.colormaps import (
         colormap_hex,  # names ("green") too, not only colour lists
     )
@@ -110,7 +113,7 @@ def _hex(cmap: Any) -> str | None:
 
 
 def layer_placement(
-    meta: dict[str, Any], ndim: int
+    meta: Mapping[str, object], ndim: int
 ) -> tuple[list[float], list[float], np.ndarray | None, str]:
     """A napari layer's place as OME-Zarr: ``(scale, translation, to_world, kind)``.
 
@@ -121,8 +124,8 @@ def layer_placement(
     translation) and ``to_world`` the homogeneous matrix from it to napari's world, which
     only OME-Zarr 0.6 stores; *kind* names it for messages ("rotation", "shear or
     affine")."""
-    scale = [float(s) for s in meta.get("scale", [1.0] * ndim)]
-    translate = [float(t) for t in meta.get("translate", [0.0] * ndim)]
+    scale = [float(s) for s in cast("Sequence[float]", meta.get("scale", [1.0] * ndim))]
+    translate = [float(t) for t in cast("Sequence[float]", meta.get("translate", [0.0] * ndim))]
     rotate, shear, affine = meta.get("rotate"), meta.get("shear"), meta.get("affine")
     if rotate is None and shear is None and affine is None:
         return scale, translate, None, ""
@@ -154,14 +157,15 @@ def _with_channel(m: np.ndarray | None, c: int) -> np.ndarray | None:
     return out
 
 
-def _levels(data: Any, meta: dict[str, Any]) -> list[Any] | None:
+def _levels(data: object, meta: Mapping[str, object]) -> list[ArrayData] | None:
     """A multiscale layer's levels (``None``: one level)."""
-    if (meta.get("multiscale") or isinstance(data, list | tuple)) and len(data) > 1:
-        return list(data)
+    levels = cast("Sequence[ArrayData]", data)
+    if (meta.get("multiscale") or isinstance(data, list | tuple)) and len(levels) > 1:
+        return list(levels)
     return None
 
 
-def _record(data: Any, meta: dict[str, Any]) -> dict[str, Any] | None:
+def _record(data: object, meta: Mapping[str, object]) -> dict[str, Any] | None:
     """The stored-pyramid record of a multiscale layer napari-ozx opened, when it still
     describes the layer's levels (their number and shapes), else ``None``."""
     levels = _levels(data, meta)
@@ -237,12 +241,12 @@ def stored_pyramid(
     )
 
 
-def _level0(data: Any, meta: dict[str, Any]) -> Any:
+def _level0(data: object, meta: Mapping[str, object]) -> ArrayData:
     if meta.get("multiscale") or (
         isinstance(data, list | tuple) and len(data) and hasattr(data[0], "shape")
     ):
-        return data[0]
-    return data
+        return cast("Sequence[ArrayData]", data)[0]
+    return cast("ArrayData", data)
 
 
 # ------------------------------------------------------------------- specs
@@ -254,7 +258,7 @@ def image_spec_from_layers(images: list[FullLayerData]) -> ImageSpec:
     shape, dtype = datas[0].shape, np.dtype(datas[0].dtype)
     scale, translate, to_world, kind = layer_placement(first_meta, len(shape))
 
-    def same_place(meta: dict[str, Any]) -> bool:
+    def same_place(meta: Mapping[str, object]) -> bool:
         sc, tr, tw, _ = layer_placement(meta, len(shape))
         if tw is None or to_world is None:
             return tw is None and to_world is None and sc == scale and tr == translate
@@ -371,7 +375,7 @@ def labels_spec_from_layer(layer: FullLayerData, used: set[str]) -> LabelsSpec:
     )
 
 
-def _jsonable(v: Any) -> Any:
+def _jsonable(v: object) -> object:
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, float) and v != v:
@@ -414,7 +418,11 @@ def _scene_spec(images: list[FullLayerData], lspecs: list[LabelsSpec]) -> SceneS
                 and list(sp.scale or []) == list(lab.scale or [])
                 and list(sp.translation or []) == list(lab.translation or [])
                 and ((sp.to_world is None) == (lab.to_world is None))
-                and (sp.to_world is None or np.allclose(sp.to_world, lab.to_world))
+                and (
+                    sp.to_world is None
+                    or lab.to_world is None
+                    or np.allclose(sp.to_world, lab.to_world)
+                )
             ),
             None,
         )
