@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from napari_ozx.errors import OzxError
 
@@ -142,33 +142,64 @@ def _convert(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------- main
 
 
+#: the help formatter of every (sub)command: keeps the layout of EXIT_CODES
+_FMT = argparse.RawDescriptionHelpFormatter
+
+
+class _Subcommands(Protocol):
+    """What ``ArgumentParser.add_subparsers()`` returns, as far as the CLI uses it."""
+
+    def add_parser(
+        self,
+        name: str,
+        *,
+        help: str | None = ...,
+        description: str | None = ...,
+        epilog: str | None = ...,
+        formatter_class: type[argparse.HelpFormatter] = ...,
+    ) -> argparse.ArgumentParser: ...
+
+
 def build_parser() -> argparse.ArgumentParser:
     from napari_ozx import __version__
-    from napari_ozx.ngff.write.options import add_cli_arguments
 
-    fmt = argparse.RawDescriptionHelpFormatter
     ap = argparse.ArgumentParser(
         prog="napari-ozx",
         description="OME-Zarr directories and .ozx files",
         epilog=EXIT_CODES,
-        formatter_class=fmt,
+        formatter_class=_FMT,
     )
     ap.add_argument("--version", action="version", version=f"napari-ozx {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
+    _add_info_parser(sub)
+    _add_validate_parser(sub)
+    _add_convert_parser(sub)
+    _add_transform_parser(sub)
+    _add_set_default_reader_parser(sub)
+    return ap
+
+
+# the subcommands, each adding its parser to the ``add_subparsers()`` action *sub*
+
+
+def _add_info_parser(sub: _Subcommands) -> None:
     p = sub.add_parser(
         "info",
         help="hierarchy, shapes, dtypes, chunks/shards, codecs, sizes, versions, RFC-9 verdict "
         "(exit 1 if a node cannot be read or there is no OME metadata)",
         epilog=EXIT_CODES,
-        formatter_class=fmt,
+        formatter_class=_FMT,
     )
     p.add_argument("path", help="OME-Zarr directory, .ozx / .zip file or URL")
     p.add_argument("--json", action="store_true", help="print the report (or the error) as JSON")
+
+
+def _add_validate_parser(sub: _Subcommands) -> None:
     p = sub.add_parser(
         "validate",
         help="RFC-9 conformance of .ozx files and OME metadata",
         epilog=EXIT_CODES,
-        formatter_class=fmt,
+        formatter_class=_FMT,
     )
     p.add_argument("paths", nargs="+", help="OME-Zarr directories or .ozx / .zip files")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
@@ -186,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
         "and metadata, label colours, plate and acquisition names, known axis types) also "
         "fail (exit 1)",
     )
+
+
+def _add_convert_parser(sub: _Subcommands) -> None:
+    from napari_ozx.ngff.write.options import add_cli_arguments
+
     p = sub.add_parser(
         "convert",
         help="directory <-> .ozx, 0.4 -> 0.5 / 0.6, rechunk / reshard / recompress",
@@ -193,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
         "number of pyramid levels and OME-Zarr version are kept unless an option below "
         "says otherwise (a version the target cannot hold becomes 0.5).",
         epilog=EXIT_CODES,
-        formatter_class=fmt,
+        formatter_class=_FMT,
     )
     p.add_argument("src", help="the OME-Zarr image to read (directory, .ozx or URL)")
     p.add_argument("dst", help="the target: NAME.ozx (one file) or a directory NAME.ome.zarr")
@@ -223,10 +259,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="convert on a dask cluster of N worker processes started on this machine",
     )
+
+
+def _add_transform_parser(sub: _Subcommands) -> None:
     p = sub.add_parser(
         "transform",
         epilog=EXIT_CODES,
-        formatter_class=fmt,
+        formatter_class=_FMT,
         help="map points between two coordinate systems of an OME-Zarr 0.6 hierarchy",
         description="Map points from coordinate system SOURCE to TARGET of the hierarchy at "
         "PATH (a scene's or an image's systems, through its coordinate transformations, "
@@ -244,14 +283,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "coordinates", help='JSON list of points, each a list of D numbers: "[[1, 2], [3, 4]]"'
     )
+
+
+def _add_set_default_reader_parser(
+    sub: _Subcommands,
+) -> None:
     p = sub.add_parser(
         "set-default-reader",
         help="make napari open OME-Zarr folders (*.zarr, *.ome.zarr) and .ozx with napari-ozx",
         epilog=EXIT_CODES,
-        formatter_class=fmt,
+        formatter_class=_FMT,
     )
     p.add_argument("--undo", action="store_true", help="remove napari-ozx's preferences")
-    return ap
 
 
 def _transform(args: argparse.Namespace) -> int:

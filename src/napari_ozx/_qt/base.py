@@ -23,6 +23,7 @@ short file name, the full path and the exception in its details.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
 import os
@@ -30,13 +31,18 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from qtpy.QtCore import QEvent, Qt
+from qtpy.QtGui import QCloseEvent
 from qtpy.QtWidgets import QWidget
 from superqt.utils import WorkerBase, create_worker
 
 from napari_ozx.errors import headline
+
+if TYPE_CHECKING:
+    import napari
+    from napari.utils.notifications import Notification
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +51,21 @@ __all__ = ["OzxDockWidget", "notify"]
 #: how long closing a widget may block the GUI thread waiting for its own workers
 CLOSE_WAIT_MS = 5_000
 
+_R = TypeVar("_R")
 
-def _ref(callback: Callable[..., Any]) -> Callable[[], Callable[..., Any] | None]:
+#: an event callback (napari ``EventEmitter``, psygnal or Qt signal)
+Callback = Callable[..., object]
+
+
+class Emitter(Protocol):
+    """Anything a dock connects to: napari ``EventEmitter``, psygnal or Qt signals."""
+
+    def connect(self, callback: Callback, /) -> object: ...
+
+    def disconnect(self, callback: Callback, /) -> object: ...
+
+
+def _ref(callback: Callback) -> Callable[[], Callback | None]:
     """A weak reference for bound methods (the record must not keep the widget alive);
     plain functions are kept (nothing else may hold them)."""
     if inspect.ismethod(callback):
@@ -61,12 +80,12 @@ class _Lifecycle:
         self.name = name
         self.closed = False
         self._lock = threading.Lock()
-        self._connections: list[tuple[Any, Callable[[], Callable[..., Any] | None]]] = []
+        self._connections: list[tuple[Emitter, Callable[[], Callback | None]]] = []
         self._cleanups: list[Callable[[], None]] = []
         # worker -> (set when its function has returned, cancel flag handed to it)
         self.workers: dict[WorkerBase, tuple[threading.Event, threading.Event | None]] = {}
 
-    def connected(self, emitter: Any, callback: Callable[..., Any]) -> None:
+    def connected(self, emitter: Emitter, callback: Callback) -> None:
         self._connections.append((emitter, _ref(callback)))
 
     def add_cleanup(self, fn: Callable[[], None]) -> None:
@@ -93,7 +112,7 @@ class _Lifecycle:
             except (TypeError, ValueError, RuntimeError, KeyError) as e:
                 logger.debug("%s: disconnecting %r: %s", self.name, cb, e)
 
-    def close(self, *_: Any, wait_ms: int = CLOSE_WAIT_MS) -> None:
+    def close(self, *_: object, wait_ms: int = CLOSE_WAIT_MS) -> None:
         """Disconnect, stop and wait (bounded) for the own workers, run the cleanups.
 
         Idempotent; safe from ``destroyed`` (touches no Qt object of the widget)."""
@@ -131,7 +150,9 @@ class OzxDockWidget(QWidget):
     ends in :meth:`shutdown`, which runs once, however the widget goes away.
     """
 
-    def __init__(self, napari_viewer: Any = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self._viewer = napari_viewer
         self._docked = False
@@ -144,7 +165,7 @@ class OzxDockWidget(QWidget):
     def closed(self) -> bool:
         return self._life.closed
 
-    def connect_event(self, emitter: Any, callback: Callable[..., Any]) -> None:
+    def connect_event(self, emitter: Emitter, callback: Callback) -> None:
         """``emitter.connect(callback)``, undone by :meth:`shutdown`.
 
         *emitter* is anything with ``connect``/``disconnect`` (napari ``EventEmitter``,
@@ -163,13 +184,13 @@ class OzxDockWidget(QWidget):
     # ------------------------------------------------------------------ workers
     def start_worker(
         self,
-        func: Callable[..., Any],
-        *args: Any,
-        returned: Callable[[Any], None] | None = None,
+        func: Callable[..., _R],
+        *args: object,
+        returned: Callable[[_R], None] | None = None,
         errored: Callable[[BaseException], None] | None = None,
         finished: Callable[[], None] | None = None,
         cancel: threading.Event | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> WorkerBase | None:
         """Run ``func(*args, **kwargs)`` in superqt's thread pool, owned by this widget.
 
@@ -183,7 +204,7 @@ class OzxDockWidget(QWidget):
         life = self._life
 
         def guard(cb: Callable[..., None]) -> Callable[..., None]:
-            def run(*a: Any) -> None:
+            def run(*a: object) -> None:
                 if not life.closed:
                     cb(*a)
 
@@ -195,18 +216,21 @@ class OzxDockWidget(QWidget):
         on_error = guard(errored) if errored is not None else log
         # errors go to on_error only (without _connect superqt re-raises them in the GUI)
         worker = create_worker(
-            func, *args, _start_thread=False, _connect={"errored": on_error}, **kwargs
+            functools.partial(func, *args, **kwargs),
+            _start_thread=False,
+            _connect={"errored": on_error},
         )
         # set in the worker thread as its last act (returned/errored are emitted before):
-        # what closing waits on, even while the GUI thread is blocked there
+        # what closing waits on, even while the GUI thread is blocked there (superqt's stub
+        # types ``finished`` as a one-argument signal and the connection type as a class)
         done = threading.Event()
-        worker.finished.connect(done.set, Qt.ConnectionType.DirectConnection)
+        worker.finished.connect(done.set, Qt.ConnectionType.DirectConnection)  # type: ignore[arg-type]
         if returned is not None:
             worker.returned.connect(guard(returned))
         if finished is not None:
             worker.finished.connect(guard(finished))
 
-        def gone(*_: Any) -> None:
+        def gone(*_: object) -> None:
             life.discard_worker(worker)
 
         worker.finished.connect(gone)
@@ -221,12 +245,18 @@ class OzxDockWidget(QWidget):
 
     # ------------------------------------------------------------------ reporting
     def notify_error(
-        self, reason: str, path: str | os.PathLike[str] | None = None, exc: Any = None
+        self,
+        reason: str,
+        path: str | os.PathLike[str] | None = None,
+        exc: BaseException | str | None = None,
     ) -> None:
         notify("error", reason, path, exc)
 
     def notify_warning(
-        self, reason: str, path: str | os.PathLike[str] | None = None, exc: Any = None
+        self,
+        reason: str,
+        path: str | os.PathLike[str] | None = None,
+        exc: BaseException | str | None = None,
     ) -> None:
         notify("warning", reason, path, exc)
 
@@ -255,7 +285,7 @@ class OzxDockWidget(QWidget):
                 self.shutdown()
         return super().event(e)
 
-    def closeEvent(self, event: Any) -> None:
+    def closeEvent(self, event: QCloseEvent | None) -> None:
         self.shutdown()
         super().closeEvent(event)
 
@@ -264,10 +294,10 @@ def notify(
     severity: str,
     reason: str,
     path: str | os.PathLike[str] | None = None,
-    exc: Any = None,
+    exc: BaseException | str | None = None,
     *,
     headline_names_file: bool = True,
-) -> Any:
+) -> Notification | None:
     """Tell the user: napari notification ``"<reason> (<file name>)"`` whose ``details``
     (and *Details* button) hold the full path and the exception. Also logged. Returns
     the notification (None without napari). ``headline_names_file=False``: *reason*

@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from qtpy.QtCore import Qt, Signal
 from qtpy.QtWidgets import (
@@ -37,7 +37,7 @@ from qtpy.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt.utils import qdebounced, signals_blocked
+from superqt.utils import WorkerBase, qdebounced, signals_blocked
 
 from napari_ozx._qt._workers import ProgressRelay
 from napari_ozx._qt.base import OzxDockWidget
@@ -62,6 +62,9 @@ from napari_ozx.ngff.write.writer import WriteCancelled, WriteOptions, WriteSumm
 
 if TYPE_CHECKING:
     import napari
+    from napari.layers import Layer
+
+    from napari_ozx.layers.writing import FullLayerData
 
 logger = logging.getLogger(__name__)
 
@@ -85,36 +88,72 @@ class ExportWidget(OzxDockWidget):
         super().__init__(napari_viewer, parent)
         self.setObjectName("napari-ozx export")
         self._cancel: threading.Event | None = None
-        self._worker: Any = None
+        self._worker: WorkerBase | None = None
         self._updating = False
         self.estimate: ExportEstimate | None = None
         self.estimate_error: str | None = None
         remembered = load_options()
         self._workers_option = remembered.workers
 
-        # -- layers
+        layout = QVBoxLayout(self)
+        layout.addWidget(self._build_layers_box(), 1)
+        layout.addWidget(self._build_format_box())
+        layout.addWidget(self._build_layout_box())
+        layout.addWidget(self._build_estimate_box())
+        self._build_target_and_actions(layout)
+        layout.addStretch(0)
+
+        self._option_widgets: list[QWidget] = [
+            self.format_combo,
+            self.version_combo,
+            self.chunk_spin,
+            self.shard_spin,
+            self.shard_z_spin,
+            self.codec_combo,
+            self.level_spin,
+            self.levels_spin,
+            self.downsample_combo,
+            self.rebuild_check,
+            self.layer_list,
+            self.target_edit,
+            self.browse_button,
+        ]
+        self.set_options(remembered)
+        self._connect_options()
+        self._relay = ProgressRelay(self)
+        self._relay.progress.connect(self._on_progress)
+        self._follow_viewer(napari_viewer)
+        self._refresh_layers()
+
+    # ------------------------------------------------------------------ building
+    def _build_layers_box(self) -> QGroupBox:
+        """The image and labels layers to export (checkable)."""
         self.layer_list = QListWidget()
         self.layer_list.setToolTip(
             "Image layers become the channels of one image; labels go under its labels/"
         )
         self.layer_list.itemChanged.connect(self._on_changed)
-        layers_box = QGroupBox("Layers")
-        lb = QVBoxLayout(layers_box)
-        lb.addWidget(self.layer_list)
+        box = QGroupBox("Layers")
+        QVBoxLayout(box).addWidget(self.layer_list)
+        return box
 
-        # -- format
+    def _build_format_box(self) -> QGroupBox:
+        """Container (.ozx or directory) and OME-Zarr version."""
         self.format_combo = QComboBox()
         for key, text in _FORMATS:
             self.format_combo.addItem(text, key)
         self.version_combo = QComboBox()
         for v in option_spec("version").choices or ():
             self.version_combo.addItem(f"OME-Zarr {v}", v)
-        fmt_box = QGroupBox("Format")
-        ff = QFormLayout(fmt_box)
-        ff.addRow("Container", self.format_combo)
-        ff.addRow("Version", self.version_combo)
+        box = QGroupBox("Format")
+        form = QFormLayout(box)
+        form.addRow("Container", self.format_combo)
+        form.addRow("Version", self.version_combo)
+        return box
 
-        # -- layout: ranges, steps, units and help from WriteOptions (one source of truth)
+    def _build_layout_box(self) -> QGroupBox:
+        """Chunks, shards, codec and pyramid: ranges, steps, units and help from
+        WriteOptions (one source of truth)."""
         self.chunk_spin = _spin_for("chunk_yx")
         self.shard_spin = _spin_for("shard_yx")
         self.shard_z_spin = _spin_for("shard_z")
@@ -135,17 +174,19 @@ class ExportWidget(OzxDockWidget):
         # an opened multiscale layer's stored levels are copied unless this is ticked
         self.rebuild_check = QCheckBox("rebuild from level 0")
         self.rebuild_check.setToolTip(option_spec("rebuild_pyramid").help)
-        layout_box = QGroupBox("Chunks, shards and compression")
-        lf = QFormLayout(layout_box)
-        lf.addRow("Chunk y/x", self.chunk_spin)
-        lf.addRow("Shard y/x", self.shard_spin)
-        lf.addRow("Shard z", self.shard_z_spin)
-        lf.addRow("Codec", codec_row)
-        lf.addRow("Pyramid levels", self.levels_spin)
-        lf.addRow("Downsampling", self.downsample_combo)
-        lf.addRow("Pyramid", self.rebuild_check)
+        box = QGroupBox("Chunks, shards and compression")
+        form = QFormLayout(box)
+        form.addRow("Chunk y/x", self.chunk_spin)
+        form.addRow("Shard y/x", self.shard_spin)
+        form.addRow("Shard z", self.shard_z_spin)
+        form.addRow("Codec", codec_row)
+        form.addRow("Pyramid levels", self.levels_spin)
+        form.addRow("Downsampling", self.downsample_combo)
+        form.addRow("Pyramid", self.rebuild_check)
+        return box
 
-        # -- estimates
+    def _build_estimate_box(self) -> QGroupBox:
+        """What the export would write, recomputed on every change."""
         self.estimate_labels: dict[str, QLabel] = {}
         self._estimate_form = QFormLayout()
         for key in ("Chunks per shard", "Shard size", "Entries", "Pyramid levels", "Data"):
@@ -155,12 +196,14 @@ class ExportWidget(OzxDockWidget):
             self._estimate_form.addRow(key, lab)
         self.estimate_note = QLabel("")
         self.estimate_note.setWordWrap(True)
-        est_box = QGroupBox("Estimate")
-        ev = QVBoxLayout(est_box)
-        ev.addLayout(self._estimate_form)
-        ev.addWidget(self.estimate_note)
+        box = QGroupBox("Estimate")
+        lay = QVBoxLayout(box)
+        lay.addLayout(self._estimate_form)
+        lay.addWidget(self.estimate_note)
+        return box
 
-        # -- target and actions
+    def _build_target_and_actions(self, layout: QVBoxLayout) -> None:
+        """Target path, Export / Cancel, the progress bar and the status line."""
         self.target_edit = QLineEdit()
         self.target_edit.setPlaceholderText("Choose where to write…")
         self.target_edit.textChanged.connect(self._update_buttons)
@@ -185,35 +228,14 @@ class ExportWidget(OzxDockWidget):
         self.status = QLabel("")
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-
-        layout = QVBoxLayout(self)
-        layout.addWidget(layers_box, 1)
-        layout.addWidget(fmt_box)
-        layout.addWidget(layout_box)
-        layout.addWidget(est_box)
         layout.addWidget(QLabel("Target"))
         layout.addLayout(target_row)
         layout.addLayout(buttons)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
-        layout.addStretch(0)
 
-        self._option_widgets = [
-            self.format_combo,
-            self.version_combo,
-            self.chunk_spin,
-            self.shard_spin,
-            self.shard_z_spin,
-            self.codec_combo,
-            self.level_spin,
-            self.levels_spin,
-            self.downsample_combo,
-            self.rebuild_check,
-            self.layer_list,
-            self.target_edit,
-            self.browse_button,
-        ]
-        self.set_options(remembered)
+    def _connect_options(self) -> None:
+        """Every option change is remembered and re-estimated (:meth:`_on_changed`)."""
         for w in (self.format_combo, self.version_combo, self.codec_combo, self.downsample_combo):
             w.currentIndexChanged.connect(self._on_changed)
         for s in (
@@ -226,19 +248,17 @@ class ExportWidget(OzxDockWidget):
             s.valueChanged.connect(self._on_changed)
         self.rebuild_check.toggled.connect(self._on_changed)
 
-        self._relay = ProgressRelay(self)
-        self._relay.progress.connect(self._on_progress)
-
-        # a layer list change refreshes the list (and estimates) once per burst: opening a
-        # plate inserts hundreds of layers, each would recompute the estimates
+    def _follow_viewer(self, viewer: napari.viewer.Viewer | None) -> None:
+        """Refresh the layer list (and estimates) once per burst of layer changes:
+        opening a plate inserts hundreds of layers, each would recompute the estimates."""
         self._refresh_soon = qdebounced(self._refresh_layers, timeout=50)
-        if napari_viewer is not None:
-            ev_layers = napari_viewer.layers.events
-            for name in ("inserted", "removed", "moved", "reordered"):
-                emitter = getattr(ev_layers, name, None)
-                if emitter is not None:
-                    self.connect_event(emitter, self._on_layers_changed)
-        self._refresh_layers()
+        if viewer is None:
+            return
+        ev_layers = viewer.layers.events
+        for name in ("inserted", "removed", "moved", "reordered"):
+            emitter = getattr(ev_layers, name, None)
+            if emitter is not None:
+                self.connect_event(emitter, self._on_layers_changed)
 
     # ------------------------------------------------------------------ options
     def options(self) -> WriteOptions:
@@ -309,7 +329,7 @@ class ExportWidget(OzxDockWidget):
             level_range(self.codec_combo.currentData()) is not None and not self.busy
         )
 
-    def _on_changed(self, *_: Any) -> None:
+    def _on_changed(self, *_: object) -> None:
         if self._updating:
             return
         self._updating = True
@@ -330,11 +350,11 @@ class ExportWidget(OzxDockWidget):
         self.update_estimates()
 
     # ------------------------------------------------------------------ layers
-    def _on_layers_changed(self, *_: Any) -> None:
+    def _on_layers_changed(self, *_: object) -> None:
         # a method, so napari's emitter holds the widget weakly (the debouncer would not)
         self._refresh_soon()
 
-    def _refresh_layers(self, *_: Any) -> None:
+    def _refresh_layers(self, *_: object) -> None:
         if self._viewer is None:
             return
         try:
@@ -364,7 +384,7 @@ class ExportWidget(OzxDockWidget):
                 self.layer_list.addItem(item)
         self.update_estimates()
 
-    def selected_layers(self) -> list[Any]:
+    def selected_layers(self) -> list[Layer]:
         if self._viewer is None:
             return []
         by_id = {id(lyr): lyr for lyr in self._viewer.layers}
@@ -382,12 +402,12 @@ class ExportWidget(OzxDockWidget):
             if lyr is not None and lyr.name == name:
                 item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
 
-    def _layer_by_id(self, key: int) -> Any:
+    def _layer_by_id(self, key: int) -> Layer | None:
         if self._viewer is None:
             return None
         return next((lyr for lyr in self._viewer.layers if id(lyr) == key), None)
 
-    def _layer_data(self) -> list[Any]:
+    def _layer_data(self) -> list[FullLayerData]:
         return [lyr.as_layer_data_tuple() for lyr in self.selected_layers()]
 
     # ------------------------------------------------------------------ estimates
@@ -438,7 +458,7 @@ class ExportWidget(OzxDockWidget):
     def busy(self) -> bool:
         return self._cancel is not None
 
-    def _update_buttons(self, *_: Any) -> None:
+    def _update_buttons(self, *_: object) -> None:
         self.export_button.setEnabled(
             not self.busy and self.estimate is not None and bool(self.target_edit.text().strip())
         )
@@ -495,7 +515,7 @@ class ExportWidget(OzxDockWidget):
         self._set_status(f"Exporting to {target}…")
         relay, cancel = self._relay, self._cancel
 
-        def job() -> Any:
+        def job() -> WriteSummary:
             return export_layers_summary(target, layers, opts, progress=relay, cancel=cancel)
 
         # the base sets *cancel* when the widget goes away: the writer stops, nothing stays
@@ -578,13 +598,13 @@ def _spin_for(name: str) -> QSpinBox:
     return _spin(lo, hi, spec.step or 1, unit, spec.help[:1].upper() + spec.help[1:])
 
 
-def _select(combo: QComboBox, value: Any) -> None:
+def _select(combo: QComboBox, value: object) -> None:
     i = combo.findData(value)
     if i >= 0:
         combo.setCurrentIndex(i)
 
 
-def _shape_of(layer: Any) -> str:
+def _shape_of(layer: Layer) -> str:
     data = layer.data[0] if getattr(layer, "multiscale", False) else layer.data
     shape = getattr(data, "shape", ())
     return "×".join(str(s) for s in shape)

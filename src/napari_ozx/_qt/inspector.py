@@ -19,7 +19,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from qtpy.QtCore import Qt, Signal
 from qtpy.QtGui import QColor, QFontDatabase, QIcon, QPainter, QPixmap, QTextCursor, QTextDocument
@@ -71,11 +71,14 @@ from napari_ozx.layers.provenance import LayerSource
 
 if TYPE_CHECKING:
     import napari
+    from napari.layers import Layer
 
 logger = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
 
-def layer_source(metadata: Any) -> tuple[str, str] | None:
+
+def layer_source(metadata: object) -> tuple[str, str] | None:
     """(source, node path) of a layer read by napari-ozx, from its metadata.
 
     Plate overview layers point at the plate group; fields and their labels, like plain
@@ -106,7 +109,7 @@ _KIND_LABEL = {
 # ------------------------------------------------------------------ html rendering
 
 
-def _esc(s: Any) -> str:
+def _esc(s: object) -> str:
     return html.escape(str(s))
 
 
@@ -262,7 +265,7 @@ class _Leases:
             self._users.pop(k, None)
         insp.close()
 
-    def shutdown(self, *_: Any) -> None:
+    def shutdown(self, *_: object) -> None:
         with self._lock:
             self._shut = True
             live = list(self._live.values())
@@ -303,7 +306,27 @@ class InspectorWidget(OzxDockWidget):
         self._archive: ArchiveFacts | None = None
         self._metadata: MetadataFacts | None = None
 
-        # -- top bar
+        layout = QVBoxLayout(self)
+        layout.addLayout(self._build_top_bar())
+        layout.addWidget(self.source_label)
+        layout.addWidget(self.validation_badge)
+        layout.addWidget(self._build_splitter(), 1)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        layout.addWidget(self.status)
+        self._show_archive(None)
+        self._show_metadata(None)
+
+        # the sources still open are closed when the widget goes away (OzxDockWidget)
+        self.add_cleanup(self._leases.shutdown)
+        if napari_viewer is not None:
+            self.connect_event(napari_viewer.layers.selection.events.active, self._on_active_layer)
+            self.connect_event(napari_viewer.events.theme, self._on_theme)
+            self._on_active_layer()
+
+    # ------------------------------------------------------------------ building
+    def _build_top_bar(self) -> QHBoxLayout:
+        """The Open buttons (the source's name and the validation badge go below)."""
         self.source_label = QLabel(
             "No OME-Zarr source. Select a layer read by napari-ozx, or open a file."
         )
@@ -317,12 +340,18 @@ class InspectorWidget(OzxDockWidget):
         self.open_dir_button = QPushButton("Open folder…")
         self.open_dir_button.setToolTip("Inspect an OME-Zarr directory")
         self.open_dir_button.clicked.connect(self._choose_dir)
+        self.validation_badge = QLabel("")
+        self.validation_badge.setToolTip(
+            "OME-Zarr metadata validation of the whole hierarchy (napari-ozx validate)"
+        )
         top = QHBoxLayout()
         top.addWidget(self.open_file_button)
         top.addWidget(self.open_dir_button)
         top.addStretch(1)
+        return top
 
-        # -- tree
+    def _build_splitter(self) -> QSplitter:
+        """The hierarchy tree above the detail tabs."""
         self.tree = QTreeWidget()
         self.tree.setColumnCount(2)
         self.tree.setHeaderLabels(["Node", "Info"])
@@ -331,11 +360,33 @@ class InspectorWidget(OzxDockWidget):
         self.tree.header().setStretchLastSection(True)
         self.tree.itemExpanded.connect(self._on_expanded)
         self.tree.currentItemChanged.connect(self._on_current_changed)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.tree)
+        splitter.addWidget(self._build_tabs())
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 3)
+        return splitter
 
-        # -- detail tabs
+    def _build_tabs(self) -> QTabWidget:
+        """Summary, Array, JSON, Archive, Metadata rules and Table."""
         self.summary = QTextBrowser()
         self.summary.setOpenLinks(False)
         self.array_view = QTextBrowser()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.summary, "Summary")
+        self.tabs.addTab(self.array_view, "Array")
+        self.tabs.addTab(self._build_json_page(), "JSON")
+        self.tabs.addTab(self._build_archive_page(), "Archive")
+        self._archive_tab = 3
+        self.tabs.addTab(self._build_metadata_page(), "Metadata rules")
+        self._metadata_tab = 4
+        self.tabs.addTab(self._build_table_page(), "Table")
+        self._table_tab = 5
+        self.tabs.setTabEnabled(self._table_tab, False)
+        return self.tabs
+
+    def _build_json_page(self) -> QWidget:
+        """The raw metadata documents, with find and copy."""
         self.json_view = QPlainTextEdit()
         self.json_view.setReadOnly(True)
         self.json_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
@@ -361,12 +412,15 @@ class InspectorWidget(OzxDockWidget):
         find_row.addWidget(self.find_next_button)
         find_row.addWidget(self.match_label)
         find_row.addWidget(self.copy_button)
-        json_page = QWidget()
-        jl = QVBoxLayout(json_page)
-        jl.setContentsMargins(0, 0, 0, 0)
-        jl.addLayout(find_row)
-        jl.addWidget(self.json_view, 1)
+        page = QWidget()
+        lay = QVBoxLayout(page)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(find_row)
+        lay.addWidget(self.json_view, 1)
+        return page
 
+    def _build_archive_page(self) -> QSplitter:
+        """An .ozx's archive facts above its RFC-9 findings."""
         self.archive_view = QTextBrowser()
         self.findings = QTreeWidget()
         self.findings.setColumnCount(3)
@@ -376,18 +430,13 @@ class InspectorWidget(OzxDockWidget):
             self.findings.header().setSectionResizeMode(
                 col, QHeaderView.ResizeMode.ResizeToContents
             )
-        archive_page = QSplitter(Qt.Orientation.Vertical)
-        archive_page.addWidget(self.archive_view)
-        archive_page.addWidget(self.findings)
+        page = QSplitter(Qt.Orientation.Vertical)
+        page.addWidget(self.archive_view)
+        page.addWidget(self.findings)
+        return page
 
-        self.tabs = QTabWidget()
-        self.tabs.addTab(self.summary, "Summary")
-        self.tabs.addTab(self.array_view, "Array")
-        self.tabs.addTab(json_page, "JSON")
-        self.tabs.addTab(archive_page, "Archive")
-        self._archive_tab = 3
-
-        # the OME metadata rules, for directories and archives alike
+    def _build_metadata_page(self) -> QTreeWidget:
+        """The OME metadata rules' findings, for directories and archives alike."""
         self.metadata_findings = QTreeWidget()
         self.metadata_findings.setColumnCount(4)
         self.metadata_findings.setHeaderLabels(["Severity", "Node", "Rule", "Found"])
@@ -396,51 +445,21 @@ class InspectorWidget(OzxDockWidget):
             self.metadata_findings.header().setSectionResizeMode(
                 col, QHeaderView.ResizeMode.ResizeToContents
             )
-        self.tabs.addTab(self.metadata_findings, "Metadata rules")
-        self._metadata_tab = 4
+        return self.metadata_findings
+
+    def _build_table_page(self) -> QWidget:
+        """A table's first rows; a ROI table's row, double-clicked, zooms to that ROI."""
         self.table_preview = _preview_table()
         self.table_note = QLabel("")
         self.table_note.setWordWrap(True)
-        table_page = QWidget()
-        tl = QVBoxLayout(table_page)
-        tl.setContentsMargins(0, 0, 0, 0)
-        tl.addWidget(self.table_note)
-        tl.addWidget(self.table_preview, 1)
-        self.tabs.addTab(table_page, "Table")
-        self._table_tab = 5
+        page = QWidget()
+        lay = QVBoxLayout(page)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.table_note)
+        lay.addWidget(self.table_preview, 1)
         self._preview_node: TreeNode | None = None
-        # a ROI table's row, double-clicked: the viewer zooms to that ROI
         self.table_preview.cellDoubleClicked.connect(self._zoom_to_row)
-        self.tabs.setTabEnabled(self._table_tab, False)
-        self.validation_badge = QLabel("")
-        self.validation_badge.setToolTip(
-            "OME-Zarr metadata validation of the whole hierarchy (napari-ozx validate)"
-        )
-
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.tree)
-        splitter.addWidget(self.tabs)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
-
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-
-        layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addWidget(self.source_label)
-        layout.addWidget(self.validation_badge)
-        layout.addWidget(splitter, 1)
-        layout.addWidget(self.status)
-        self._show_archive(None)
-        self._show_metadata(None)
-
-        # the sources still open are closed when the widget goes away (OzxDockWidget)
-        self.add_cleanup(self._leases.shutdown)
-        if napari_viewer is not None:
-            self.connect_event(napari_viewer.layers.selection.events.active, self._on_active_layer)
-            self.connect_event(napari_viewer.events.theme, self._on_theme)
-            self._on_active_layer()
+        return page
 
     # ------------------------------------------------------------------ public API
     @property
@@ -489,13 +508,6 @@ class InspectorWidget(OzxDockWidget):
         item = self.tree.currentItem()
         return item.data(0, _NODE_ROLE) if item is not None else None
 
-    def item_for(self, path: str) -> QTreeWidgetItem | None:
-        for item in self._items.values():
-            node = item.data(0, _NODE_ROLE)
-            if node is not None and node.path == path and node.kind != ROW:
-                return item
-        return None
-
     def find_next(self) -> bool:
         return self._find(backward=False)
 
@@ -508,12 +520,12 @@ class InspectorWidget(OzxDockWidget):
 
     # ------------------------------------------------------------------ workers
     def _run(
-        self, insp: Inspection, fn: Callable[[Inspection], Any], on_result: Callable[[Any], None]
+        self, insp: Inspection, fn: Callable[[Inspection], _T], on_result: Callable[[_T], None]
     ) -> None:
         leases = self._leases
         leases.acquire(insp)
 
-        def job() -> Any:
+        def job() -> _T:
             try:
                 return fn(insp)
             finally:
@@ -634,7 +646,7 @@ class InspectorWidget(OzxDockWidget):
         item.setText(1, "loading…")
         gen = self._generation
 
-        def done(_: Any) -> None:
+        def done(_: object) -> None:
             if not self._alive(gen):
                 return
             item.setText(1, node.info)
@@ -643,7 +655,9 @@ class InspectorWidget(OzxDockWidget):
         self._run(insp, lambda i: i.children(node), done)
 
     # ------------------------------------------------------------------ details
-    def _on_current_changed(self, current: QTreeWidgetItem | None, _previous: Any = None) -> None:
+    def _on_current_changed(
+        self, current: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None = None
+    ) -> None:
         insp = self._inspection
         node: TreeNode | None = current.data(0, _NODE_ROLE) if current is not None else None
         if node is None or insp is None:
@@ -695,7 +709,7 @@ class InspectorWidget(OzxDockWidget):
         show_preview(self.table_preview, self.table_note, p)
         self.table_preview_shown.emit(node.path)
 
-    def roi_layer(self, node: TreeNode | None = None) -> Any:
+    def roi_layer(self, node: TreeNode | None = None) -> Layer | None:
         """The viewer's Shapes layer showing the ROI table of *node* (default: the one
         previewed), read from the file inspected; else None."""
         from napari_ozx.layers.tables import TABLE_KEY
@@ -846,7 +860,7 @@ class InspectorWidget(OzxDockWidget):
         except Exception:
             return None
 
-    def _on_theme(self, *_: Any) -> None:
+    def _on_theme(self, *_: object) -> None:
         self._icons.clear()
         if self._archive is not None:
             self._show_archive(self._archive)
@@ -894,7 +908,7 @@ class InspectorWidget(OzxDockWidget):
         return self.json_view.find(text, flags)
 
     # ------------------------------------------------------------------ viewer / files
-    def _on_active_layer(self, event: Any = None) -> None:
+    def _on_active_layer(self, event: object = None) -> None:
         if self._viewer is None:
             return
         layer = self._viewer.layers.selection.active

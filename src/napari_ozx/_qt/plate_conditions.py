@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from qtpy.QtCore import Qt, Signal
 from qtpy.QtGui import QColor
@@ -82,7 +82,7 @@ def read_conditions(plate: HcsPlate, table: str | None = None) -> ConditionsRead
     return ConditionsRead(names, conds)
 
 
-def _numeric(value: Any) -> TypeGuard[int | float]:
+def _numeric(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -276,7 +276,7 @@ class ConditionPanel(QWidget):
             self._updating = False
         self._refresh()
 
-    def _on_changed(self, *_: Any) -> None:
+    def _on_changed(self, *_: object) -> None:
         if not self._updating:
             self._refresh()
 

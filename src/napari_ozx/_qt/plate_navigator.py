@@ -1,4 +1,5 @@
-"""Plate navigator: a plate map dock widget that opens wells at full resolution.
+"""Plate navigator: a dock widget whose plate map (:mod:`.plate_map`) opens wells at full
+resolution.
 
 How a plate reaches this widget:
 
@@ -30,26 +31,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import math
+from collections.abc import Generator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-from qtpy.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, QTimer, Signal
-from qtpy.QtGui import QColor, QFont, QFontMetrics, QHelpEvent, QPainter, QPen
-from qtpy.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QHBoxLayout,
-    QLabel,
-    QSizePolicy,
-    QToolTip,
-    QVBoxLayout,
-    QWidget,
-)
+from qtpy.QtCore import QTimer, Signal
+from qtpy.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout
 
 from napari_ozx._qt.base import OzxDockWidget
 from napari_ozx._qt.plate_conditions import ConditionPanel, ConditionsRead, read_conditions
+from napari_ozx._qt.plate_map import ABSENT, EMPTY, ERROR, PRESENT, PlateMap
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.reading import well_layer_data
@@ -57,339 +50,31 @@ from napari_ozx.ngff.read.plate import HcsPlate, Overview, WellInfo, open_hcs, p
 
 if TYPE_CHECKING:
     import napari
+    from napari.layers import Layer, Shapes
+    from napari.utils.events import Event
+
+    from napari_ozx.layers.reading import LayerData
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PlateMap", "PlateNavigator"]
-
-WIDGET_NAME = "Plate navigator"  # display_name in napari.yaml
-
-
-# ------------------------------------------------------------------ plate map
-
-ABSENT, PRESENT, EMPTY, ERROR = range(4)
-
-_FILL = {
-    PRESENT: QColor(74, 144, 217),  # a well with fields
-    EMPTY: QColor(110, 110, 110),  # listed, but no field in the chosen acquisition
-    ERROR: QColor(192, 57, 43),  # metadata (or loading) failed
-}
-_LOADED = QColor(245, 166, 35)
-_BOTTOM_CENTRE = int(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom)
-_RIGHT_MIDDLE = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-_ABSENT_PEN = QColor(120, 120, 120)
+# the plate map's names stay importable from here (the map lives in .plate_map)
+__all__ = ["ABSENT", "EMPTY", "ERROR", "PRESENT", "PlateMap", "PlateNavigator"]
 
 
-class PlateMap(QWidget):
-    """A painted plate map: rows A.. down, columns 1.. across, one cell per well.
-
-    Scales from 6 to 1536 wells (cell size follows the widget, 6-44 px). Present wells
-    are blue, absent ones an empty grey outline, wells without fields in the current
-    acquisition grey, failed ones red, loaded ones orange; the keyboard cursor is a
-    white ring. Arrow keys move it, Enter / Return / Space open the well under it. A
-    condition overlay (:meth:`set_conditions`) fills wells with their condition's colour
-    (loaded ones get an orange ring), fades the wells a filter leaves out (they do not
-    open) and adds each well's conditions to its tooltip.
-    """
-
-    wellActivated = Signal(int, int)
-    currentChanged = Signal(int, int)
-
-    MIN_CELL = 6
-    MAX_CELL = 44
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setMouseTracking(True)
-        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        policy.setHeightForWidth(True)
-        self.setSizePolicy(policy)
-        self._rows: tuple[str, ...] = ()
-        self._cols: tuple[str, ...] = ()
-        self._state: dict[tuple[int, int], int] = {}
-        self._tips: dict[tuple[int, int], str] = {}
-        self._loaded: set[tuple[int, int]] = set()
-        self._failed: set[tuple[int, int]] = set()
-        self._current: tuple[int, int] | None = None
-        self._hover: tuple[int, int] | None = None
-        # a condition table's overlay (see plate_conditions.ConditionPanel.overlay)
-        self._colors: dict[tuple[int, int], QColor] = {}
-        self._hidden: set[tuple[int, int]] = set()
-        self._notes: dict[tuple[int, int], str] = {}
-
-    # -- content -------------------------------------------------------------
-    def set_plate(
-        self,
-        rows: tuple[str, ...],
-        cols: tuple[str, ...],
-        state: dict[tuple[int, int], int],
-        tips: dict[tuple[int, int], str],
-    ) -> None:
-        self._rows, self._cols = tuple(rows), tuple(cols)
-        self._state, self._tips = dict(state), dict(tips)
-        self._loaded.clear()
-        self._failed.clear()
-        self._colors, self._hidden, self._notes = {}, set(), {}
-        present = [k for k, s in sorted(self._state.items()) if s == PRESENT]
-        self._current = present[0] if present else ((0, 0) if rows and cols else None)
-        self.updateGeometry()
-        self.update()
-
-    def set_state(self, state: dict[tuple[int, int], int]) -> None:
-        self._state = dict(state)
-        self.update()
-
-    def update_wells(
-        self, state: dict[tuple[int, int], int], tips: dict[tuple[int, int], str]
-    ) -> None:
-        """New states and tooltips (wells read since), keeping the cursor and marks."""
-        self._state = dict(state)
-        for cell, tip in tips.items():
-            if cell not in self._failed:  # (a failure's tip says why)
-                self._tips[cell] = tip
-        self.update()
-
-    def set_conditions(
-        self,
-        colors: dict[tuple[int, int], QColor],
-        hidden: set[tuple[int, int]],
-        notes: dict[tuple[int, int], str],
-    ) -> None:
-        """A condition overlay: wells filled with their condition's colour, wells the
-        filter leaves out faded and not clickable, and each well's conditions in its
-        tooltip (empty: none)."""
-        self._colors, self._hidden, self._notes = dict(colors), set(hidden), dict(notes)
-        self.update()
-
-    def filtered_out(self, row: int, col: int) -> bool:
-        """The condition filter leaves this well out (it cannot be opened from the map)."""
-        return (row, col) in self._hidden
-
-    def set_loaded(self, cells: set[tuple[int, int]]) -> None:
-        self._loaded = set(cells)
-        self.update()
-
-    def mark_failed(self, cell: tuple[int, int], why: str | None = None) -> None:
-        self._failed.add(cell)
-        if why:
-            head = self._tips.get(cell, "").split("\n", 1)[0]
-            self._tips[cell] = f"{head}\nnot shown: {why}" if head else f"not shown: {why}"
-        self.update()
-
-    def state(self, row: int, col: int) -> int:
-        if (row, col) in self._failed:
-            return ERROR
-        return self._state.get((row, col), ABSENT)
-
-    def is_loaded(self, row: int, col: int) -> bool:
-        return (row, col) in self._loaded
+class _MouseEvent(Protocol):
+    """What napari hands a canvas mouse callback (the parts used here)."""
 
     @property
-    def current(self) -> tuple[int, int] | None:
-        return self._current
+    def position(self) -> Sequence[float]: ...
 
-    def set_current(self, row: int, col: int) -> None:
-        if not (0 <= row < len(self._rows) and 0 <= col < len(self._cols)):
-            return
-        if self._current != (row, col):
-            self._current = (row, col)
-            self.currentChanged.emit(row, col)
-            self.update()
-
-    # -- geometry ------------------------------------------------------------
-    def _font(self, cell: float) -> QFont:
-        f = QFont(self.font())
-        f.setPixelSize(int(max(7, min(12, cell * 0.5))))
-        return f
-
-    def _layout(self) -> tuple[float, float, float]:
-        """(cell size, x of column 0, y of row 0)."""
-        nr, nc = max(len(self._rows), 1), max(len(self._cols), 1)
-        head_w, head_h = self._heads()
-        w, h = self.width() - head_w - 4, self.height() - head_h - 4
-        cell = max(self.MIN_CELL, min(self.MAX_CELL, w / nc, h / nr))
-        return cell, float(head_w), float(head_h)
-
-    def _heads(self) -> tuple[float, float]:
-        fm = QFontMetrics(self._font(self.MAX_CELL))
-        return fm.horizontalAdvance(max(self._rows, key=len, default="A")) + 8.0, fm.height() + 4.0
-
-    def hasHeightForWidth(self) -> bool:
-        return True
-
-    def heightForWidth(self, width: int) -> int:
-        """As tall as the cells that fit the width need (the map keeps square cells)."""
-        nr, nc = max(len(self._rows), 1), max(len(self._cols), 1)
-        head_w, head_h = self._heads()
-        cell = max(self.MIN_CELL, min(self.MAX_CELL, (width - head_w - 4) / nc))
-        return int(nr * cell + head_h + 4)
-
-    def sizeHint(self) -> QSize:
-        nr, nc = max(len(self._rows), 1), max(len(self._cols), 1)
-        cell = max(self.MIN_CELL, min(24, 480 / nc))
-        head_w, head_h = self._heads()
-        return QSize(int(nc * cell + head_w + 4), int(nr * cell + head_h + 4))
-
-    def minimumSizeHint(self) -> QSize:
-        nr, nc = max(len(self._rows), 1), max(len(self._cols), 1)
-        head_w, head_h = self._heads()
-        return QSize(int(nc * self.MIN_CELL + head_w + 4), int(nr * self.MIN_CELL + head_h + 4))
-
-    def cell_rect(self, row: int, col: int) -> QRectF:
-        cell, x0, y0 = self._layout()
-        return QRectF(x0 + col * cell, y0 + row * cell, cell, cell)
-
-    def well_center(self, row: int, col: int) -> QPoint:
-        """Widget coordinates of a well's centre (for tests and accessibility tools)."""
-        return self.cell_rect(row, col).center().toPoint()
-
-    def cell_at(self, pos: QPoint | QPointF) -> tuple[int, int] | None:
-        cell, x0, y0 = self._layout()
-        c = math.floor((pos.x() - x0) / cell)
-        r = math.floor((pos.y() - y0) / cell)
-        if 0 <= r < len(self._rows) and 0 <= c < len(self._cols):
-            return r, c
-        return None
-
-    # -- painting ------------------------------------------------------------
-    def paintEvent(self, event: Any) -> None:
-        if not self._rows or not self._cols:
-            return
-        cell, x0, y0 = self._layout()
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing, cell >= 10)
-        text_color = self.palette().color(self.foregroundRole())
-        p.setFont(self._font(cell))
-        fm = p.fontMetrics()
-        p.setPen(text_color)
-        # header labels: thin out when cells are smaller than the text
-        col_step = max(1, math.ceil((fm.horizontalAdvance("00") + 2) / cell))
-        row_step = max(1, math.ceil((fm.height() - 2) / cell))
-        for c, name in enumerate(self._cols):
-            if c % col_step == 0:
-                p.drawText(QRectF(x0 + c * cell - cell, 0, 3 * cell, y0 - 2), _BOTTOM_CENTRE, name)
-        for r, name in enumerate(self._rows):
-            if r % row_step == 0:
-                p.drawText(QRectF(0, y0 + r * cell, x0 - 4, cell), _RIGHT_MIDDLE, name)
-        pad = max(1.0, cell * 0.1)
-        round_wells = cell >= 10
-        for r in range(len(self._rows)):
-            for c in range(len(self._cols)):
-                rect = QRectF(
-                    x0 + c * cell + pad, y0 + r * cell + pad, cell - 2 * pad, cell - 2 * pad
-                )
-                st = self.state(r, c)
-                if st == ABSENT:
-                    p.setPen(QPen(_ABSENT_PEN, 1))
-                    p.setBrush(Qt.BrushStyle.NoBrush)
-                else:
-                    self._well_pen_brush(p, r, c, st, cell)
-                if round_wells:
-                    p.drawEllipse(rect)
-                else:
-                    p.drawRect(rect)
-        if self._current is not None and (self.hasFocus() or self._current in self._loaded):
-            r, c = self._current
-            p.setPen(QPen(QColor(255, 255, 255), 2 if cell >= 10 else 1))
-            p.setBrush(Qt.BrushStyle.NoBrush)
-            p.drawRect(QRectF(x0 + c * cell + 0.5, y0 + r * cell + 0.5, cell - 1, cell - 1))
-        p.end()
-
-    def _well_pen_brush(self, p: QPainter, r: int, c: int, st: int, cell: float) -> None:
-        """A well's fill: its state's colour, or its condition's (loaded: an orange
-        ring then); faded when the condition filter leaves it out."""
-        loaded = (r, c) in self._loaded
-        color = self._colors.get((r, c)) if st == PRESENT else None
-        fill = color if color is not None else (_LOADED if loaded else _FILL[st])
-        if self._hover == (r, c) and st == PRESENT:
-            fill = fill.lighter(130)
-        pen = QPen(fill.darker(140), 1)
-        if color is not None and loaded:
-            pen = QPen(_LOADED, max(2.0, cell * 0.12))
-        if (r, c) in self._hidden:
-            fill = QColor(fill)
-            fill.setAlpha(40)
-            pen = QPen(QColor(128, 128, 128, 90), 1)
-        p.setPen(pen)
-        p.setBrush(fill)
-
-    # -- interaction -----------------------------------------------------------
-    def event(self, ev: QEvent | None) -> bool:
-        if ev is not None and ev.type() == QEvent.Type.ToolTip:
-            help_ev = cast(QHelpEvent, ev)
-            cell = self.cell_at(help_ev.pos())
-            if cell is not None:
-                QToolTip.showText(help_ev.globalPos(), self.tooltip(*cell), self)
-            else:
-                QToolTip.hideText()
-            return True
-        return super().event(ev)
-
-    def tooltip(self, row: int, col: int) -> str:
-        tip = self._tips.get((row, col)) or f"{self._rows[row]}{self._cols[col]}: no well"
-        note = self._notes.get((row, col))
-        return f"{tip}\n{note}" if note else tip
-
-    def mouseMoveEvent(self, ev: Any) -> None:
-        cell = self.cell_at(ev.position() if hasattr(ev, "position") else ev.pos())
-        if cell != self._hover:
-            self._hover = cell
-            self.update()
-        super().mouseMoveEvent(ev)
-
-    def leaveEvent(self, ev: Any) -> None:
-        self._hover = None
-        self.update()
-        super().leaveEvent(ev)
-
-    def mousePressEvent(self, ev: Any) -> None:
-        if ev.button() != Qt.MouseButton.LeftButton:
-            return super().mousePressEvent(ev)
-        cell = self.cell_at(ev.position() if hasattr(ev, "position") else ev.pos())
-        if cell is None:
-            return None
-        self.setFocus()
-        self.set_current(*cell)
-        if cell not in self._hidden:
-            self.wellActivated.emit(*cell)
-        return None
-
-    def keyPressEvent(self, ev: Any) -> None:
-        key = ev.key()
-        moves = {
-            Qt.Key.Key_Left: (0, -1),
-            Qt.Key.Key_Right: (0, 1),
-            Qt.Key.Key_Up: (-1, 0),
-            Qt.Key.Key_Down: (1, 0),
-        }
-        if self._current is None or not self._rows:
-            return super().keyPressEvent(ev)
-        r, c = self._current
-        if key in moves:
-            dr, dc = moves[key]
-            self.set_current(
-                min(max(r + dr, 0), len(self._rows) - 1), min(max(c + dc, 0), len(self._cols) - 1)
-            )
-        elif key == Qt.Key.Key_Home:
-            self.set_current(r, 0)
-        elif key == Qt.Key.Key_End:
-            self.set_current(r, len(self._cols) - 1)
-        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
-            if (r, c) not in self._hidden:
-                self.wellActivated.emit(r, c)
-        else:
-            return super().keyPressEvent(ev)
-        return None
-
-
-# ------------------------------------------------------------------ navigator
+    @property
+    def type(self) -> str: ...
 
 
 @dataclass
 class _Entry:
     plate: HcsPlate
-    layers: list[Any] = field(default_factory=list)  # its overview + well-label layers
+    layers: list[Layer] = field(default_factory=list)  # its overview + well-label layers
     overview: Overview | None = None
     conditions: ConditionsRead | None = None  # its condition table, once read
 
@@ -414,22 +99,61 @@ class PlateNavigator(OzxDockWidget):
         self.viewer = napari_viewer
         self._entries: dict[str, _Entry] = {}
         self._current: str | None = None
-        self._well_layers: list[Any] = []
+        self._well_layers: list[Layer] = []
         self._loaded_cells: set[tuple[int, int]] = set()
         self._shown: _Request | None = None
         self._pending: _Request | None = None
         self._updating = False
         self._adding = False  # our own layers are being inserted
         self._aliases: dict[str, str] = {}  # plate id in layers -> id of the plate reopened
-        self._outline: Any = None  # the Shapes layer framing the well on screen
+        self._outline: Shapes | None = None  # the layer framing the well on screen
         self._hovered: str | None = None
+        self._marked: set[str] = set()  # wells marked failed from the overview
+        self._generation = -1  # of the shown plate's wells, as last shown on the map
 
+        lay = QVBoxLayout(self)
+        self._build_plate_view(lay)
+        self._build_options(lay)
+        self.conditions = ConditionPanel()
+        self.conditions.changed.connect(self._apply_conditions)
+        self.conditions.tableChosen.connect(self._load_conditions)
+        lay.addWidget(self.conditions)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+        self.hover_label = QLabel("")
+        self.hover_label.setToolTip("The well under the mouse on the canvas")
+        lay.addWidget(self.hover_label)
+        lay.addStretch(1)
+        self.plate_combo.hide()
+        self._set_enabled(False)
+        self._follow_viewer()
+
+    # -- building -----------------------------------------------------------------
+    def _build_plate_view(self, lay: QVBoxLayout) -> None:
+        """The plate choice (shown with more than one plate), its title, the map and the
+        progress of a plate whose fields are still being read."""
         self.plate_combo = QComboBox()
         self.plate_combo.currentIndexChanged.connect(self._on_plate_changed)
         self.title = QLabel("Open an HCS plate (OME-Zarr) to browse its wells.")
         self.title.setWordWrap(True)
         self.map = PlateMap()
         self.map.wellActivated.connect(self._on_activated)
+        # a large plate's fields are read as their tiles are first drawn: say how far
+        self.progress = QLabel("")
+        self.progress.setWordWrap(True)
+        self.progress.hide()
+        self._progress_timer = QTimer(self)
+        self._progress_timer.setInterval(400)
+        self._progress_timer.timeout.connect(self._refresh_progress)
+        self.add_cleanup(self._progress_timer.stop)
+        lay.addWidget(self.plate_combo)
+        lay.addWidget(self.title)
+        lay.addWidget(self.map)
+        lay.addWidget(self.progress)
+
+    def _build_options(self, lay: QVBoxLayout) -> None:
+        """Field, all fields as a grid, acquisition, keep previous wells."""
         self.field_combo = QComboBox()
         self.field_combo.setToolTip("Which field of view of a well to open")
         self.field_combo.currentIndexChanged.connect(self._on_options_changed)
@@ -441,24 +165,6 @@ class PlateNavigator(OzxDockWidget):
         self.acq_combo.currentIndexChanged.connect(self._on_acquisition_changed)
         self.keep_check = QCheckBox("Keep previous wells")
         self.keep_check.setToolTip("Add the next well's layers instead of replacing this well's")
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        # a large plate's fields are read as their tiles are first drawn: say how far
-        self.progress = QLabel("")
-        self.progress.setWordWrap(True)
-        self.progress.hide()
-        self._progress_timer = QTimer(self)
-        self._progress_timer.setInterval(400)
-        self._progress_timer.timeout.connect(self._refresh_progress)
-        self.add_cleanup(self._progress_timer.stop)
-        self._marked: set[str] = set()  # wells marked failed from the overview
-        self._generation = -1  # of the shown plate's wells, as last shown on the map
-        self.hover_label = QLabel("")
-        self.hover_label.setToolTip("The well under the mouse on the canvas")
-        self.conditions = ConditionPanel()
-        self.conditions.changed.connect(self._apply_conditions)
-        self.conditions.tableChosen.connect(self._load_conditions)
-
         opts = QHBoxLayout()
         opts.addWidget(QLabel("Field"))
         opts.addWidget(self.field_combo, 1)
@@ -468,20 +174,12 @@ class PlateNavigator(OzxDockWidget):
         opts2.addWidget(self._acq_label)
         opts2.addWidget(self.acq_combo, 1)
         opts2.addWidget(self.keep_check)
-        lay = QVBoxLayout(self)
-        lay.addWidget(self.plate_combo)
-        lay.addWidget(self.title)
-        lay.addWidget(self.map)
-        lay.addWidget(self.progress)
         lay.addLayout(opts)
         lay.addLayout(opts2)
-        lay.addWidget(self.conditions)
-        lay.addWidget(self.status)
-        lay.addWidget(self.hover_label)
-        lay.addStretch(1)
-        self.plate_combo.hide()
-        self._set_enabled(False)
 
+    def _follow_viewer(self) -> None:
+        """Layers inserted and removed, canvas clicks and hovering; the plates of the
+        layers already there."""
         self.connect_event(self.viewer.layers.events.inserted, self._on_inserted)
         self.connect_event(self.viewer.layers.events.removed, self._on_removed)
         drags, drag = self.viewer.mouse_drag_callbacks, self._on_canvas_drag
@@ -510,7 +208,7 @@ class PlateNavigator(OzxDockWidget):
         return self._pending is not None
 
     @property
-    def well_layers(self) -> list[Any]:
+    def well_layers(self) -> list[Layer]:
         return list(self._well_layers)
 
     def add_plate(self, plate: HcsPlate) -> None:
@@ -522,7 +220,7 @@ class PlateNavigator(OzxDockWidget):
         self.plate_combo.setCurrentIndex(self.plate_combo.findData(plate.id))
         self._show_plate(plate.id)
 
-    def _bind_layer(self, layer: Any) -> None:
+    def _bind_layer(self, layer: Layer) -> None:
         """A layer in the viewer that comes from a plate: remember its plate.
 
         Overview layers anchor their plate (canvas clicks; the plate is forgotten when
@@ -584,7 +282,7 @@ class PlateNavigator(OzxDockWidget):
         self.add_plate(plate)
         return self._entries[plate.id]
 
-    def _adopt_well_layer(self, plate: HcsPlate, layer: Any) -> None:
+    def _adopt_well_layer(self, plate: HcsPlate, layer: Layer) -> None:
         """The reader showed a well's fields (all of them, as a grid): take them over."""
         w = plate.wells[0]
         self._well_layers.append(layer)
@@ -599,10 +297,10 @@ class PlateNavigator(OzxDockWidget):
         if self._current == plate.id:
             self.map.set_loaded(self._loaded_cells)
 
-    def _on_inserted(self, event: Any) -> None:
+    def _on_inserted(self, event: Event) -> None:
         self._bind_layer(event.value)
 
-    def _on_removed(self, event: Any) -> None:
+    def _on_removed(self, event: Event) -> None:
         layer = event.value
         if layer is self._outline:
             self._outline = None
@@ -813,7 +511,7 @@ class PlateNavigator(OzxDockWidget):
         self.map.set_state(self._states())
         self._reload()
 
-    def _on_options_changed(self, *_: Any) -> None:
+    def _on_options_changed(self, *_: object) -> None:
         if not self._updating:
             self._reload()
 
@@ -869,7 +567,9 @@ class PlateNavigator(OzxDockWidget):
             errored=functools.partial(self._on_error, req, w),
         )
 
-    def _on_loaded(self, req: _Request, w: WellInfo, res: tuple[list[Any], list[str]]) -> None:
+    def _on_loaded(
+        self, req: _Request, w: WellInfo, res: tuple[list[LayerData], list[str]]
+    ) -> None:
         if req != self._pending:
             return  # a later click superseded this one
         self._pending = None
@@ -898,8 +598,8 @@ class PlateNavigator(OzxDockWidget):
             self.notify_warning(msg, self._source())
         self.wellLoaded.emit(w.path)
 
-    def _add_layers(self, layer_data: list[Any], replace: bool) -> list[Any]:
-        added: list[Any] = []
+    def _add_layers(self, layer_data: list[LayerData], replace: bool) -> list[Layer]:
+        added: list[Layer] = []
         # removing layers makes napari rebuild its scene graph with a full gc.collect per
         # layer: batch the swap so that happens once (adding alone needs no batch)
         with _batched(self.viewer) if replace and self._well_layers else contextlib.nullcontext():
@@ -919,7 +619,7 @@ class PlateNavigator(OzxDockWidget):
                 self._adding = False
         return added
 
-    def _reuse_layers(self, layer_data: list[Any]) -> list[Any] | None:
+    def _reuse_layers(self, layer_data: list[LayerData]) -> list[Layer] | None:
         """Show the next well in the layers of the previous one when they line up (same
         kinds, channels, dimensions): no layer is removed or created, so napari rebuilds
         no visual, and contrast limits set by the user stay. None when they do not."""
@@ -929,8 +629,8 @@ class PlateNavigator(OzxDockWidget):
         flat = _per_layer(layer_data)
         if len(flat) != len(current):
             return None
-        for (data, kw, kind), layer in zip(flat, current, strict=True):
-            if not _reusable(layer, data, kw, kind):
+        for entry, layer in zip(flat, current, strict=True):
+            if not _reusable(layer, entry):
                 return None
         for (data, kw, kind), layer in zip(flat, current, strict=True):
             layer.metadata = kw.get("metadata", {})
@@ -1039,7 +739,7 @@ class PlateNavigator(OzxDockWidget):
             return None
         return f"{w.name} ({ov.field_label(w.row, w.column)})"
 
-    def _on_canvas_move(self, viewer: Any, event: Any) -> None:
+    def _on_canvas_move(self, viewer: napari.viewer.Viewer, event: _MouseEvent) -> None:
         """Hovering the plate names the well (and field) in the tooltip and the status."""
         label = self.well_label(tuple(event.position))
         if label == self._hovered:
@@ -1052,7 +752,9 @@ class PlateNavigator(OzxDockWidget):
         self.hover_label.setText(label or "")
 
     # -- canvas clicks -------------------------------------------------------------
-    def _on_canvas_drag(self, viewer: Any, event: Any) -> Any:
+    def _on_canvas_drag(
+        self, viewer: napari.viewer.Viewer, event: _MouseEvent
+    ) -> Generator[None, None, None]:
         """A click (press + release without dragging) on a well's overview tile opens it.
 
         Registered on the viewer, not on the overview layer, so it works whatever layer is
@@ -1111,7 +813,7 @@ def _yx_units(ov: Overview) -> tuple[str, str]:
 
 def _load_well(
     plate: HcsPlate, w: WellInfo, req: _Request, overview: Overview | None
-) -> tuple[list[Any], list[str]]:
+) -> tuple[list[LayerData], list[str]]:
     """Worker thread: metadata of the well's fields and their layer data (no pixels)."""
     fields = None if req.grid else [req.field]
     return well_layer_data(
@@ -1119,8 +821,9 @@ def _load_well(
     )
 
 
-def _reusable(layer: Any, data: Any, kw: dict[str, Any], kind: str) -> bool:
+def _reusable(layer: Layer, entry: LayerData) -> bool:
     """Whether *layer* can show the layer data (data, kw, kind) of the next well."""
+    data, kw, kind = entry
     if layer.__class__.__name__.lower() != kind:  # (napari may hand us proxies)
         return False
     if kind == "shapes":  # a ROI table of as many rows (their names and colours stay)
@@ -1133,7 +836,7 @@ def _reusable(layer: Any, data: Any, kw: dict[str, Any], kind: str) -> bool:
     )
 
 
-def _per_layer(layer_data: list[Any]) -> list[tuple[Any, dict[str, Any], str]]:
+def _per_layer(layer_data: list[LayerData]) -> list[LayerData]:
     """Layer data with napari's channel split applied: one entry per napari layer."""
     out = []
     for data, kw, kind in layer_data:
@@ -1148,7 +851,7 @@ def _per_layer(layer_data: list[Any]) -> list[tuple[Any, dict[str, Any], str]]:
     return out
 
 
-def _batched(viewer: Any) -> Any:
+def _batched(viewer: napari.viewer.Viewer) -> AbstractContextManager[object]:
     """``viewer.layers.batched_update()`` where napari has it: napari's canvas then
     rebuilds its scene graph (with a full ``gc.collect``) once instead of per layer."""
     batched = getattr(viewer.layers, "batched_update", None)

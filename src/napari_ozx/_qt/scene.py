@@ -9,14 +9,21 @@ re-read. Images that cannot reach the chosen system are reported and shown in th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from qtpy.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
+from superqt.utils import WorkerBase
 
 from napari_ozx._qt.base import OzxDockWidget
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.scene import apply_placements, scene_placements, scene_sources, systems_of
+
+if TYPE_CHECKING:
+    import napari
+    from napari.layers import Layer
+
+    from napari_ozx.layers.reading import Placement
 
 __all__ = ["SceneDock"]
 
@@ -27,7 +34,9 @@ def _short(source: str) -> str:
 
 
 class SceneDock(OzxDockWidget):
-    def __init__(self, napari_viewer: Any = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, napari_viewer: napari.viewer.Viewer | None = None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(napari_viewer, parent)
         self.source: str | None = None
         self.status = QLabel("No OME-Zarr 0.6 scene is open.")
@@ -70,7 +79,7 @@ class SceneDock(OzxDockWidget):
                 return src.scene_system
         return None
 
-    def refresh(self, *_: Any) -> None:
+    def refresh(self, *_: object) -> None:
         source = self._current_source()
         if source == self.source and source is not None:
             self._select(self._shown_system(source))
@@ -107,13 +116,13 @@ class SceneDock(OzxDockWidget):
             self.notify_error(f"cannot read the scene: {e}", self.source, e)
 
     # ------------------------------------------------------------------ actions
-    def _chosen(self, *_: Any) -> None:
+    def _chosen(self, *_: object) -> None:
         system = self.system_combo.currentText()
         if not system or self.source is None or self._viewer is None:
             return
         self.place(system)
 
-    def place(self, system: str) -> Any:
+    def place(self, system: str) -> WorkerBase | None:
         """Re-place the current scene's layers in *system* (in the background)."""
         source = self.source
         assert source is not None
@@ -122,7 +131,7 @@ class SceneDock(OzxDockWidget):
         def report(what: str, err: OzxError) -> None:
             problems.append(f"{what}: {err}")
 
-        def done(placements: Any) -> None:
+        def done(placements: list[tuple[Layer, Placement, LayerSource]]) -> None:
             apply_placements(placements)
             self._select(system)
             self.status.setText(f"Scene {_short(source)}: shown in {system!r}")
