@@ -21,6 +21,18 @@ pytestmark = pytest.mark.network
 pytest.importorskip("aiohttp")
 
 
+@pytest.fixture(autouse=True, params=["obstore", "fsspec"])
+def http_backend(request, monkeypatch):
+    """Every test here runs on both HTTP backends: obstore (when installed) and fsspec,
+    the pure-Python fallback, which must give the same pixels and the same errors."""
+    from napari_ozx.ozx.remote.http import BACKEND_ENV
+
+    if request.param == "obstore":
+        pytest.importorskip("obstore")
+    monkeypatch.setenv(BACKEND_ENV, request.param)
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("www")

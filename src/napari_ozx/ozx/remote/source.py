@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 
 from napari_ozx.errors import OzxError, ZipFormatError
 from napari_ozx.ozx._zip import RangeReader
+from napari_ozx.ozx.remote.http import ObstoreHTTP, http_backend
 
 logger = logging.getLogger(__name__)
 
@@ -273,6 +274,8 @@ def _options(
 def filesystem(
     url: str, storage_options: Mapping[str, object] | None = None, timeout: float | None = None
 ) -> tuple[RemoteFileSystem, str]:
+    if http_backend(url, storage_options) == "obstore":
+        return ObstoreHTTP(url, TIMEOUT_S if timeout is None else float(timeout)), url
     try:
         import fsspec
     except ImportError:  # pragma: no cover - depends on the environment

@@ -17,12 +17,14 @@ missing object is None (the fill value), as in zarr. A server that ignores ``Ran
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from zarr.storage import FsspecStore
+from zarr.storage import FsspecStore, ObjectStore
 
+from napari_ozx.ozx.remote.http import directory_http_store, http_backend
 from napari_ozx.ozx.remote.source import (
+    TIMEOUT_S,
     FsspecRangeReader,
     RemoteError,
     RemoteFileSystem,
@@ -38,11 +40,11 @@ if TYPE_CHECKING:
 
     from napari_ozx.ozx.store import OzxStore
 
-__all__ = ["RemoteDirectoryStore", "open_remote_store"]
+__all__ = ["ObstoreDirectoryStore", "RemoteDirectory", "RemoteDirectoryStore", "open_remote_store"]
 
 
-class RemoteDirectoryStore(FsspecStore):
-    """A read-only ``FsspecStore`` with ``get_sync`` (see the module docstring)."""
+class _SyncReads:
+    """What both remote directory stores add to zarr's: ``get_sync`` and ``threaded_io``."""
 
     #: reads can take a round trip: the direct reader runs them concurrently
     threaded_io = True
@@ -52,43 +54,27 @@ class RemoteDirectoryStore(FsspecStore):
     _ozx_timeout: float | None = None
     _ozx_sync_fs: RemoteFileSystem | None = None
 
-    @classmethod
-    def for_url(
-        cls,
-        url: str,
-        storage_options: Mapping[str, object] | None,
-        fs_options: Mapping[str, object],
-        timeout: float | None,
-    ) -> RemoteDirectoryStore:
-        store = cls.from_url(url, storage_options=dict(fs_options), read_only=True)
-        assert isinstance(store, RemoteDirectoryStore)
-        store.url = url
-        store._ozx_options = storage_options
-        store._ozx_timeout = timeout
-        return store
-
-    def with_read_only(self, read_only: bool = False) -> RemoteDirectoryStore:
-        clone = super().with_read_only(read_only)
-        assert isinstance(clone, RemoteDirectoryStore)
-        clone.url, clone._ozx_options, clone._ozx_timeout = (
-            self.url,
-            self._ozx_options,
-            self._ozx_timeout,
-        )
-        return clone
+    def _remember(
+        self, url: str, options: Mapping[str, object] | None, timeout: float | None
+    ) -> None:
+        self.url, self._ozx_options, self._ozx_timeout = url, options, timeout
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
+        parent = super().__getstate__()
+        state = dict(parent if isinstance(parent, dict) else self.__dict__)
         state.pop("_ozx_sync_fs", None)  # made again where it is loaded
         return state
 
     def _sync_fs(self) -> RemoteFileSystem:
         fs = self._ozx_sync_fs
         if fs is None:
-            # the store's own filesystem is zarr's, asynchronous; fsspec caches instances
+            # the store's own I/O is zarr's, asynchronous; this is a synchronous twin
             fs, _ = filesystem(self.url, self._ozx_options, self._ozx_timeout)
             self._ozx_sync_fs = fs
         return fs
+
+    def _object_path(self, key: str) -> str:
+        return f"{self.url}/{key}"
 
     def get_sync(
         self,
@@ -122,7 +108,7 @@ class RemoteDirectoryStore(FsspecStore):
         if start is not None and start == end:
             return b""
         fs = self._sync_fs()
-        path = f"{self.path.rstrip('/')}/{key}"
+        path = self._object_path(key)
         url = f"{self.url}/{key}"
         try:
             data = call_with_retries(
@@ -130,7 +116,7 @@ class RemoteDirectoryStore(FsspecStore):
                 timeout=self._ozx_timeout, missing_ok=True,
             )  # fmt: skip
         except RemoteError as e:
-            if "not satisfiable" in str(e):  # a range of an empty object (as zarr does)
+            if "not satisfiable" in str(e).lower():  # a range of an empty object (as zarr does)
                 return b""
             raise
         if data is None:
@@ -142,9 +128,82 @@ class RemoteDirectoryStore(FsspecStore):
         return bytes(data)
 
 
+class RemoteDirectoryStore(_SyncReads, FsspecStore):
+    """A read-only ``FsspecStore`` with ``get_sync`` (see the module docstring)."""
+
+    @classmethod
+    def for_url(
+        cls,
+        url: str,
+        storage_options: Mapping[str, object] | None,
+        fs_options: Mapping[str, object],
+        timeout: float | None,
+    ) -> RemoteDirectoryStore:
+        store = cls.from_url(url, storage_options=dict(fs_options), read_only=True)
+        assert isinstance(store, RemoteDirectoryStore)
+        store._remember(url, storage_options, timeout)
+        return store
+
+    def with_read_only(self, read_only: bool = False) -> RemoteDirectoryStore:
+        clone = super().with_read_only(read_only)
+        assert isinstance(clone, RemoteDirectoryStore)
+        clone._remember(self.url, self._ozx_options, self._ozx_timeout)
+        return clone
+
+    def _object_path(self, key: str) -> str:
+        return f"{self.path.rstrip('/')}/{key}"  # fsspec's path of the object
+
+
+class ObstoreDirectoryStore(_SyncReads, ObjectStore):  # type: ignore[type-arg]
+    """A read-only remote HTTP(S) directory on zarr's ``ObjectStore`` over obstore's
+    ``HTTPStore``, with ``get_sync``: no fsspec HTTP file system, no aiohttp (see
+    :mod:`napari_ozx.ozx.remote.http`)."""
+
+    @classmethod
+    def for_url(cls, url: str, timeout: float | None) -> ObstoreDirectoryStore:
+        store = cls(
+            directory_http_store(url, TIMEOUT_S if timeout is None else timeout), read_only=True
+        )
+        store._remember(url, None, timeout)
+        return store
+
+    def with_read_only(self, read_only: bool = False) -> ObstoreDirectoryStore:
+        clone = super().with_read_only(read_only)
+        clone._remember(self.url, self._ozx_options, self._ozx_timeout)
+        return clone
+
+    # Listing an HTTP directory is WebDAV's PROPFIND, which plain servers refuse (501 /
+    # 405): an OSError, as the callers that can do without a listing expect.
+    async def list(self) -> AsyncGenerator[str, None]:
+        async for key in self._listed(super().list()):
+            yield key
+
+    async def list_prefix(self, prefix: str) -> AsyncGenerator[str, None]:
+        async for key in self._listed(super().list_prefix(prefix)):
+            yield key
+
+    async def list_dir(self, prefix: str) -> AsyncGenerator[str, None]:
+        async for key in self._listed(super().list_dir(prefix)):
+            yield key
+
+    async def _listed(self, keys: AsyncIterator[str]) -> AsyncGenerator[str, None]:
+        from obstore.exceptions import BaseError
+
+        try:
+            async for key in keys:
+                yield key
+        except BaseError as e:
+            reason = str(e).split("\n", 1)[0]
+            raise OSError(f"{self.url}: the server does not list directories ({reason})") from None
+
+
+#: a remote OME-Zarr directory's store, whichever backend reads it
+RemoteDirectory = RemoteDirectoryStore | ObstoreDirectoryStore
+
+
 def open_remote_store(
     url: str, storage_options: Mapping[str, object] | None = None, *, timeout: float | None = None
-) -> OzxStore | RemoteDirectoryStore:
+) -> OzxStore | RemoteDirectory:
     """A read-only zarr store for a remote ``.ozx``/``.zip`` file or OME-Zarr directory.
 
     ``timeout``: seconds a connection or read may go without data (default
@@ -158,8 +217,12 @@ def open_remote_store(
 
 def remote_directory_store(
     url: str, storage_options: Mapping[str, object] | None = None, *, timeout: float | None = None
-) -> RemoteDirectoryStore:
-    """A read-only zarr store for a remote directory (:class:`RemoteDirectoryStore`)."""
+) -> RemoteDirectory:
+    """A read-only zarr store for a remote directory: :class:`ObstoreDirectoryStore` for
+    plain HTTP(S) when obstore is installed, else :class:`RemoteDirectoryStore`."""
+    url = url.rstrip("/")
+    if http_backend(url, storage_options) == "obstore":
+        return ObstoreDirectoryStore.for_url(url, timeout)
     return RemoteDirectoryStore.for_url(
-        url.rstrip("/"), storage_options, _options(url, storage_options, timeout), timeout
+        url, storage_options, _options(url, storage_options, timeout), timeout
     )
