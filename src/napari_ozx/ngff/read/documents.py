@@ -290,6 +290,12 @@ def local_root(store: object, *, exact: bool = False) -> str | None:
     return os.fspath(store.root) if isinstance(store, LocalStore) else None
 
 
+def remote_directory(store: Store) -> bool:
+    """Whether *store* is a remote directory, where every document read is a round trip
+    (a remote ``.ozx`` has its documents from the archive's head, read at open)."""
+    return bool(getattr(store, "threaded_io", False)) and as_container(store) is None
+
+
 def _local_container(store: Store) -> bool:
     """Whether *store* is a container whose members are read inline (a local ``.ozx``:
     not ``threaded_io``) and that has the synchronous ``get_sync``."""
@@ -428,18 +434,26 @@ async def _read_node(
     kind: str | None = None,
     limit: _Limiter | None = None,
 ) -> NodeDocuments | None:
-    if zarr_format in (None, 3):
-        key = join_path(path, "zarr.json")
-        got = await _read_json(store, key, pre, limit)
+    names = _V2_NAMES[kind]
+    found: list[tuple[Any, OzxError | None] | None] | None = None
+    if zarr_format is None and pre is None and remote_directory(store):
+        # a remote directory whose format is not known yet (its root): both formats'
+        # documents in one round trip, rather than Zarr v2's after zarr.json's 404
+        got, *found = await asyncio.gather(
+            _read_json(store, join_path(path, "zarr.json"), pre, limit),
+            *(_read_json(store, join_path(path, n), pre, limit) for n in names),
+        )
         if got is not None:
-            doc, err = got
-            if err is not None or not isinstance(doc, dict):
-                return NodeDocuments(path, 3, "group", {}, {}, (("zarr.json", doc),), error=err)
-            return _v3(path, doc)
+            return _v3_node(path, got)
+    elif zarr_format in (None, 3):
+        got = await _read_json(store, join_path(path, "zarr.json"), pre, limit)
+        if got is not None:
+            return _v3_node(path, got)
         if zarr_format == 3:
             return None
-    names = _V2_NAMES[kind]
-    if pre is not None:  # already read: no I/O to overlap
+    if found is not None:
+        pass  # read above, with zarr.json
+    elif pre is not None:  # already read: no I/O to overlap
         found = [await _read_json(store, join_path(path, n), pre) for n in names]
     else:
         found = list(
@@ -473,6 +487,13 @@ async def _read_node(
         checked,
         error=errors[0] if errors else None,
     )
+
+
+def _v3_node(path: str, got: tuple[Any, OzxError | None]) -> NodeDocuments:
+    doc, err = got
+    if err is not None or not isinstance(doc, dict):
+        return NodeDocuments(path, 3, "group", {}, {}, (("zarr.json", doc),), error=err)
+    return _v3(path, doc)
 
 
 def _v3(path: str, doc: dict[str, Any]) -> NodeDocuments:

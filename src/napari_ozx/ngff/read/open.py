@@ -39,7 +39,12 @@ from napari_ozx.ngff.model.metadata import (
     parse_node_attributes,
     with_implied_scales,
 )
-from napari_ozx.ngff.read.documents import NodeDocuments, join_path, read_documents
+from napari_ozx.ngff.read.documents import (
+    NodeDocuments,
+    join_path,
+    read_documents,
+    remote_directory,
+)
 from napari_ozx.ozx.protocol import as_container
 from napari_ozx.ozx.rfc9 import ARCHIVE_SUFFIXES
 
@@ -627,7 +632,12 @@ class OmeZarr:
         if not group.meta.multiscales:
             raise NotOmeZarrError(f"{self.source}: {path or '/'!r} is not a multiscale image")
         ms = group.meta.multiscales[0]
-        arrays = self.arrays([join_path(path, d.path, key="datasets path") for d in ms.datasets])
+        levels = [join_path(path, d.path, key="datasets path") for d in ms.datasets]
+        if remote_directory(self.store) and group.meta.image_label is None:
+            # a remote directory: the image's labels/ and tables/ groups, read later, come
+            # in the same round trip as its levels (an absent one is one quick 404)
+            self.read_docs([*levels, join_path(path, "labels"), join_path(path, "tables")])
+        arrays = self.arrays(levels)
         if ms.version in ("0.1", "0.2") and arrays and arrays[0].document.get("shape"):
             # axes are implied by the dimensionality: re-parse with the real ndim
             ndim = len(arrays[0].shape)
