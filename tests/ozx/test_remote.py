@@ -25,7 +25,7 @@ pytest.importorskip("aiohttp")
 def http_backend(request, monkeypatch):
     """Every test here runs on both HTTP backends: obstore (when installed) and fsspec,
     the pure-Python fallback, which must give the same pixels and the same errors."""
-    from napari_ozx.ozx.remote.http import BACKEND_ENV
+    from napari_ozx.ozx.remote.backends import BACKEND_ENV
 
     if request.param == "obstore":
         pytest.importorskip("obstore")

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from napari_ozx.ozx.remote.http import BACKEND_ENV, ObstoreHTTP, http_backend
+from napari_ozx.ozx.remote.backends import BACKEND_ENV, ObstoreHTTP, http_backend
 from napari_ozx.ozx.remote.source import (
     FsspecRangeReader,
     ObjectChangedError,

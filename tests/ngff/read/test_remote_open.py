@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_ozx.ozx.remote.http import BACKEND_ENV
+from napari_ozx.ozx.remote.backends import BACKEND_ENV
 from tests._support.httpserver import Server
 
 pytestmark = pytest.mark.network

@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 
 from napari_ozx.errors import OzxError, ZipFormatError
 from napari_ozx.ozx._zip import RangeReader
-from napari_ozx.ozx.remote.http import ObstoreHTTP, http_backend
+from napari_ozx.ozx.remote.backends import ObstoreHTTP, http_backend
 
 logger = logging.getLogger(__name__)
 

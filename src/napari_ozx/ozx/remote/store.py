@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from zarr.storage import FsspecStore, ObjectStore
 
-from napari_ozx.ozx.remote.http import directory_http_store, http_backend
+from napari_ozx.ozx.remote.backends import directory_http_store, http_backend
 from napari_ozx.ozx.remote.source import (
     TIMEOUT_S,
     FsspecRangeReader,
@@ -157,7 +157,7 @@ class RemoteDirectoryStore(_SyncReads, FsspecStore):
 class ObstoreDirectoryStore(_SyncReads, ObjectStore):  # type: ignore[type-arg]
     """A read-only remote HTTP(S) directory on zarr's ``ObjectStore`` over obstore's
     ``HTTPStore``, with ``get_sync``: no fsspec HTTP file system, no aiohttp (see
-    :mod:`napari_ozx.ozx.remote.http`)."""
+    :mod:`napari_ozx.ozx.remote.backends`)."""
 
     @classmethod
     def for_url(cls, url: str, timeout: float | None) -> ObstoreDirectoryStore:
