@@ -211,6 +211,72 @@ def test_siblings_take_over_read_ahead_still_queued(served, name, monkeypatch):
         _idle()
 
 
+def _shard_requests(srv, root: Path, name: str, c: int, z: int) -> list:
+    """The requests served that touch the shard of channel ``c``, plane ``z`` of level 0
+    (its own key in a directory; its member's bytes in an ``.ozx``)."""
+    if name.endswith(".ozx"):
+        with zipfile.ZipFile(root / name) as zf:
+            info = zf.getinfo(f"0/c/{c}/{z}/0/0")
+        start = info.header_offset  # the local header, then the member's bytes
+        stop = start + 30 + len(info.filename) + len(info.extra) + info.compress_size
+        out = []
+        for _method, path, rng in srv.requests:
+            if path.endswith(name) and rng and rng.startswith("bytes=") and "-" in rng[6:]:
+                a, _, b = rng[6:].partition("-")
+                if a and b and start <= int(a) and int(b) < stop:
+                    out.append(rng)
+        return out
+    return [r for r in srv.requests if r[1].endswith(f"{name}/0/c/{c}/{z}/0/0")]
+
+
+def _tile(levels: list, c: int, z: int) -> np.ndarray:
+    # one 32 x 32 tile: part of the plane's shard, so its chunk is read by a byte range
+    # after the shard's index
+    return np.asarray(levels[0][c][z : z + 1, 0:32, 0:32])[0]
+
+
+@pytest.mark.parametrize("name", ["stack.ozx", "stack.ome.zarr"])
+@pytest.mark.parametrize("budget_mb", [None, 0])
+def test_a_jump_costs_one_round_trip_once_indexes_are_read_ahead(served, name, budget_mb):
+    """'Read-ahead along the axis the user moves' and 'one round trip per new plane':
+    after napari's first read of a tile, the shard indexes of every plane it can move to
+    (all of z, at that level and place) are read in the background, so a jump to a far
+    plane sends only its chunk's byte range, not the index and then the range. With the
+    read-ahead budget at 0 nothing is read ahead: the jump pays the index too."""
+    srv, data = served
+    set_readahead_mb(budget_mb)
+    levels = _levels(f"{srv.url}/{name}")
+    np.testing.assert_array_equal(_tile(levels, 0, 0), data[0, 0, :32, :32])
+    _idle()
+    srv.reset()
+    np.testing.assert_array_equal(_tile(levels, 0, 6), data[0, 6, :32, :32])
+    sent = _shard_requests(srv, srv.root, name, 0, 6)
+    _idle()
+    assert len(sent) == (1 if budget_mb is None else 2), sent
+
+
+def test_index_read_ahead_is_nearest_first_and_bounded(served, monkeypatch):
+    """The indexes are read once (a second call sends nothing), nearest to the plane
+    shown first, and never more than half the index cache holds."""
+    srv, _ = served
+    set_readahead_mb(0)  # nothing but the calls made here
+    levels = _levels(f"{srv.url}/stack.ome.zarr")
+    reader = source_reader(levels[0]).reader
+    box = [(0, 1), (0, SHAPE[1]), (0, 32), (0, 32)]
+    monkeypatch.setattr(fastread, "INDEX_CACHE_BYTES", 2 * 3 * reader.layout.index_size)
+    srv.reset()
+    assert reader.fetch_indexes(box, [0, 5, 0, 0], wanted=lambda: False) == 0
+    assert srv.requests == [], "sent although no longer wanted"
+    assert reader.fetch_indexes(box, [0, 5, 0, 0]) == 3  # the cap
+    got = sorted(int(r[1].split("/0/c/0/")[1].split("/")[0]) for r in srv.requests)
+    assert got == [4, 5, 6], "not the planes nearest to z=5"
+    monkeypatch.setattr(fastread, "INDEX_CACHE_BYTES", 4 << 20)
+    srv.reset()
+    assert reader.fetch_indexes(box, [0, 5, 0, 0]) == SHAPE[1] - 3
+    assert reader.fetch_indexes(box, [0, 5, 0, 0]) == 0
+    assert len(srv.requests) == SHAPE[1] - 3
+
+
 def test_read_ahead_off_with_a_zero_budget(served):
     srv, data = served
     set_readahead_mb(0)

@@ -28,6 +28,11 @@ reads and fetches ahead of them into the remote chunk cache of :mod:`.fastread`:
   kept are bounded by the remote chunk cache, whose size grows with the budget, so
   memory stays within it over any browse. Closing the layer frees its readers (held
   weakly here), and what was queued for them is dropped.
+* **Shard indexes.** The first time napari reads a part of a level, the shard indexes of
+  every plane it can move to from there (the moving axes whole, nearest first, bounded by
+  the index cache) are read in the background: a jump to a plane never seen then costs
+  one round trip (its chunks), not two (its shard's index, then the chunks). They are a
+  few KiB each; off with the read-ahead.
 
 Only napari's direct view reads (:mod:`.lazy`) are watched: ``dask.compute``, saves
 and exports read exactly what they ask for.
@@ -94,6 +99,8 @@ class Browse:
         #: positions read ahead are wanted for, with the (level, slot)s planned
         self._window: set[tuple[int, ...]] = set()
         self._levels: set[int] = set()
+        #: (level, index with the moving axes as None) whose shard indexes were read ahead
+        self._indexed: set[tuple[int, tuple[Any, ...]]] = set()
 
     # ------------------------------------------------------------------ napari's reads
 
@@ -148,8 +155,30 @@ class Browse:
             if self._cur.get(self._slot(level, index)) != (level, index):
                 return  # napari has moved on meanwhile
             plan = self._plan()
+            along = self._along(level, index)
         if plan:
             _planner_pool().submit(_prefetch, weakref.ref(self), plan, True)
+        if along is not None:
+            _planner_pool().submit(_prefetch_indexes, weakref.ref(self), level, *along)
+
+    def _along(self, level: int, index: Index) -> tuple[list[tuple[int, int]], list[int]] | None:
+        """The first time napari reads this part of a level: the box of every plane it
+        may move to from here (the moving axes, z and t, whole), and where it is now
+        (lock held). Their shard indexes are read once in the background, so that a
+        jump to any plane costs one round trip, like a step (:meth:`FastReader.fetch_indexes`)."""
+        moving = {k for k, _ in _position(index, self._channel)}
+        key = (level, tuple(None if k in moving else i for k, i in enumerate(index)))
+        shape = self._shape(level)
+        if not moving or shape is None or key in self._indexed or readahead_budget() <= 0:
+            return None
+        if len(self._indexed) >= 4096:  # panned around a lot: forget (indexes are kept)
+            self._indexed.clear()
+        self._indexed.add(key)
+        box = [(i, i + 1) if isinstance(i, int) else i for i in index]
+        near = [a for a, _ in box]
+        for k in moving:
+            box[k] = (0, shape[k])
+        return box, near
 
     def _slot(self, level: int, index: Index) -> tuple[int | None, bool]:
         """Which of napari's reads at a position this is: a channel's view or its
@@ -279,6 +308,32 @@ def _prefetch(
             reader.remote_chunks(reader.chunk_coords(box), wait=False, wanted=wanted)
         except Exception as e:  # pragma: no cover - failures are settled on the futures
             logger.debug("prefetch of level %d %s failed: %s", level, index, e)
+
+
+def _prefetch_indexes(
+    ref: Callable[[], Browse | None],
+    level: int,
+    box: list[tuple[int, int]],
+    near: list[int],
+) -> None:
+    """Read the shard indexes of ``box`` at ``level`` (planner thread). Stops when the
+    layers are gone; never raises."""
+    browse = ref()
+    reader = None if browse is None else browse.reader(level)
+    del browse
+    if reader is None:
+        return
+
+    def wanted() -> bool:
+        return ref() is not None
+
+    try:
+        n = reader.fetch_indexes(box, near, wanted)
+    except Exception as e:  # pragma: no cover - fetch_indexes settles its own failures
+        logger.debug("shard indexes of level %d not read ahead: %s", level, e)
+        return
+    if n:
+        logger.debug("read %d shard indexes of level %d ahead", n, level)
 
 
 class _Wanted:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
     import zarr
 
 __all__ = ["INDEX_CACHE_BYTES", "FastReader", "fast_reader"]
+
+logger = logging.getLogger(__name__)
 
 #: byte budget of the decoded shard indexes kept per array (16 bytes per inner chunk:
 #: 4 MiB holds the indexes of 262,144 inner chunks)
@@ -420,6 +423,45 @@ class FastReader:
     def remote(self) -> bool:
         """Whether chunks come over the network (kept decoded, fetched concurrently)."""
         return self._cache is not None
+
+    def fetch_indexes(
+        self,
+        box: Sequence[tuple[int, int]],
+        near: Sequence[int],
+        wanted: Callable[[], bool] | None = None,
+    ) -> int:
+        """Read now, concurrently on the read-ahead threads, the shard indexes not kept
+        yet of the shards ``box`` touches, nearest to element ``near`` first, at most
+        half of what the index cache holds (remote sharded arrays; a no-op otherwise).
+        Then a read of any plane in ``box`` costs one round trip (its chunks), not two
+        (the index, then the chunks). Each request is sent only while ``wanted()``; a
+        failed one is left to the read that needs it (it reads, and reports, it again).
+        Returns how many indexes were read. Not from the I/O pools' own threads."""
+        lo = self.layout
+        if self._cache is None or lo.shard is None:
+            return 0
+        cap = INDEX_CACHE_BYTES // 2 // lo.index_size
+        spans = [
+            range(a // s, -(-b // s)) for (a, b), s in zip(box, lo.shard, strict=True) if b > a
+        ]
+        if cap < 1 or len(spans) != len(box):
+            return 0
+        here = [p // s for p, s in zip(near, lo.shard, strict=True)]
+        todo = [sc for sc in itertools.product(*spans) if not self._indexes.lookup(sc)[0]]
+        todo.sort(key=lambda sc: sum(abs(c - h) for c, h in zip(sc, here, strict=True)))
+
+        def one(sc: tuple[int, ...]) -> bool:
+            if wanted is not None and not wanted():
+                return False
+            try:
+                self._shard_index(sc)
+            except Exception as e:  # the read that needs it reads it again, and says why
+                logger.debug("shard index %s not read ahead: %s", sc, e)
+                return False
+            return True
+
+        jobs: list[Callable[[], bool]] = [functools.partial(one, sc) for sc in todo[:cap]]
+        return sum(_wait_all(_readahead_pool(), jobs))
 
     def _read_box(self, box: list[tuple[int, int]]) -> np.ndarray:
         lo = self.layout
