@@ -44,6 +44,13 @@ began. Per case:
   by a later one: a plane overtaken by the next move counts when the display catches up) and
   a frame with it has been swapped to the screen; median over the sequential steps, max over
   all. In async mode this is how far the picture lags behind the slider;
+* **garbage collections**: every collection of 5 ms or more is recorded with the step it
+  began in; a full (generation 2) collection of napari's heap stalls every thread for
+  ~200 ms whatever the reader does, so the notes list them and the max freeze with their
+  time taken out;
+* **server floor** (printed first): one request, and a plane's 26 requests at once, with
+  plain ``http.client``: what the server and this machine cost before any reader works
+  (the Python server shares the 2 cores with napari);
 * **requests**: HTTP requests for the open, per sequential step (median) and in total (the
   server's log, split at the phase times the child reports), and MiB served;
 * **pixels exact**: at the end, for each layer, the array napari holds for the current plane
@@ -89,6 +96,9 @@ JUMP_SEED = 1234
 TICK_MS = 10
 STEP_MS = 250
 MARK = "BENCH_BROWSE_RESULT "
+#: requests of one new plane in the default window: 2 channels x (3 x 3 tiles of level 1
+#: + 2 x 2 of the thumbnail level)
+PLANE_REQUESTS = 26
 
 CASES = {  # key: (reader plugin, label, remote target)
     "local": ("napari-ozx", "napari-ozx local dir", None),
@@ -354,6 +364,18 @@ def child_main(spec: dict) -> None:
     state = {"phase": "start", "progress": perf(), "done": False, "armed": False}
     gaps: list[tuple[float, float, float]] = []
     steps: list[dict] = []  # start, wall, z, kind, issued ids, shown
+    # garbage collections of 5 ms or more (start, seconds, generation): a full collection
+    # of napari's heap stalls every thread for ~200 ms whatever the reader is doing
+    collections: list[tuple[float, float, int]] = []
+    gc_start = [0.0]
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            gc_start[0] = perf()
+        elif (took := perf() - gc_start[0]) >= 0.005:
+            collections.append((gc_start[0], took, info["generation"]))
+
+    gc.callbacks.append(on_gc)
     emitted = threading.Lock()
 
     def emit() -> None:
@@ -365,7 +387,9 @@ def child_main(spec: dict) -> None:
 
     def finish_steps(end: float) -> None:
         timed = [s for s in steps if s["kind"] != "position"]
-        worst = _charge_stalls(gaps, [s["start"] for s in timed], end)
+        starts = [s["start"] for s in timed]
+        worst = _charge_stalls(gaps, starts, end)
+        bounds = [*starts[1:], end]
         res["steps"] = [
             {
                 "kind": s["kind"],
@@ -373,8 +397,10 @@ def child_main(spec: dict) -> None:
                 "wall": s["wall"],
                 "freeze": w,
                 "shown": s["shown"],
+                # collection pauses that began during this step (seconds, generation)
+                "gc": [(t, g) for a, t, g in collections if s["start"] <= a < b],
             }
-            for s, w in zip(timed, worst)
+            for s, w, b in zip(timed, worst, bounds)
         ]
 
     def watchdog() -> None:
@@ -779,6 +805,11 @@ def _med(xs):
     return statistics.median(xs) if xs else None
 
 
+def _full_gc(step: dict) -> float:
+    """Seconds of full (generation 2) garbage collection that began during ``step``."""
+    return sum(t for t, g in step.get("gc", []) if g == 2)
+
+
 def summarise(res: dict) -> dict:
     """One child's numbers for the table (times in ms, open in s)."""
     if "error" in res:
@@ -788,6 +819,11 @@ def summarise(res: dict) -> dict:
     out = {
         "freeze": _med([s["freeze"] * 1e3 for s in seq]),
         "max_freeze": max((s["freeze"] * 1e3 for s in steps), default=None),
+        # the same with the time of full (generation 2) collections in the step taken out
+        "max_freeze_nogc": max(
+            (max(s["freeze"] - _full_gc(s), 0.0) * 1e3 for s in steps), default=None
+        ),
+        "full_gcs": [round(t * 1e3) for s in steps for t, g in s.get("gc", []) if g == 2],
         "open": res.get("open_s"),
         "req_open": res.get("requests_open"),
         "req_step": _med([s.get("requests") for s in seq]),
@@ -851,6 +887,13 @@ def print_table(results: dict, cases: list[str], modes: list[str]) -> None:
                 notes.append(f"{CASES[case][1]} ({mode}): {lost} move(s) never shown")
             if len(ok) < len(runs):
                 pix += f" ({len(runs) - len(ok)} failed)"
+            gcs = [t for r in ok for t in r.get("full_gcs") or []]
+            if gcs:
+                notes.append(
+                    f"{CASES[case][1]} ({mode}): {len(gcs)} full garbage collection(s) of "
+                    f"napari's heap during the moves ({', '.join(f'{t} ms' for t in gcs)}); "
+                    f"max freeze without them {_fmt(m('max_freeze_nogc'), '.0f', ' ms')}"
+                )
             print(
                 f"{CASES[case][1]:27s} {mode:7s} {_fmt(m('freeze'), '8.0f', ' ms')} "
                 f"{_fmt(m('max_freeze'), '7.0f', ' ms')} {_fmt(m('idle_redraw'), '4.0f', ' ms')} "
@@ -885,6 +928,44 @@ def print_table(results: dict, cases: list[str], modes: list[str]) -> None:
             r = f"{a / b:7.1f}x" if b > 0 else "   inf"
             rm = f"{am / bm:.1f}x" if bm else "inf"
             print(f"  {mode:7s} {label:42s} {r}   (max {rm})")
+
+
+def io_floor(url: str, n: int, rounds: int = 5) -> tuple[float, float]:
+    """Median ms of one GET and of ``n`` concurrent GETs (distinct level-1 chunks of the
+    served directory, a connection each, plain ``http.client``): what the server and this
+    machine cost for a plane's requests before any reader does anything. On a 2-core
+    machine the Python server shares the cores with the client."""
+    import http.client
+    from concurrent.futures import ThreadPoolExecutor
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    keys = [
+        f"{parts.path}/browse.ome.zarr/1/0/{z}/{y}/{x}"
+        for z in range(40)
+        for y in range(3)
+        for x in range(3)
+    ]
+
+    def get(key: str) -> None:
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        try:
+            conn.request("GET", key)
+            conn.getresponse().read()
+        finally:
+            conn.close()
+
+    one, many = [], []
+    with ThreadPoolExecutor(n) as pool:
+        for r in range(rounds):
+            t = time.perf_counter()
+            get(keys[r])
+            one.append(time.perf_counter() - t)
+            batch = keys[(r * n) % (len(keys) - n) :][:n]
+            t = time.perf_counter()
+            list(pool.map(get, batch))
+            many.append(time.perf_counter() - t)
+    return statistics.median(one) * 1e3, statistics.median(many) * 1e3
 
 
 def _provenance(ozx_src: str | None) -> str:
@@ -970,6 +1051,12 @@ def main() -> None:
     try:
         with Server(DATA) as srv:
             srv.latency = latency
+            one, many = io_floor(srv.url, PLANE_REQUESTS)
+            print(
+                f"server floor: one request {one:.0f} ms, {PLANE_REQUESTS} concurrent requests "
+                f"(a plane of both channels at the level shown, with their thumbnails) "
+                f"{many:.0f} ms"
+            )
             srv.requests = _TimedList()
             print(
                 f"{SHAPE[0]} x {SHAPE[1]} x {SHAPE[2]} x {SHAPE[3]} uint16, {CHUNK}^2 chunks, "
