@@ -277,6 +277,37 @@ def test_index_read_ahead_is_nearest_first_and_bounded(served, monkeypatch):
     assert len(srv.requests) == SHAPE[1] - 3
 
 
+@pytest.mark.parametrize("name", ["stack.ozx", "stack.ome.zarr"])
+def test_cached_chunks_hold_nothing_the_garbage_collector_tracks(served, name):
+    """The remote chunk cache keeps up to hundreds of MiB of chunks over a browse: its
+    keys are ints and its arrays own their bytes or view ``bytes``, so that filling it
+    adds no objects for the garbage collector to track (they drove collections of
+    napari's whole heap during remote browsing)."""
+    import gc
+
+    srv, data = served
+    levels = _levels(f"{srv.url}/{name}")
+    np.testing.assert_array_equal(_plane(levels, 1, 2), data[1, 2])
+    _idle()
+    reader = source_reader(levels[0]).reader
+    box = [(1, 2), (2, 3), (0, SHAPE[2]), (0, SHAPE[3])]
+    coords = reader.chunk_coords(box)
+    assert len(coords) == 6
+    for cc in coords:
+        key = reader._ckey(cc)
+        assert type(key) is int
+        hit, value = fastread._remote_chunks.lookup(key)
+        assert hit and value is not None
+        chain = value
+        while chain is not None:
+            assert not gc.is_tracked(chain), type(chain)
+            chain = getattr(chain, "base", None)
+    assert (
+        len({reader._ckey(cc) for cc in reader.chunk_coords([(0, 2), (0, 8), (0, 64), (0, 96)])})
+        == 2 * 8 * 6
+    )
+
+
 def test_read_ahead_off_with_a_zero_budget(served):
     srv, data = served
     set_readahead_mb(0)

@@ -271,3 +271,44 @@ def test_fast_reader_pickles_for_distributed_workers(tmp_path):
         clone = pickle.loads(pickle.dumps(reader))
         assert isinstance(clone.reader, FastReader)
         np.testing.assert_array_equal(clone[(slice(0, 3), slice(None), slice(None))], data)
+
+
+# ---------------------------------------------------------------------- remote fetches
+
+
+def test_fetch_settles_like_a_future():
+    """``_Fetch``, the in-flight record of a remote chunk, behaves as the part of
+    ``concurrent.futures.Future`` the reader uses: every waiter gets the value or the
+    error; a pending fetch can be cancelled (its waiters get ``CancelledError``), a
+    running one cannot; it settles once."""
+    import threading
+    from concurrent.futures import CancelledError
+
+    from napari_ozx.ngff.read.fastread import _Fetch
+
+    f = _Fetch()
+    got: list[object] = []
+    waiters = [threading.Thread(target=lambda: got.append(f.result())) for _ in range(3)]
+    for t in waiters:
+        t.start()
+    assert not f.done() and not f.running()
+    assert f.set_running_or_notify_cancel() and f.running()
+    assert not f.cancel()  # running
+    f.set_result(7)
+    f.set_result(8)  # settled once
+    for t in waiters:
+        t.join(10)
+    assert got == [7, 7, 7] and f.done() and f.result() == 7
+
+    e = _Fetch(readahead=True)
+    assert e.readahead
+    e.set_exception(ValueError("broken chunk"))
+    with pytest.raises(ValueError, match="broken chunk"):
+        e.result()
+
+    c = _Fetch()
+    assert c.cancel() and c.cancel() and c.cancelled() and c.done()
+    assert not c.set_running_or_notify_cancel()
+    c.set_result(1)  # ignored: taken over
+    with pytest.raises(CancelledError):
+        c.result()

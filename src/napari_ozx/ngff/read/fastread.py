@@ -42,14 +42,14 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from napari_ozx.ngff.read.indexing import plain_box
 from napari_ozx.ozx.lru import ByteLRU
-from napari_ozx.ozx.pools import in_pool, shared_pool
+from napari_ozx.ozx.pools import LightPool, in_pool, light_pool, shared_pool
 
 if TYPE_CHECKING:
     import zarr
@@ -98,12 +98,12 @@ READAHEAD_IO_THREADS = 24
 _T = TypeVar("_T")
 
 
-def _io_pool() -> ThreadPoolExecutor:
-    return shared_pool("ozx-io", IO_THREADS)
+def _io_pool() -> LightPool:
+    return light_pool("ozx-io", IO_THREADS)
 
 
-def _readahead_pool() -> ThreadPoolExecutor:
-    return shared_pool("ozx-ahead", READAHEAD_IO_THREADS)
+def _readahead_pool() -> LightPool:
+    return light_pool("ozx-ahead", READAHEAD_IO_THREADS)
 
 
 def _decode_threads() -> int:
@@ -324,7 +324,8 @@ class FastReader:
         self._cache = _remote_chunks if remote else None
         self._threaded_io = remote
         self._merge_gap = REMOTE_MERGE_GAP if remote else MERGE_GAP
-        self._uid = next(_reader_ids)
+        self._uid = next(_reader_ids)  # < 2**64 in any process's life
+        self._grid = tuple(-(-s // c) for s, c in zip(layout.shape, layout.chunk, strict=True))
         self._indexes: ByteLRU[np.ndarray] = ByteLRU(
             lambda: INDEX_CACHE_BYTES,
             lambda a: int(a.nbytes),
@@ -342,6 +343,14 @@ class FastReader:
         return _rebuild, (self.array,)
 
     # ------------------------------------------------------------------ keys and I/O
+
+    def _ckey(self, coords: tuple[int, ...]) -> int:
+        """One remote chunk of this reader as an int (the remote cache's and the fetches'
+        key): ints are not tracked by the garbage collector, tuples of tuples are."""
+        flat = 0
+        for c, n in zip(coords, self._grid, strict=True):
+            flat = flat * n + c
+        return (flat << 64) | self._uid
 
     def _key(self, coords: tuple[int, ...]) -> str:
         key = self.encode_key(coords)
@@ -400,7 +409,10 @@ class FastReader:
         data: Any = raw
         for dec in self.layout.decoders:
             data = dec(data)
-        arr = np.frombuffer(memoryview(data).cast("B"), dtype=self.layout.stored_dtype)
+        # bytes and arrays (what the codecs return) directly: a memoryview in the chain of
+        # a cached chunk is two more objects for the garbage collector to track
+        buf = data if isinstance(data, bytes | np.ndarray) else memoryview(data).cast("B")
+        arr = np.frombuffer(buf, dtype=self.layout.stored_dtype)
         return arr.reshape(self.layout.chunk)
 
     # ------------------------------------------------------------------ reads
@@ -540,28 +552,22 @@ class FastReader:
         cache = self._cache
         assert cache is not None
         found: dict[tuple[int, ...], np.ndarray | None] = {}
-        waits: dict[tuple[int, ...], Future[np.ndarray | None]] = {}
-        mine: dict[tuple[int, ...], Future[np.ndarray | None]] = {}
+        waits: dict[tuple[int, ...], _Fetch] = {}
+        mine: dict[tuple[int, ...], _Fetch] = {}
         with _inflight_lock:
             for cc in coords_list:
-                hit, value = cache.lookup((self._uid, cc))
+                hit, value = cache.lookup(self._ckey(cc))
                 if hit:
                     found[cc] = value
                     continue
-                fut = _inflight.get((self._uid, cc))
-                if (
-                    fut is not None
-                    and (wait or wanted is None)
-                    and getattr(fut, "readahead", False)
-                    and fut.cancel()
-                ):
+                fut = _inflight.get(self._ckey(cc))
+                if fut is not None and (wait or wanted is None) and fut.readahead and fut.cancel():
                     # a read-ahead request not sent yet: this read (or a sibling fetch
                     # for it, which napari asks for next) sends it now, not behind the
                     # read-ahead queue
                     fut = None
                 if fut is None:
-                    fut = _inflight[(self._uid, cc)] = Future()
-                    fut.readahead = wanted is not None  # type: ignore[attr-defined]
+                    fut = _inflight[self._ckey(cc)] = _Fetch(wanted is not None)
                     mine[cc] = fut
                 elif wait:
                     waits[cc] = fut
@@ -582,8 +588,8 @@ class FastReader:
 
     def _fetch(
         self,
-        futures: dict[tuple[int, ...], Future[np.ndarray | None]],
-        io: ThreadPoolExecutor,
+        futures: dict[tuple[int, ...], _Fetch],
+        io: LightPool | ThreadPoolExecutor,
         wanted: Any,
     ) -> None:
         """Send the requests of ``futures``' chunks on ``io`` (not waiting for them); each
@@ -598,11 +604,12 @@ class FastReader:
             fut = futures[cc]
             if fut.cancelled():
                 return  # taken over by a read that could not wait (see remote_chunks)
+            key = self._ckey(cc)
             if error is None:
-                cache.put((self._uid, cc), value)
+                cache.put(key, value)
             with _inflight_lock:
-                if _inflight.get((self._uid, cc)) is fut:
-                    del _inflight[(self._uid, cc)]
+                if _inflight.get(key) is fut:
+                    del _inflight[key]
             if error is None:
                 fut.set_result(value)
             else:
@@ -776,8 +783,79 @@ class _Dropped(Exception):
     """A read-ahead request dropped unsent (no longer wanted)."""
 
 
+_PENDING, _RUNNING, _CANCELLED, _FINISHED = range(4)
+_fetch_state = threading.Lock()
+
+
+class _Fetch:
+    """The fetch of one remote chunk, as far as a ``concurrent.futures.Future`` is used
+    here (pending -> running -> finished, or cancelled while pending), in two objects
+    instead of a dozen (a ``Future`` and its ``Condition``): dozens are made per plane,
+    and their bursts drove the garbage collector (see :mod:`napari_ozx.ozx.pools`).
+    Waiters block on a lock released when it settles."""
+
+    __slots__ = ("_error", "_settled", "_state", "_value", "readahead")
+
+    def __init__(self, readahead: bool = False) -> None:
+        self.readahead = readahead
+        self._state = _PENDING
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._settled = threading.Lock()
+        self._settled.acquire()
+
+    def cancel(self) -> bool:
+        with _fetch_state:
+            if self._state != _PENDING:
+                return self._state == _CANCELLED
+            self._state = _CANCELLED
+        self._settled.release()
+        return True
+
+    def set_running_or_notify_cancel(self) -> bool:
+        with _fetch_state:
+            if self._state == _CANCELLED:
+                return False
+            if self._state == _PENDING:
+                self._state = _RUNNING
+            return True
+
+    def cancelled(self) -> bool:
+        return self._state == _CANCELLED
+
+    def running(self) -> bool:
+        return self._state == _RUNNING
+
+    def done(self) -> bool:
+        return self._state in (_CANCELLED, _FINISHED)
+
+    def _settle(self, value: Any, error: BaseException | None) -> None:
+        with _fetch_state:
+            if self._state in (_CANCELLED, _FINISHED):
+                return
+            self._value, self._error, self._state = value, error, _FINISHED
+        self._settled.release()
+
+    def set_result(self, value: Any) -> None:
+        self._settle(value, None)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._settle(None, error)
+
+    def result(self) -> Any:
+        with self._settled:  # every waiter in turn, once settled
+            pass
+        if self._state == _CANCELLED:
+            from concurrent.futures import CancelledError
+
+            raise CancelledError
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 #: (reader id, chunk coords) -> the fetch in flight of that remote chunk
-_inflight: dict[tuple[int, tuple[int, ...]], Future[Any]] = {}
+_inflight: dict[int, _Fetch] = {}
 _inflight_lock = threading.Lock()
 
 
@@ -796,7 +874,7 @@ def _merge_spans(
         j = k
 
 
-def _wait_all(io: ThreadPoolExecutor, jobs: list[Callable[[], _T]]) -> list[_T]:
+def _wait_all(io: LightPool | ThreadPoolExecutor, jobs: list[Callable[[], _T]]) -> list[_T]:
     """Run ``jobs`` concurrently on ``io`` and return their results in order. Called from
     a thread that is not one of ``io``'s, or with one job (run here): a pool waiting on
     itself could deadlock."""
