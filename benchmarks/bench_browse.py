@@ -369,9 +369,12 @@ def child_main(spec: dict) -> None:
     collections: list[tuple[float, float, int]] = []
     gc_start = [0.0]
 
+    every: list[tuple[float, int]] = []  # (start, generation) of every collection
+
     def on_gc(phase: str, info: dict) -> None:
         if phase == "start":
             gc_start[0] = perf()
+            every.append((gc_start[0], info["generation"]))
         elif (took := perf() - gc_start[0]) >= 0.005:
             collections.append((gc_start[0], took, info["generation"]))
 
@@ -390,6 +393,8 @@ def child_main(spec: dict) -> None:
         starts = [s["start"] for s in timed]
         worst = _charge_stalls(gaps, starts, end)
         bounds = [*starts[1:], end]
+        moving = [g for t, g in every if starts and starts[0] <= t < end]
+        res["collections"] = [moving.count(g) for g in range(3)]
         res["steps"] = [
             {
                 "kind": s["kind"],
@@ -824,6 +829,7 @@ def summarise(res: dict) -> dict:
             (max(s["freeze"] - _full_gc(s), 0.0) * 1e3 for s in steps), default=None
         ),
         "full_gcs": [round(t * 1e3) for s in steps for t, g in s.get("gc", []) if g == 2],
+        "collections": res.get("collections"),
         "open": res.get("open_s"),
         "req_open": res.get("requests_open"),
         "req_step": _med([s.get("requests") for s in seq]),
@@ -887,6 +893,12 @@ def print_table(results: dict, cases: list[str], modes: list[str]) -> None:
                 notes.append(f"{CASES[case][1]} ({mode}): {lost} move(s) never shown")
             if len(ok) < len(runs):
                 pix += f" ({len(runs) - len(ok)} failed)"
+            per_gen = [r["collections"] for r in ok if r.get("collections")]
+            if per_gen:
+                notes.append(
+                    f"{CASES[case][1]} ({mode}): garbage collections during the moves, "
+                    f"generation 0/1/2: {' / '.join(str(_med(list(g))) for g in zip(*per_gen))}"
+                )
             gcs = [t for r in ok for t in r.get("full_gcs") or []]
             if gcs:
                 notes.append(
