@@ -27,20 +27,26 @@ __all__ = ["LightPool", "in_pool", "light_pool", "shared_pool"]
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 _R = TypeVar("_R")
+_P = TypeVar("_P")
 
 _pools: dict[str, ThreadPoolExecutor] = {}
 _lock = threading.Lock()
 
 
-def shared_pool(name: str, workers: int) -> ThreadPoolExecutor:
-    """The pool called ``name`` (``workers`` threads, named ``name_N``), made once."""
-    pool = _pools.get(name)
+def _once(made: dict[str, _P], name: str, make: Callable[[], _P]) -> _P:
+    """``made[name]``, made by ``make()`` the first time (thread-safe)."""
+    pool = made.get(name)
     if pool is None:
         with _lock:
-            pool = _pools.get(name)
+            pool = made.get(name)
             if pool is None:
-                pool = _pools[name] = ThreadPoolExecutor(workers, thread_name_prefix=name)
+                pool = made[name] = make()
     return pool
+
+
+def shared_pool(name: str, workers: int) -> ThreadPoolExecutor:
+    """The pool called ``name`` (``workers`` threads, named ``name_N``), made once."""
+    return _once(_pools, name, lambda: ThreadPoolExecutor(workers, thread_name_prefix=name))
 
 
 def in_pool(*names: str) -> bool:
@@ -145,10 +151,4 @@ _light: dict[str, LightPool] = {}
 
 def light_pool(name: str, workers: int) -> LightPool:
     """The :class:`LightPool` called ``name``, made once."""
-    pool = _light.get(name)
-    if pool is None:
-        with _lock:
-            pool = _light.get(name)
-            if pool is None:
-                pool = _light[name] = LightPool(name, workers)
-    return pool
+    return _once(_light, name, lambda: LightPool(name, workers))
