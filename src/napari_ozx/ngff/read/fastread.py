@@ -854,7 +854,7 @@ class _Fetch:
         return self._value
 
 
-#: (reader id, chunk coords) -> the fetch in flight of that remote chunk
+#: a remote chunk's key (:meth:`FastReader._ckey`: reader and chunk) -> its fetch in flight
 _inflight: dict[int, _Fetch] = {}
 _inflight_lock = threading.Lock()
 
