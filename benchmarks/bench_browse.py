@@ -13,7 +13,11 @@ with plain zarr-python as an OME-Zarr 0.4 directory (Zarr v2, chunks 1x1x256x256
 3 levels halving y and x, multiscales and omero metadata for 2 channels; smooth blobs plus
 Poisson noise, fixed seed) and an ``.ozx`` copy of it made by ``napari-ozx convert`` with its
 defaults. Both are served from 127.0.0.1 by the tests' range-capable HTTP server, which waits
-``--latency-ms`` before answering every request (a distant server).
+``--latency-ms`` before answering every request (a distant server). Its threads run at
+niceness 19 (``--server-nice``): the Python server costs about 1.5 ms of CPU per request (a
+thread and a connection each) on the same 2 cores as napari, and at equal priority it took
+that from napari's redraw while read-ahead ran; a remote server takes none of the client's
+CPU.
 
 Cases, each in a fresh process (nothing cached carries over), interleaved over the repeats:
 
@@ -50,7 +54,8 @@ began. Per case:
   time taken out;
 * **server floor** (printed first): one request, and a plane's 26 requests at once, with
   plain ``http.client``: what the server and this machine cost before any reader works
-  (the Python server shares the 2 cores with napari);
+  (the Python server shares the 2 cores, and in this measurement its process and GIL, with
+  the client);
 * **requests**: HTTP requests for the open, per sequential step (median) and in total (the
   server's log, split at the phase times the child reports), and MiB served;
 * **pixels exact**: at the end, for each layer, the array napari holds for the current plane
@@ -68,6 +73,7 @@ measured is whatever src/ holds (its commit and uncommitted changes are printed)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -77,7 +83,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -942,6 +950,31 @@ def print_table(results: dict, cases: list[str], modes: list[str]) -> None:
             print(f"  {mode:7s} {label:42s} {r}   (max {rm})")
 
 
+@contextlib.contextmanager
+def _serving(srv: Any, niceness: int) -> Iterator[Any]:
+    """``srv`` running on threads with ``niceness``. The server shares this machine's cores
+    with napari, at about 1.5 ms of CPU per request (a thread and a connection each); a
+    remote server takes none of the client's CPU, so by default it gets the CPU only when
+    napari and the reader leave some. Linux keeps a niceness per thread and new threads
+    inherit it: the thread that starts the server is niced, and every thread it starts
+    (the accept loop, one per connection) is too; the children napari runs in are not."""
+    if niceness:
+
+        def enter() -> None:
+            os.nice(niceness)
+            srv.__enter__()
+
+        t = threading.Thread(target=enter, name="bench-server-start")
+        t.start()
+        t.join()
+    else:
+        srv.__enter__()
+    try:
+        yield srv
+    finally:
+        srv.__exit__(None, None, None)
+
+
 def io_floor(url: str, n: int, rounds: int = 5) -> tuple[float, float]:
     """Median ms of one GET and of ``n`` concurrent GETs (distinct level-1 chunks of the
     served directory, a connection each, plain ``http.client``): what the server and this
@@ -1021,6 +1054,13 @@ def main() -> None:
         help="a directory holding the napari_ozx package to measure instead of the installed "
         "one (e.g. an export of another commit's src/)",
     )
+    ap.add_argument(
+        "--server-nice",
+        type=int,
+        default=19,
+        help="niceness of the server's threads (0: compete with napari for the CPU as an "
+        "equal; a real remote server takes none of the client's CPU)",
+    )
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -1061,13 +1101,13 @@ def main() -> None:
     results: dict = {}
     raw: list = []
     try:
-        with Server(DATA) as srv:
+        with _serving(Server(DATA), args.server_nice) as srv:
             srv.latency = latency
             one, many = io_floor(srv.url, PLANE_REQUESTS)
             print(
                 f"server floor: one request {one:.0f} ms, {PLANE_REQUESTS} concurrent requests "
                 f"(a plane of both channels at the level shown, with their thumbnails) "
-                f"{many:.0f} ms"
+                f"{many:.0f} ms; the server's threads run at niceness {args.server_nice}"
             )
             srv.requests = _TimedList()
             print(
