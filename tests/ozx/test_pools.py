@@ -1,6 +1,7 @@
 """The process's thread pools: the light request pools run every job on named threads,
 at most ``workers`` at once, and ``map`` keeps order and raises the first error in order
-once every job has ended."""
+once every job has ended. ``Later`` runs the latest call per key, no later than the
+first one asked."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from napari_ozx.ozx.pools import LightPool, in_pool
+from napari_ozx.ozx.pools import Later, LightPool, in_pool
 
 
 @pytest.fixture
@@ -99,3 +100,75 @@ def test_a_failing_job_is_logged_and_the_pool_goes_on(make_pool, caplog):
         pool.submit(ran.set)
         assert ran.wait(10)
     assert "test-log" in caplog.text and "a bug" in caplog.text
+
+
+@pytest.fixture
+def make_later() -> Iterator:
+    made: list[Later] = []
+
+    def make(name: str) -> Later:
+        made.append(Later(name))
+        return made[-1]
+
+    yield make
+    for lt in made:
+        lt.shutdown()
+        assert not [t for t in threading.enumerate() if t.name == lt.name]
+
+
+def _settled(lt: Later, timeout: float = 5.0) -> None:
+    end = time.monotonic() + timeout
+    while lt.pending():
+        assert time.monotonic() < end, "a call still waits"
+        time.sleep(0.01)
+
+
+def test_later_runs_the_latest_call_of_a_key_at_the_first_call_s_time(make_later):
+    """A user holding the arrow key replans read-ahead on every step: the plan that runs
+    is the newest, and it runs when the first one was due (a later call does not push
+    it back, or read-ahead would never start)."""
+    lt = make_later("test-later")
+    ran: list[tuple[str, str]] = []
+    lt.call("k", 0.3, lambda: ran.append(("first", threading.current_thread().name)))
+    lt.call("k", 60.0, lambda: ran.append(("second", threading.current_thread().name)))
+    assert lt.pending() == 1
+    _settled(lt)  # well before the second call's 60 s
+    assert ran == [("second", "test-later")]
+
+
+def test_later_runs_calls_of_other_keys_in_time_order(make_later):
+    lt = make_later("test-later-order")
+    ran: list[str] = []
+    lt.call("slow", 0.4, lambda: ran.append("slow"))
+    lt.call("soon", 0.05, lambda: ran.append("soon"))
+    lt.call("now", 0.0, lambda: ran.append("now"))
+    _settled(lt)
+    assert ran == ["now", "soon", "slow"]
+
+
+def test_later_logs_a_failing_call_and_goes_on(make_later, caplog):
+    lt = make_later("test-later-fail")
+
+    def boom() -> None:
+        raise ValueError("boom")
+
+    ran: list[str] = []
+    with caplog.at_level(logging.ERROR, logger="napari_ozx.ozx.pools"):
+        lt.call("a", 0.0, boom)
+        lt.call("b", 0.05, lambda: ran.append("b"))
+        _settled(lt)
+    assert ran == ["b"]
+    assert any("test-later-fail" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+def test_later_shutdown_drops_waiting_calls_and_ends_its_thread(make_later):
+    lt = make_later("test-later-stop")
+    ran: list[str] = []
+    lt.call("a", 30.0, lambda: ran.append("a"))
+    assert [t for t in threading.enumerate() if t.name == "test-later-stop"]
+    lt.shutdown()
+    assert lt.pending() == 0
+    assert not [t for t in threading.enumerate() if t.name == "test-later-stop"]
+    assert ran == []
+    with pytest.raises(RuntimeError, match="shut down"):
+        lt.call("b", 0.0, lambda: ran.append("b"))

@@ -11,6 +11,9 @@ dozens of requests at once, and each ``Future`` (with its ``Condition``) is a do
 objects for the garbage collector. Their bursts drove a young-generation collection
 every ~100 ms of a remote browse, which brought forward the full collection of napari's
 heap (~200 ms, every thread stopped) that a local browse does not meet.
+
+:class:`Later` (``ozx-later``, one thread) calls a function a moment from now, the latest
+per key: read-ahead waits there until napari has drawn the plane it has just read.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["LightPool", "in_pool", "light_pool", "shared_pool"]
+__all__ = ["Later", "LightPool", "in_pool", "later", "light_pool", "shared_pool"]
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -152,3 +156,81 @@ _light: dict[str, LightPool] = {}
 def light_pool(name: str, workers: int) -> LightPool:
     """The :class:`LightPool` called ``name``, made once."""
     return _once(_light, name, lambda: LightPool(name, workers))
+
+
+class Later:
+    """Calls made a moment from now on one thread (``name``, a daemon, made on first
+    use), the latest per key: :meth:`call` under a key that still waits replaces the
+    function and keeps the earlier time, so calls made again and again (a user holding
+    the arrow key) still run, at most ``delay`` after the first. The functions must be
+    quick (they hand work on to a pool); one that raises is logged."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._cond = threading.Condition()
+        self._due: dict[Hashable, tuple[float, Callable[[], object]]] = {}
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self._running = 0
+
+    def call(self, key: Hashable, delay: float, fn: Callable[[], object]) -> None:
+        """Run ``fn()`` in ``delay`` seconds, unless another call under ``key`` comes
+        first: then that one's function runs instead, at the earlier of the two times."""
+        with self._cond:
+            if self._stopped:
+                raise RuntimeError(f"{self.name} is shut down")
+            when = time.monotonic() + delay
+            old = self._due.get(key)
+            self._due[key] = (when if old is None else min(old[0], when), fn)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def pending(self) -> int:
+        """How many calls wait or run."""
+        with self._cond:
+            return len(self._due) + self._running
+
+    def shutdown(self) -> None:
+        """Drop the calls waiting and end the thread (the process's own lives as long as
+        it; tests shut theirs down)."""
+        with self._cond:
+            self._stopped = True
+            self._due.clear()
+            thread = self._thread
+            self._cond.notify()
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._stopped:
+                        return
+                    if not self._due:
+                        self._cond.wait()
+                        continue
+                    key = min(self._due, key=lambda k: self._due[k][0])
+                    wait = self._due[key][0] - time.monotonic()
+                    if wait <= 0:
+                        fn = self._due.pop(key)[1]
+                        self._running = 1
+                        break
+                    self._cond.wait(wait)
+            try:
+                fn()
+            except Exception:
+                logger.exception("a delayed call of %s failed", self.name)
+            del fn
+            with self._cond:
+                self._running = 0
+
+
+_later: dict[str, Later] = {}
+
+
+def later(name: str = "ozx-later") -> Later:
+    """The :class:`Later` called ``name``, made once."""
+    return _once(_later, name, lambda: Later(name))
