@@ -62,12 +62,18 @@ def _budget(monkeypatch):
     set_readahead_mb(None)
 
 
-def _idle(timeout: float = 10.0) -> None:
+def _idle(timeout: float = 10.0, delayed: bool = True) -> None:
     """Wait until every prefetch napari's reads so far have planned was started (the
-    planner's queue drained: each of its threads reaches a barrier behind it), then until
-    no remote chunk fetch is in flight."""
+    read-ahead's delay passed, unless not ``delayed``; the planner's queue drained: each
+    of its threads reaches a barrier behind it), then until no remote chunk fetch is in
+    flight."""
     from napari_ozx.ngff.read.browse import PLANNER_THREADS, _planner_pool
+    from napari_ozx.ozx.pools import later
 
+    end = time.monotonic() + timeout
+    while delayed and later().pending():
+        assert time.monotonic() < end, "a read-ahead still waits to start"
+        time.sleep(0.01)
     barrier = threading.Barrier(PLANNER_THREADS + 1)
     for _ in range(PLANNER_THREADS):
         _planner_pool().submit(barrier.wait, timeout)
@@ -155,6 +161,35 @@ def test_read_ahead_along_the_moved_axis(served, name):
     for c in (0, 1):
         np.testing.assert_array_equal(_plane(levels, c, 3), data[c, 3])
     assert srv.requests == []
+
+
+@pytest.mark.parametrize("name", ["stack.ozx", "stack.ome.zarr"])
+def test_read_ahead_waits_for_napari_s_draw(served, name, monkeypatch):
+    """'Read-ahead never delays the plane asked for now.' napari draws a plane right
+    after reading it; read-ahead answers arriving meanwhile slowed that draw. So nothing
+    is read ahead until READAHEAD_DELAY_S after napari's reads at a position (the
+    siblings of its read, which it waits for, go at once), and then the next plane is."""
+    from napari_ozx.ngff.read import browse
+    from napari_ozx.ozx.pools import later
+
+    monkeypatch.setattr(browse, "READAHEAD_DELAY_S", 2.0)
+    srv, data = served
+    levels = _levels(f"{srv.url}/{name}")
+    for z in (0, 1):
+        for c in (0, 1):
+            np.testing.assert_array_equal(_plane(levels, c, z), data[c, z])
+    _idle(delayed=False)  # siblings and shard indexes: sent and answered
+    sent = len(srv.requests)
+    assert later().pending() == 1, "the read-ahead plan waits"
+    time.sleep(0.2)
+    assert len(srv.requests) == sent, "read ahead before napari could draw"
+    _idle()
+    assert len(srv.requests) > sent
+    srv.reset()
+    for c in (0, 1):
+        np.testing.assert_array_equal(_plane(levels, c, 2), data[c, 2])
+    assert srv.requests == [], "the next plane was not read ahead after the delay"
+    _idle()  # nothing left waiting for the next test
 
 
 def test_after_a_jump_both_neighbours_are_read_ahead(served):

@@ -20,19 +20,30 @@ reads and fetches ahead of them into the remote chunk cache of :mod:`.fastread`:
   direction of travel and the previous one are fetched in the background, nearest
   first (3 planes after the first step, 2 more with every further step the same way,
   up to :data:`MAX_AHEAD`; after a jump along the axis, the planes on either side),
-  after napari's own read and on their own request threads
-  (``READAHEAD_IO_THREADS``), within a byte budget (``NAPARI_OZX_READAHEAD_MB``; 0
-  turns it off). A read-ahead request is dropped unsent once it is no longer wanted
-  (the user jumped elsewhere, changed level or panned), and a read napari waits for
-  never queues behind one: it takes over a read-ahead request not yet sent. The chunks
-  kept are bounded by the remote chunk cache, whose size grows with the budget, so
-  memory stays within it over any browse. Closing the layer frees its readers (held
-  weakly here), and what was queued for them is dropped.
+  on their own request threads (``READAHEAD_IO_THREADS``), a moment after napari's
+  own reads at a position (:data:`READAHEAD_DELAY_S`, see below), within a byte
+  budget (``NAPARI_OZX_READAHEAD_MB``; 0 turns it off). A read-ahead request is
+  dropped unsent once it is no longer wanted (the user jumped elsewhere, changed level
+  or panned), and a read napari waits for never queues behind one: it takes over a
+  read-ahead request not yet sent. The chunks kept are bounded by the remote chunk
+  cache, whose size grows with the budget, so memory stays within it over any browse.
+  Closing the layer frees its readers (held weakly here), and what was queued for them
+  is dropped.
 * **Shard indexes.** The first time napari reads a part of a level, the shard indexes of
   every plane it can move to from there (the moving axes whole, nearest first, bounded by
   the index cache) are read in the background: a jump to a plane never seen then costs
   one round trip (its chunks), not two (its shard's index, then the chunks). They are a
   few KiB each; off with the read-ahead.
+
+**Why the read-ahead waits.** napari draws the plane right after reading it. Sent at
+once, a read-ahead's answers came back during that draw, and handling them (Python
+holding the GIL for every answer, then decoding, on a 2-core machine) slowed it: in
+``benchmarks/bench_browse.py`` the steps during which read-ahead ran froze the GUI for
+98-109 ms (median) against 69-87 ms with it sent 0.1 s later, as the steps with nothing
+left to read ahead did (local: 78 ms). Waiting costs nothing a user sees: at a step
+every 250 ms the next plane still arrives in time, and a user holding the arrow key
+gets a read-ahead at least every :data:`READAHEAD_DELAY_S` (a later plan replaces a
+waiting one and keeps its time, :class:`~napari_ozx.ozx.pools.Later`).
 
 Only napari's direct view reads (:mod:`.lazy`) are watched: ``dask.compute``, saves
 and exports read exactly what they ask for.
@@ -50,9 +61,9 @@ from typing import Any
 import numpy as np
 
 from napari_ozx.ngff.read.fastpaths import readahead_budget
-from napari_ozx.ozx.pools import shared_pool
+from napari_ozx.ozx.pools import later, shared_pool
 
-__all__ = ["MAX_AHEAD", "PLANNER_THREADS", "Browse"]
+__all__ = ["MAX_AHEAD", "PLANNER_THREADS", "READAHEAD_DELAY_S", "Browse"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +76,10 @@ Index = tuple[int | tuple[int, int], ...]
 
 #: threads that start prefetches
 PLANNER_THREADS = 4
+
+#: seconds from napari's read at a position to the read-ahead's start (its draw of the
+#: plane comes in between; 0: at once)
+READAHEAD_DELAY_S = 0.1
 
 
 def _planner_pool() -> ThreadPoolExecutor:
@@ -148,16 +163,25 @@ class Browse:
         return out
 
     def served(self, level: int, index: Index) -> None:
-        """napari's read of ``index`` is done: read ahead of it (after it, so that its
-        requests and their siblings' go first; on one connection pool and one I/O loop,
-        what is sent first comes back first)."""
+        """napari's read of ``index`` is done: read ahead of it, after it (its requests
+        and their siblings' go first; on one connection pool and one I/O loop, what is
+        sent first comes back first) and after napari's draw of it
+        (:data:`READAHEAD_DELAY_S`)."""
         with self._lock:
             if self._cur.get(self._slot(level, index)) != (level, index):
                 return  # napari has moved on meanwhile
             plan = self._plan()
             along = self._along(level, index)
         if plan:
-            _planner_pool().submit(_prefetch, weakref.ref(self), plan, True)
+            ref = weakref.ref(self)
+
+            def start() -> None:
+                _planner_pool().submit(_prefetch, ref, plan, True)
+
+            if READAHEAD_DELAY_S > 0:
+                later().call(ref, READAHEAD_DELAY_S, start)
+            else:
+                start()
         if along is not None:
             _planner_pool().submit(_prefetch_indexes, weakref.ref(self), level, *along)
 
