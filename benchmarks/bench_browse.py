@@ -13,7 +13,10 @@ with plain zarr-python as an OME-Zarr 0.4 directory (Zarr v2, chunks 1x1x256x256
 3 levels halving y and x, multiscales and omero metadata for 2 channels; smooth blobs plus
 Poisson noise, fixed seed) and an ``.ozx`` copy of it made by ``napari-ozx convert`` with its
 defaults. Both are served from 127.0.0.1 by the tests' range-capable HTTP server, which waits
-``--latency-ms`` before answering every request (a distant server). Its threads run at
+``--latency-ms`` before answering every request (a distant server), over HTTP/1.1 with
+persistent connections as cloud object stores answer (``--no-keep-alive``: HTTP/1.0, a
+connection per request, which costs the client a connection set-up per request, ~0.5 ms
+of CPU here, and the server a thread each). Its threads run at
 niceness 19 (``--server-nice``): the Python server costs about 1.5 ms of CPU per request (a
 thread and a connection each) on the same 2 cores as napari, and at equal priority it took
 that from napari's redraw while read-ahead ran; a remote server takes none of the client's
@@ -975,11 +978,12 @@ def _serving(srv: Any, niceness: int) -> Iterator[Any]:
         srv.__exit__(None, None, None)
 
 
-def io_floor(url: str, n: int, rounds: int = 5) -> tuple[float, float]:
+def io_floor(url: str, n: int, keep_alive: bool, rounds: int = 5) -> tuple[float, float]:
     """Median ms of one GET and of ``n`` concurrent GETs (distinct level-1 chunks of the
-    served directory, a connection each, plain ``http.client``): what the server and this
-    machine cost for a plane's requests before any reader does anything. On a 2-core
-    machine the Python server shares the cores with the client."""
+    served directory, plain ``http.client``; with ``keep_alive`` each thread keeps its
+    connection, opened in a first round not counted, else a connection per request): what
+    the server and this machine cost for a plane's requests before any reader does
+    anything. On a 2-core machine the Python server shares the cores with the client."""
     import http.client
     from concurrent.futures import ThreadPoolExecutor
     from urllib.parse import urlsplit
@@ -992,16 +996,29 @@ def io_floor(url: str, n: int, rounds: int = 5) -> tuple[float, float]:
         for x in range(3)
     ]
 
+    mine = threading.local()
+    conns: list[http.client.HTTPConnection] = []
+
     def get(key: str) -> None:
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        conn = getattr(mine, "conn", None) if keep_alive else None
+        if conn is None:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+            if keep_alive:
+                mine.conn = conn
+                conns.append(conn)
         try:
             conn.request("GET", key)
             conn.getresponse().read()
         finally:
-            conn.close()
+            if not keep_alive:
+                conn.close()
 
     one, many = [], []
     with ThreadPoolExecutor(n) as pool:
+        if keep_alive:  # every thread's connection opened
+            barrier = threading.Barrier(n)
+            list(pool.map(lambda k: (barrier.wait(30), get(k)), keys[-n:]))
+            get(keys[-n - 1])
         for r in range(rounds):
             t = time.perf_counter()
             get(keys[r])
@@ -1010,6 +1027,8 @@ def io_floor(url: str, n: int, rounds: int = 5) -> tuple[float, float]:
             t = time.perf_counter()
             list(pool.map(get, batch))
             many.append(time.perf_counter() - t)
+    for conn in conns:
+        conn.close()
     return statistics.median(one) * 1e3, statistics.median(many) * 1e3
 
 
@@ -1061,6 +1080,12 @@ def main() -> None:
         help="niceness of the server's threads (0: compete with napari for the CPU as an "
         "equal; a real remote server takes none of the client's CPU)",
     )
+    ap.add_argument(
+        "--no-keep-alive",
+        action="store_true",
+        help="the server answers HTTP/1.0, a connection per request (by default HTTP/1.1 "
+        "keeping connections, as cloud object stores do)",
+    )
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -1101,13 +1126,15 @@ def main() -> None:
     results: dict = {}
     raw: list = []
     try:
-        with _serving(Server(DATA), args.server_nice) as srv:
+        server = Server(DATA, keep_alive=not args.no_keep_alive)
+        with _serving(server, args.server_nice) as srv:
             srv.latency = latency
-            one, many = io_floor(srv.url, PLANE_REQUESTS)
+            one, many = io_floor(srv.url, PLANE_REQUESTS, not args.no_keep_alive)
             print(
                 f"server floor: one request {one:.0f} ms, {PLANE_REQUESTS} concurrent requests "
                 f"(a plane of both channels at the level shown, with their thumbnails) "
-                f"{many:.0f} ms; the server's threads run at niceness {args.server_nice}"
+                f"{many:.0f} ms; the server's threads run at niceness {args.server_nice}, "
+                + ("a connection per request" if args.no_keep_alive else "keep-alive")
             )
             srv.requests = _TimedList()
             print(

@@ -1,7 +1,10 @@
 """A tiny range-capable HTTP server on 127.0.0.1 for remote-reading tests.
 
 Serves one directory; supports HEAD, ``Range: bytes=a-b`` / ``bytes=a-`` / ``bytes=-n``;
-counts requests and body bytes; can be told to fail paths with a status code.
+counts requests and body bytes; can be told to fail paths with a status code. HTTP/1.0
+(a connection per request) unless ``keep_alive``: HTTP/1.1 with persistent connections,
+as cloud object stores answer (the benchmarks use it; the tests keep a connection per
+request, so that no pooled connection outlives a test).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from urllib.parse import unquote
 
 
 class Server:
-    def __init__(self, root: Path, backlog: int = 128) -> None:
+    def __init__(self, root: Path, backlog: int = 128, keep_alive: bool = False) -> None:
         self.root = root
         self.requests: list[tuple[str, str, str | None]] = []
         self.body_bytes = 0
@@ -28,6 +31,12 @@ class Server:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            if keep_alive:
+                protocol_version = "HTTP/1.1"
+                # headers and body are two writes: without this, Nagle's algorithm holds
+                # the body until the client's delayed ACK of the headers (~40 ms)
+                disable_nagle_algorithm = True
+
             def log_message(self, *args: object) -> None:
                 pass
 
