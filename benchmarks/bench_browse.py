@@ -16,11 +16,9 @@ defaults. Both are served from 127.0.0.1 by the tests' range-capable HTTP server
 ``--latency-ms`` before answering every request (a distant server), over HTTP/1.1 with
 persistent connections as cloud object stores answer (``--no-keep-alive``: HTTP/1.0, a
 connection per request, which costs the client a connection set-up per request, ~0.5 ms
-of CPU here, and the server a thread each). Its threads run at
-niceness 19 (``--server-nice``): the Python server costs about 1.5 ms of CPU per request (a
-thread and a connection each) on the same 2 cores as napari, and at equal priority it took
-that from napari's redraw while read-ahead ran; a remote server takes none of the client's
-CPU.
+of CPU here, and the server a thread each). Its threads run at niceness 19
+(``--server-nice``): this Python server costs about 1 ms of CPU per request on the same 2
+cores as napari, which a remote server does not take from the client.
 
 Cases, each in a fresh process (nothing cached carries over), interleaved over the repeats:
 
