@@ -72,7 +72,8 @@ def _idle(timeout: float = 10.0, delayed: bool = True) -> None:
 
     end = time.monotonic() + timeout
     while delayed and later().pending():
-        assert time.monotonic() < end, "a read-ahead still waits to start"
+        if time.monotonic() > end:
+            raise AssertionError("a read-ahead still waits to start")
         time.sleep(0.01)
     barrier = threading.Barrier(PLANNER_THREADS + 1)
     for _ in range(PLANNER_THREADS):
