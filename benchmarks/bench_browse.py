@@ -954,9 +954,9 @@ def print_table(results: dict, cases: list[str], modes: list[str]) -> None:
 @contextlib.contextmanager
 def _serving(srv: Any, niceness: int) -> Iterator[Any]:
     """``srv`` running on threads with ``niceness``. The server shares this machine's cores
-    with napari, at about 1.5 ms of CPU per request (a thread and a connection each); a
-    remote server takes none of the client's CPU, so by default it gets the CPU only when
-    napari and the reader leave some. Linux keeps a niceness per thread and new threads
+    with napari, at about 1 ms of CPU per request; a remote server takes none of the
+    client's CPU, so by default it gets the CPU only when napari and the reader leave
+    some. Linux keeps a niceness per thread and new threads
     inherit it: the thread that starts the server is niced, and every thread it starts
     (the accept loop, one per connection) is too; the children napari runs in are not."""
     if niceness:
