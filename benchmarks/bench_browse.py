@@ -4,7 +4,8 @@ Usage::
 
     python benchmarks/bench_browse.py [--repeats N] [--latency-ms 50] [--cases local,dir,ozx,peer]
         [--skip-async] [--skip-peer] [--peer-python PATH] [--long-steps 200] [--quick]
-        [--full-res] [--ozx-src DIR] [--regenerate]
+        [--full-res] [--ozx-src DIR] [--server fast|threaded] [--server-nice 19]
+        [--no-keep-alive] [--regenerate]
 
 (``xvfb-run -a`` in front, or nothing: an Xvfb is started when there is no display.)
 
@@ -12,13 +13,21 @@ Writes once (benchmarks/_data/, gitignored) a 2 x 40 x 1536 x 1536 uint16 (c, z,
 with plain zarr-python as an OME-Zarr 0.4 directory (Zarr v2, chunks 1x1x256x256, blosc-zstd,
 3 levels halving y and x, multiscales and omero metadata for 2 channels; smooth blobs plus
 Poisson noise, fixed seed) and an ``.ozx`` copy of it made by ``napari-ozx convert`` with its
-defaults. Both are served from 127.0.0.1 by the tests' range-capable HTTP server, which waits
-``--latency-ms`` before answering every request (a distant server), over HTTP/1.1 with
-persistent connections as cloud object stores answer (``--no-keep-alive``: HTTP/1.0, a
-connection per request, which costs the client a connection set-up per request, ~0.5 ms
-of CPU here, and the server a thread each). Its threads run at niceness 19
-(``--server-nice``): this Python server costs about 1 ms of CPU per request on the same 2
-cores as napari, which a remote server does not take from the client.
+defaults. Both are served from 127.0.0.1 by a range-capable HTTP server of the tests'
+(tests/_support/httpserver.py), which waits ``--latency-ms`` before answering every request
+(a distant server), over HTTP/1.1 with persistent connections as cloud object stores
+answer. A remote object store takes none of the client's CPU; a local server shares this
+machine's 2 cores with napari, so it should take as little as it can, and only what napari
+and the reader leave (its threads run at niceness 19, ``--server-nice``):
+
+* ``--server fast`` (the default): ``FastServer``, one asyncio event loop, about 0.2 ms of
+  CPU per request; a plane's 26 concurrent requests come back after 64 ms (one: 52 ms);
+* ``--server threaded``: ``Server``, Python's ``http.server`` with a thread per connection,
+  about 1 ms of CPU per request, all under its process's GIL: the 26 take 80 ms. Measured
+  against it, a random jump's freeze is that much longer (the max freeze below: 152-183 ms
+  against 131-136 ms with ``fast``, same commit). ``--no-keep-alive`` (threaded only):
+  HTTP/1.0, a connection per request, which also costs the client a connection set-up per
+  request, ~0.5 ms of CPU here.
 
 Cases, each in a fresh process (nothing cached carries over), interleaved over the repeats:
 
@@ -55,8 +64,8 @@ began. Per case:
   time taken out;
 * **server floor** (printed first): one request, and a plane's 26 requests at once, with
   plain ``http.client``: what the server and this machine cost before any reader works
-  (the Python server shares the 2 cores, and in this measurement its process and GIL, with
-  the client);
+  (the local server shares the 2 cores, and in this measurement its process, with the
+  client);
 * **requests**: HTTP requests for the open, per sequential step (median) and in total (the
   server's log, split at the phase times the child reports), and MiB served;
 * **pixels exact**: at the end, for each layer, the array napari holds for the current plane
@@ -954,9 +963,9 @@ def print_table(results: dict, cases: list[str], modes: list[str]) -> None:
 @contextlib.contextmanager
 def _serving(srv: Any, niceness: int) -> Iterator[Any]:
     """``srv`` running on threads with ``niceness``. The server shares this machine's cores
-    with napari, at about 1 ms of CPU per request; a remote server takes none of the
-    client's CPU, so by default it gets the CPU only when napari and the reader leave
-    some. Linux keeps a niceness per thread and new threads
+    with napari (about 0.2 ms of CPU per request for ``FastServer``, 1 ms for ``Server``); a
+    remote server takes none of the client's CPU, so by default it gets the CPU only when
+    napari and the reader leave some. Linux keeps a niceness per thread and new threads
     inherit it: the thread that starts the server is niced, and every thread it starts
     (the accept loop, one per connection) is too; the children napari runs in are not."""
     if niceness:
@@ -981,7 +990,7 @@ def io_floor(url: str, n: int, keep_alive: bool, rounds: int = 5) -> tuple[float
     served directory, plain ``http.client``; with ``keep_alive`` each thread keeps its
     connection, opened in a first round not counted, else a connection per request): what
     the server and this machine cost for a plane's requests before any reader does
-    anything. On a 2-core machine the Python server shares the cores with the client."""
+    anything. On a 2-core machine the local server shares the cores with the client."""
     import http.client
     from concurrent.futures import ThreadPoolExecutor
     from urllib.parse import urlsplit
@@ -1079,14 +1088,23 @@ def main() -> None:
         "equal; a real remote server takes none of the client's CPU)",
     )
     ap.add_argument(
+        "--server",
+        choices=["fast", "threaded"],
+        default="fast",
+        help="the local server: one asyncio loop (~0.2 ms of CPU per request), or Python's "
+        "http.server with a thread per connection (~1 ms)",
+    )
+    ap.add_argument(
         "--no-keep-alive",
         action="store_true",
-        help="the server answers HTTP/1.0, a connection per request (by default HTTP/1.1 "
-        "keeping connections, as cloud object stores do)",
+        help="the threaded server answers HTTP/1.0, a connection per request (by default "
+        "HTTP/1.1 keeping connections, as cloud object stores do)",
     )
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.no_keep_alive and args.server != "threaded":
+        ap.error("--no-keep-alive needs --server threaded")
     if args.child is not None:
         child_main(json.loads(args.child))
         return
@@ -1119,19 +1137,23 @@ def main() -> None:
     xvfb = ensure_display()
     latency = args.latency_ms / 1000
     sys.path.insert(0, str(ROOT))
-    from tests._support.httpserver import Server
+    from tests._support.httpserver import FastServer, Server
 
     results: dict = {}
     raw: list = []
     try:
-        server = Server(DATA, keep_alive=not args.no_keep_alive)
+        if args.server == "fast":
+            server: Any = FastServer(DATA)
+        else:
+            server = Server(DATA, keep_alive=not args.no_keep_alive)
         with _serving(server, args.server_nice) as srv:
             srv.latency = latency
             one, many = io_floor(srv.url, PLANE_REQUESTS, not args.no_keep_alive)
             print(
-                f"server floor: one request {one:.0f} ms, {PLANE_REQUESTS} concurrent requests "
-                f"(a plane of both channels at the level shown, with their thumbnails) "
-                f"{many:.0f} ms; the server's threads run at niceness {args.server_nice}, "
+                f"server ({args.server}) floor: one request {one:.0f} ms, {PLANE_REQUESTS} "
+                f"concurrent requests (a plane of both channels at the level shown, with their "
+                f"thumbnails) {many:.0f} ms; the server's threads run at niceness "
+                f"{args.server_nice}, "
                 + ("a connection per request" if args.no_keep_alive else "keep-alive")
             )
             srv.requests = _TimedList()
