@@ -21,13 +21,12 @@ machine's 2 cores with napari, so it should take as little as it can, and only w
 and the reader leave (its threads run at niceness 19, ``--server-nice``):
 
 * ``--server fast`` (the default): ``FastServer``, one asyncio event loop, about 0.2 ms of
-  CPU per request; a plane's 26 concurrent requests come back after 64 ms (one: 52 ms);
+  CPU per request; a plane's 26 concurrent requests come back after 64-77 ms (one: 52 ms);
 * ``--server threaded``: ``Server``, Python's ``http.server`` with a thread per connection,
-  about 1 ms of CPU per request, all under its process's GIL: the 26 take 80 ms. Measured
-  against it, a random jump's freeze is that much longer (the max freeze below: 152-183 ms
-  against 131-136 ms with ``fast``, same commit). ``--no-keep-alive`` (threaded only):
-  HTTP/1.0, a connection per request, which also costs the client a connection set-up per
-  request, ~0.5 ms of CPU here.
+  about 1 ms of CPU per request, all under its process's GIL: the 26 take 79-90 ms, and a
+  jump to a plane not read ahead waits that much longer. ``--no-keep-alive`` (threaded
+  only): HTTP/1.0, a connection per request, which also costs the client a connection
+  set-up per request, ~0.5 ms of CPU here.
 
 Cases, each in a fresh process (nothing cached carries over), interleaved over the repeats:
 
