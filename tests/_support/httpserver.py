@@ -12,8 +12,8 @@ failures). It is for the benchmarks: a server on the client's own cores should t
 little of their CPU as it can, since a remote object store takes none. Python's
 ``http.server`` parses every request with the email package on a thread of its own, about
 1 ms of CPU per request on this project's 2-core machine, all of it under one GIL: a
-plane's 26 concurrent requests, 50 ms latency each, came back after 80 ms, where one came
-back after 52. This one costs about 0.2 ms a request (the 26: 64 ms).
+plane's 26 concurrent requests, 50 ms latency each, came back after 79-90 ms, where one
+came back after 52. This one costs about 0.2 ms a request (the 26: 64-77 ms).
 """
 
 from __future__ import annotations
