@@ -1,0 +1,230 @@
+"""Write the SpatialData stores under ``tests/ngff/spatial/data/`` with spatialdata itself.
+
+spatialdata pins a dask older than the project's, so this runs in a virtual environment
+of its own, never in the project's (anndata 0.13 stores ``X`` as a layer named None,
+which spatialdata 0.7.3's table validation refuses, hence the pin)::
+
+    python3.12 -m venv /tmp/venv-sd
+    /tmp/venv-sd/bin/pip install "spatialdata==0.7.3" "anndata<0.13"
+    /tmp/venv-sd/bin/python tests/ngff/spatial/make_fixtures.py
+
+It rewrites ``data/`` (a few hundred KB) and records spatialdata's version in
+``data/VERSION.json``. Every value is fixed (seeded), so a rerun with the same versions
+writes the same element values.
+
+Stores:
+
+* ``blobs.zarr``: image ``raw`` (c, y, x, scaled 2x into "global"), labels ``cells`` and
+  ``nuclei`` (overlapping instance ids 1..6), points ``transcripts`` (2D, ``gene`` the
+  feature_key, ``cell_id`` the instance_key, translated), points ``transcripts3d`` (x, y,
+  z), shapes ``spots`` (circles: Point + radius, scaled), shapes ``cells_poly``
+  (polygons and one MultiPolygon of two parts), table ``table`` annotating ``cells`` and
+  ``nuclei`` (instance ids overlap) and table ``spot_table`` annotating ``spots``;
+* ``points_only.zarr``: one points element and nothing else;
+* ``legacy_shapes.zarr``: shapes in spatialdata's shapes format 0.1 (ragged ``coords``
+  / ``offset*`` / ``Index`` / ``radius`` arrays), written by spatialdata's own
+  ``ShapesFormatV01``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+GENES = ["ACTB", "GAPDH", "MKI67", "CD3E"]
+
+
+def _points_frame(rng: np.random.Generator, n: int, three_d: bool):
+    import pandas as pd
+
+    frame = {
+        "x": rng.uniform(0, 64, n).round(2),
+        "y": rng.uniform(0, 64, n).round(2),
+    }
+    if three_d:
+        frame["z"] = rng.uniform(0, 8, n).round(2)
+    frame["gene"] = pd.Categorical(rng.choice(GENES, n), categories=GENES)
+    frame["cell_id"] = rng.integers(0, 7, n).astype(np.int64)
+    frame["quality"] = rng.uniform(0, 40, n).round(1).astype(np.float32)
+    return pd.DataFrame(frame)
+
+
+def _labels(offset: int) -> np.ndarray:
+    lab = np.zeros((32, 32), np.uint32)
+    for i in range(6):
+        r, c = divmod(i, 3)
+        lab[2 + 14 * r + offset : 10 + 14 * r + offset, 2 + 10 * c : 8 + 10 * c] = i + 1
+    return lab
+
+
+def blobs(path: Path) -> None:
+    import geopandas as gpd
+    import pandas as pd
+    from anndata import AnnData
+    from shapely import MultiPolygon, Point, Polygon
+    from spatialdata import SpatialData
+    from spatialdata.models import (
+        Image2DModel,
+        Labels2DModel,
+        PointsModel,
+        ShapesModel,
+        TableModel,
+    )
+    from spatialdata.transformations import Scale, Translation
+
+    rng = np.random.default_rng(42)
+    image = Image2DModel.parse(
+        rng.integers(0, 255, (2, 32, 32), dtype=np.uint8),
+        dims=("c", "y", "x"),
+        c_coords=["dapi", "cd3"],
+        transformations={"global": Scale([2.0, 2.0], axes=("y", "x"))},
+    )
+    scale = {"global": Scale([2.0, 2.0], axes=("y", "x"))}
+    cells = Labels2DModel.parse(_labels(0), dims=("y", "x"), transformations=scale)
+    nuclei = Labels2DModel.parse(_labels(1), dims=("y", "x"), transformations=scale)
+    points = PointsModel.parse(
+        _points_frame(rng, 300, False),
+        coordinates={"x": "x", "y": "y"},
+        feature_key="gene",
+        instance_key="cell_id",
+        transformations={"global": Translation([1.5, -0.5], axes=("x", "y"))},
+    )
+    points3d = PointsModel.parse(
+        _points_frame(rng, 120, True),
+        coordinates={"x": "x", "y": "y", "z": "z"},
+        feature_key="gene",
+        instance_key="cell_id",
+    )
+    centres = [Point(4.0 + 6 * i, 5.0 + 3 * (i % 4)) for i in range(12)]
+    spots = ShapesModel.parse(
+        gpd.GeoDataFrame(
+            {"radius": np.linspace(1.0, 3.0, 12), "kind": ["spot"] * 12},
+            geometry=centres,
+            index=pd.Index(np.arange(100, 112), name="spot_id"),
+        ),
+        transformations={"global": Scale([2.0, 2.0], axes=("x", "y"))},
+    )
+    polys = [
+        Polygon([(1, 1), (9, 1), (9, 7), (1, 7)]),
+        Polygon([(20, 20), (30, 22), (26, 34)]),
+        Polygon(
+            [(40, 40), (56, 40), (56, 56), (40, 56)],
+            holes=[[(44, 44), (50, 44), (50, 50), (44, 50)]],
+        ),
+        MultiPolygon(
+            [
+                Polygon([(10, 40), (16, 40), (16, 46)]),
+                Polygon([(20, 50), (28, 50), (28, 58), (20, 58)]),
+            ]
+        ),
+    ]
+    cells_poly = ShapesModel.parse(
+        gpd.GeoDataFrame(
+            {"area_um2": [shape.area for shape in polys], "label": ["a", "b", "c", "d"]},
+            geometry=polys,
+        ),
+        transformations={"global": Scale([2.0, 2.0], axes=("x", "y"))},
+    )
+    # one table annotating two labels elements whose instance ids overlap (1..6 each)
+    ids = np.concatenate([np.arange(1, 7), np.arange(1, 7)])
+    region = pd.Categorical(["cells"] * 6 + ["nuclei"] * 6)
+    obs = pd.DataFrame(
+        {"region": region, "instance_id": ids, "area": np.arange(12, dtype=float) * 10 + 5},
+        index=[f"r{i}" for i in range(12)],
+    )
+    table = TableModel.parse(
+        AnnData(
+            X=np.arange(24, dtype=np.float32).reshape(12, 2),
+            obs=obs,
+            var=pd.DataFrame(index=["gene_a", "gene_b"]),
+        ),
+        region=["cells", "nuclei"],
+        region_key="region",
+        instance_key="instance_id",
+    )
+    spot_obs = pd.DataFrame(
+        {
+            "region": pd.Categorical(["spots"] * 12),
+            "spot_id": np.arange(100, 112),
+            "counts": np.arange(12, dtype=np.int64) * 3,
+        },
+        index=[f"s{i}" for i in range(12)],
+    )
+    spot_table = TableModel.parse(
+        AnnData(obs=spot_obs), region="spots", region_key="region", instance_key="spot_id"
+    )
+    SpatialData(
+        images={"raw": image},
+        labels={"cells": cells, "nuclei": nuclei},
+        points={"transcripts": points, "transcripts3d": points3d},
+        shapes={"spots": spots, "cells_poly": cells_poly},
+        tables={"table": table, "spot_table": spot_table},
+    ).write(path)
+
+
+def points_only(path: Path) -> None:
+    from spatialdata import SpatialData
+    from spatialdata.models import PointsModel
+
+    rng = np.random.default_rng(7)
+    points = PointsModel.parse(
+        _points_frame(rng, 500, False),
+        coordinates={"x": "x", "y": "y"},
+        feature_key="gene",
+        instance_key="cell_id",
+    )
+    SpatialData(points={"transcripts": points}).write(path)
+
+
+def legacy_shapes(path: Path) -> None:
+    import geopandas as gpd
+    from shapely import MultiPolygon, Point, Polygon
+    from spatialdata import SpatialData
+    from spatialdata._io.format import SpatialDataContainerFormatV01, ShapesFormatV01
+    from spatialdata.models import ShapesModel
+
+    circles = ShapesModel.parse(
+        gpd.GeoDataFrame(
+            {"radius": [1.0, 2.0, 3.0]}, geometry=[Point(2, 3), Point(10, 12), Point(20, 5)]
+        )
+    )
+    polys = ShapesModel.parse(
+        gpd.GeoDataFrame(
+            geometry=[
+                Polygon([(0, 0), (4, 0), (4, 4)]),
+                MultiPolygon(
+                    [Polygon([(10, 10), (14, 10), (14, 14)]), Polygon([(20, 20), (24, 20), (24, 24)])]
+                ),
+            ]
+        )
+    )
+    SpatialData(shapes={"circles": circles, "polygons": polys}).write(
+        path, sdata_formats=[SpatialDataContainerFormatV01(), ShapesFormatV01()]
+    )
+
+
+def main() -> None:
+    import anndata
+    import spatialdata
+
+    if DATA.exists():
+        shutil.rmtree(DATA)
+    DATA.mkdir(parents=True)
+    blobs(DATA / "blobs.zarr")
+    points_only(DATA / "points_only.zarr")
+    legacy_shapes(DATA / "legacy_shapes.zarr")
+    (DATA / "VERSION.json").write_text(
+        json.dumps(
+            {"spatialdata": spatialdata.__version__, "anndata": anndata.__version__}, indent=1
+        )
+        + "\n"
+    )
+
+
+if __name__ == "__main__":
+    main()
