@@ -61,6 +61,7 @@ from napari_ozx.ngff.model.transforms import Transform, system_name
 from napari_ozx.ngff.model.versions import (
     KNOWN_VERSIONS,
     is_06_draft,
+    needs_06_shape,
     normalise_version,
     version_key,
 )
@@ -1144,15 +1145,17 @@ def parse_node_attributes(
         raise _err(node, "attributes must be a JSON object")
     ome, declared = ome_section(attrs, zarr_format)
     version = None if declared is None else normalise_version(declared, node)
-    if is_06_draft(declared):
-        # a draft tag opens only where its metadata has 0.6's shape (coordinateSystems)
+    if needs_06_shape(declared):
+        # a draft or development tag opens only where its metadata has 0.6's shape
+        # (coordinateSystems)
         ms_list = ome.get("multiscales")
         if isinstance(ms_list, list) and any(
             isinstance(m, Mapping) and "coordinateSystems" not in m for m in ms_list
         ):
+            what = "a draft of 0.6" if is_06_draft(declared) else "a development version"
             raise _err(
                 node,
-                f"unsupported OME-Zarr version {declared!r}: a draft of 0.6 whose "
+                f"unsupported OME-Zarr version {declared!r}: {what} whose "
                 f"multiscales have no coordinateSystems (napari-ozx reads "
                 f"{', '.join(KNOWN_VERSIONS)})",
             )

@@ -34,7 +34,9 @@ from napari_ozx.ngff.model.transforms import Identity, SystemRef, system_ref
 from napari_ozx.ngff.model.versions import (
     KNOWN_VERSIONS,
     SPATIALDATA_05,
-    is_06_draft,
+    development_note,
+    is_development,
+    needs_06_shape,
     read_as,
     version_key,
 )
@@ -102,6 +104,14 @@ RULES: dict[str, Rule] = {
         "The value of the `version` key MUST be a string specifying the version of the "
         "OME-Zarr specification (a pre-release tag such as 0.6.dev4 is no released version; "
         "read as 0.6 where the metadata has its shape).",
+        "OME-Zarr 0.6 §metadata",
+    ),
+    "version-development": Rule(
+        "warning",
+        "The value of the `version` key MUST be a string specifying the version of the "
+        "OME-Zarr specification (a development tag after the newest release, such as "
+        "ngff-zarr's 0.9.dev1 or bioformats2raw's 1.0-DEV, is no released version: checked "
+        "and read as the newest release, plus the RFCs the development series adds).",
         "OME-Zarr 0.6 §metadata",
     ),
     "version-deviation": Rule(
@@ -799,14 +809,17 @@ def check_node_version(
     if declared is not None and version is None:
         r.add("version-unknown", node, f"version {declared!r}")
         return None
-    if is_06_draft(declared):
+    if needs_06_shape(declared):
         ms = ome.get("multiscales")
         if isinstance(ms, list) and any(
             isinstance(m, Mapping) and "coordinateSystems" not in m for m in ms
         ):  # a draft without 0.6's shape: the reader refuses it too
             r.add("version-unknown", node, f"version {declared!r} without coordinateSystems")
             return None
-        r.add("version-draft", node, f"version {declared!r}")
+        if is_development(declared):
+            r.add("version-development", node, development_note(str(declared)))
+        else:
+            r.add("version-draft", node, f"version {declared!r}")
     if declared == SPATIALDATA_05:
         r.add("version-deviation", node, f"version {declared!r}")
     if zarr_format == 3:
