@@ -116,7 +116,8 @@ def read_layer_data(
         else set()
     )
     sd_layers: dict[str, list[LayerData]] = {}
-    for image in root.images():
+    images = root.images()
+    for image in images:
         if image.meta.image_label is not None or image.path in sd_labels:
             lds = labels_layer_data(image)
             out.extend(lds)
@@ -124,6 +125,8 @@ def read_layer_data(
                 sd_layers[image.path.rsplit("/", 1)[-1]] = lds
             continue
         ld = image_layer_data(image, report=report)
+        if root.root.meta.kind == "collection" and len(images) > 1:
+            ld = _series_named(ld, image)  # a file of several images: tell them apart
         out.append(ld)
         by_label: dict[str, list[LayerData]] = {}
         for label in image.labels:
@@ -139,6 +142,19 @@ def read_layer_data(
         _spatialdata_tables(root, sd_layers, report)
     warn_broken_rules(root)
     return out
+
+
+def _series_named(ld: LayerData, image: OmeImage) -> LayerData:
+    """*ld* with its image's name before each layer name (``Embryo 2: DAPI``): the XML's
+    ``Image@Name``, else the image's path (bioformats2raw: its series)."""
+    from napari_ozx.ngff.read.omexml import series_label
+
+    label = series_label(image)
+    data, kwargs, kind = ld
+    names = kwargs.get("name")
+    one = lambda n: n if str(n).startswith(f"{label}: ") else f"{label}: {n}"  # noqa: E731
+    kwargs = {**kwargs, "name": [one(n) for n in names] if isinstance(names, list) else one(names)}
+    return (data, kwargs, kind)
 
 
 def _table_layers(

@@ -475,6 +475,8 @@ class Image:
     arrays: list[ArrayNode] = field(repr=False)
     #: per level, the shape a padded level is cropped to (webknossos), else None
     crops: list[tuple[int, ...] | None] = field(default_factory=list, repr=False)
+    #: what bioformats2raw's OME-XML says of this image (``ngff.read.omexml``), or None
+    ome_xml: Any = field(default=None, repr=False)
 
     @property
     def path(self) -> str:
@@ -665,7 +667,10 @@ class OmeZarr:
         if kind == "labels-group":
             return [self.image(self._under_root(name, "labels")) for name in meta.labels]
         if kind == "collection":
-            return [self.image(self._under_root(p, "series")) for p in self._series_paths()]
+            series = [self.image(self._under_root(p, "series")) for p in self._series_paths()]
+            from napari_ozx.ngff.read.omexml import with_ome_xml  # fills what they lack
+
+            return with_ome_xml(self, series, range(len(series)))
         if kind == "scene":
             assert meta.scene is not None
             return [self.image(self._under_root(p, "scene path")) for p in meta.scene.image_paths]

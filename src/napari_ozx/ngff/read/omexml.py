@@ -1,0 +1,231 @@
+"""bioformats2raw's ``OME/METADATA.ome.xml``, read lazily from the opened store.
+
+Only a ``bioformats2raw.layout`` root is asked for its XML (any other file costs nothing
+more). The member is read in :data:`CHUNK_BYTES` ranges through the store's public API
+(a directory's file with plain reads, an ``.ozx`` member or a remote object with
+``get_sync`` ranges, any other store with zarr's ``get``), and only as far as the parser
+(:func:`napari_ozx.ngff.model.omexml.parse_ome_xml`) asks: to the end of the last
+``Image``. The result is kept per opened hierarchy, so the reader, the plate reader and
+the inspection read it once, and what it says about the XML (a reason it was ignored, an
+older schema, no ``MetadataOnly``) is logged once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from napari_ozx.errors import OzxError
+from napari_ozx.ngff.model.omexml import (
+    XML_KEY,
+    OmeXml,
+    OmeXmlError,
+    XmlAnnotation,
+    XmlFill,
+    fill_multiscale,
+    parse_ome_xml,
+    scan_annotations,
+)
+from napari_ozx.ngff.read.documents import local_root, run_sync
+from napari_ozx.ozx.protocol import as_container
+
+if TYPE_CHECKING:
+    from zarr.abc.store import Store
+
+#: an opened hierarchy (``open.OmeZarr``) and its images (``open.Image``); the opener
+#: imports this module, so their types are not imported here
+OmeZarr = Any
+Image = Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CHUNK_BYTES",
+    "XML_KEY",
+    "annotations_of",
+    "has_ome_xml",
+    "member_chunks",
+    "ome_xml",
+    "with_ome_xml",
+]
+
+#: bytes per read of the XML (a range request for a remote store)
+CHUNK_BYTES = 1 << 20
+
+_cache: weakref.WeakKeyDictionary[Any, OmeXml | None] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def member_chunks(store: Store, key: str, chunk: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """The bytes of *key* in *store*, *chunk* at a time, read as they are consumed;
+    nothing when there is no such key. A deflated ``.ozx`` member is inflated once."""
+    root = local_root(store, exact=True)
+    if root is not None:
+        try:
+            fh = open(os.path.join(root, key), "rb")  # noqa: SIM115 - closed below
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        with fh:
+            while data := fh.read(chunk):
+                yield data
+        return
+    container = as_container(store)
+    if container is not None:
+        size = container.member_size(key)
+        if size is None:
+            return
+        names, stored = container.stored_sizes()
+        import bisect
+
+        i = bisect.bisect_left(names, key)
+        if i < len(names) and names[i] == key and stored[i] != size:
+            chunk = max(chunk, size)  # deflated: inflated whole anyway, so once
+    from zarr.abc.store import RangeByteRequest
+    from zarr.buffer import default_buffer_prototype
+
+    proto = default_buffer_prototype()
+    get_sync = getattr(store, "get_sync", None)
+    start = 0
+    while True:
+        rng = RangeByteRequest(start, start + chunk)
+        try:
+            if callable(get_sync):
+                buf = get_sync(key, prototype=proto, byte_range=rng)
+            else:
+                buf = run_sync(store.get(key, prototype=proto, byte_range=rng))
+        except FileNotFoundError:
+            return
+        if buf is None:
+            return
+        data = buf.to_bytes()
+        if not data:
+            return
+        yield data
+        if len(data) < chunk:
+            return
+        start += len(data)
+
+
+def has_ome_xml(root: OmeZarr) -> bool:
+    """Whether *root* is a bioformats2raw layout, the only kind asked for its XML."""
+    return root.root.meta.bioformats2raw_layout is not None
+
+
+def ome_xml(root: OmeZarr) -> OmeXml | None:
+    """The parsed XML of *root* (instruments, plates and images; not the annotations),
+    read once per opened hierarchy; None when there is none or it cannot be read (the
+    reason logged once, as a warning)."""
+    with _lock:
+        if root in _cache:
+            return _cache[root]
+    result: OmeXml | None = None
+    if has_ome_xml(root):
+        where = f"{root.source}: {XML_KEY}"
+        try:
+            chunks = member_chunks(root.store, XML_KEY)
+            try:
+                result = parse_ome_xml(chunks, where=where)
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
+            if not result.images and not result.well_samples:
+                result = None if _empty(where, result) else result
+        except OmeXmlError as e:
+            logger.warning("%s", e)
+        except (OzxError, OSError) as e:
+            logger.warning("%s: cannot be read (%s); ignored", where, e)
+        else:
+            for note in result.notes if result is not None else ():
+                logger.warning("%s", note)
+    with _lock:
+        _cache[root] = result
+    return result
+
+
+def _empty(where: str, xml: OmeXml) -> bool:
+    if xml.stopped_at == 0:
+        return True  # no such member: nothing to say
+    logger.warning("%s: no Image elements; ignored", where)
+    return True
+
+
+def annotations_of(root: OmeZarr, refs: Sequence[str]) -> dict[str, XmlAnnotation]:
+    """The annotations *refs* name (an image's ``AnnotationRef`` IDs), found in the part
+    of the XML after the images (:func:`~napari_ozx.ngff.model.omexml.scan_annotations`:
+    a byte search, not a parse of the whole annotation section)."""
+    xml = ome_xml(root)
+    if xml is None or not refs:
+        return {}
+    chunks = member_chunks(root.store, XML_KEY)
+    skipped = 0
+    start = max(0, xml.stopped_at - (1 << 16))
+
+    def after_images() -> Iterator[bytes]:
+        nonlocal skipped
+        for data in chunks:
+            if skipped + len(data) <= start:
+                skipped += len(data)
+                continue
+            yield data[max(0, start - skipped) :]
+            skipped = start
+        # (a short first cut is harmless: the scan looks for whole elements)
+
+    try:
+        return scan_annotations(after_images(), refs, xml.namespaces)
+    except (OzxError, OSError) as e:
+        logger.warning("%s: %s: annotations cannot be read (%s)", root.source, XML_KEY, e)
+        return {}
+    finally:
+        chunks.close()  # type: ignore[attr-defined]
+
+
+def with_ome_xml(root: OmeZarr, images: list[Image], indices: Sequence[int]) -> list[Image]:
+    """*images* (the series of *root*, the ``indices``-th ``Image`` elements) with what
+    the XML fills in (:func:`~napari_ozx.ngff.model.omexml.fill_multiscale`) and the
+    XML's record (``Image.ome_xml``, a :class:`XmlFill`)."""
+    xml = ome_xml(root)
+    if xml is None:
+        return images
+    out = []
+    for image, index in zip(images, indices, strict=True):
+        xim = xml.image(index)
+        if xim is None:
+            out.append(image)
+            continue
+        out.append(fill_image(image, xim, len(images)))
+    return out
+
+
+def fill_image(image: Image, xim: Any, series_count: int = 1) -> Image:
+    """One image with its XML's fill (see :func:`with_ome_xml`)."""
+    ms = image.multiscale
+    c = ms.channel_axis
+    n_channels = image.arrays[0].shape[c] if c is not None and image.arrays else 1
+    new_ms, omero, fill = fill_multiscale(ms, image.meta.omero, xim, n_channels)
+    fill = replace(fill, series_count=series_count)
+    group = image.group
+    if omero is not image.meta.omero:
+        group = replace(group, meta=replace(group.meta, omero=omero))
+    new = replace(image, group=group, multiscale=new_ms)
+    new.ome_xml = fill
+    return new
+
+
+__all__ += ["XmlFill", "fill_image"]
+
+
+def series_label(image: Image) -> str:
+    """How a layer tells its image apart from the other series of its file: the XML's
+    ``Image@Name``, else the image's path."""
+    fill = image.ome_xml
+    name = fill.image.name if isinstance(fill, XmlFill) else None
+    return name or image.path or image.root.name
+
+
+__all__ += ["series_label"]
