@@ -29,6 +29,7 @@ RANKS: tuple[tuple[str, float, str], ...] = (
     (f"{PKG}.ngff.model", 2, "OME model"),
     (f"{PKG}.ngff.read", 2.1, "OME read"),
     (f"{PKG}.ngff.tables", 2.2, "OME tables"),
+    (f"{PKG}.ngff.spatial", 2.2, "OME spatial"),  # SpatialData points and shapes
     (f"{PKG}.ngff.validate", 2.3, "OME validate"),
     (f"{PKG}.ngff.write", 2.3, "OME write"),
     (f"{PKG}.ngff", 2, "OME model and I/O"),

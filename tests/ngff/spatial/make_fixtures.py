@@ -185,7 +185,7 @@ def legacy_shapes(path: Path) -> None:
     import geopandas as gpd
     from shapely import MultiPolygon, Point, Polygon
     from spatialdata import SpatialData
-    from spatialdata._io.format import SpatialDataContainerFormatV01, ShapesFormatV01
+    from spatialdata._io.format import ShapesFormatV01, SpatialDataContainerFormatV01
     from spatialdata.models import ShapesModel
 
     circles = ShapesModel.parse(
@@ -198,7 +198,10 @@ def legacy_shapes(path: Path) -> None:
             geometry=[
                 Polygon([(0, 0), (4, 0), (4, 4)]),
                 MultiPolygon(
-                    [Polygon([(10, 10), (14, 10), (14, 14)]), Polygon([(20, 20), (24, 20), (24, 24)])]
+                    [
+                        Polygon([(10, 10), (14, 10), (14, 14)]),
+                        Polygon([(20, 20), (24, 20), (24, 24)]),
+                    ]
                 ),
             ]
         )

@@ -1,0 +1,1 @@
+"""SpatialData's points, shapes and tables as napari layer data (:mod:`.elements`)."""

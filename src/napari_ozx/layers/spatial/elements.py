@@ -1,0 +1,335 @@
+"""A SpatialData store's points and shapes as napari layer data, and its tables on them.
+
+* points -> a Points layer of every point (no subsampling) in napari's axis order
+  (``z``, ``y``, ``x``), placed by the element's transformation to the coordinate system
+  the store's images are shown in (napari's ``affine``); the parquet columns other than
+  the coordinates are its ``features``, and the ``feature_key`` column (the gene)
+  colours the points, one colour per category (computed once from the categories'
+  codes: napari's own per-point colour cycle takes seconds for millions of points);
+* circles -> a Points layer whose sizes are the diameters (in the element's units,
+  scaled by the layer's transform like its positions);
+* polygons -> a Shapes layer: every ring of every part of every geometry
+  (MultiPolygons keep all their parts; holes as outlines, ``hole`` True in the
+  features). napari's Shapes layer builds each shape in Python (milliseconds each), so
+  above :data:`SHAPES_LAYER_MAX` rings the same rings become one Vectors layer of their
+  edges (every vertex kept, outlines only), said once in a message;
+* tables (``region`` / ``region_key`` / ``instance_key``): each shapes element gets the
+  rows that annotate it, matched by instance id (the GeoDataFrame's index).
+
+An element that cannot be shown is reported once, naming it; nothing vanishes silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from napari_ozx.errors import OzxError
+
+if TYPE_CHECKING:
+    from napari_ozx.ngff.read.open import OmeZarr
+    from napari_ozx.ngff.spatial.elements import Element
+    from napari_ozx.ngff.spatial.points import PointsData
+    from napari_ozx.ngff.spatial.shapes import Circles, Polygons
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "SHAPES_LAYER_MAX",
+    "SPATIAL_KEY",
+    "circles_layer_data",
+    "points_layer_data",
+    "polygons_layer_data",
+    "spatialdata_element_layers",
+]
+
+LayerData = tuple[Any, dict[str, Any], str]
+Report = Callable[[str, OzxError], None]
+
+#: the key of a SpatialData element's record in ``layer.metadata``
+SPATIAL_KEY = "napari_ozx_spatialdata"
+#: a polygons element with more rings than this is shown as a Vectors layer of its edges
+SHAPES_LAYER_MAX = 5_000
+#: the system SpatialData places elements in unless a store says otherwise
+DEFAULT_SYSTEM = "global"
+
+
+def _palette(n: int) -> np.ndarray:
+    """*n* distinct RGBA colours (golden-ratio hues), float32."""
+    h = (np.arange(n) * 0.618033988749895) % 1.0
+    s, v = 0.75, 0.95
+    i = np.floor(h * 6).astype(int) % 6
+    f = h * 6 - np.floor(h * 6)
+    p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
+    table = np.stack(
+        [
+            np.choose(i, [v, q, p, p, t, v]),
+            np.choose(i, [t, v, v, q, p, p]),
+            np.choose(i, [p, p, t, v, v, q]),
+            np.ones(n),
+        ],
+        axis=1,
+    )
+    return table.astype(np.float32)
+
+
+def _meta(root: OmeZarr, element: Element, system: str, **extra: Any) -> dict[str, Any]:
+    return {
+        SPATIAL_KEY: {
+            "source": str(root.source),
+            "element": element.path,
+            "kind": element.kind,
+            "system": system,
+            **extra,
+        }
+    }
+
+
+def _affine(
+    element: Element, system: str, axes: Sequence[str], report: Report, what: str
+) -> np.ndarray:
+    from napari_ozx.ngff.spatial.elements import to_system
+
+    try:
+        return to_system(element, system, axes)
+    except OzxError as e:
+        report(what, OzxError(f"{e}: shown in its own coordinates"))
+        return np.eye(len(axes) + 1)
+
+
+def _features_frame(table: Any) -> Any:
+    """A pyarrow Table as the pandas DataFrame napari keeps (categories stay categories)."""
+    return table.to_pandas(split_blocks=True, self_destruct=False, types_mapper=None)
+
+
+def points_layer_data(root: OmeZarr, data: PointsData, system: str, report: Report) -> LayerData:
+    el = data.element
+    what = f"{root.source} (points {el.name!r})"
+    features = _features_frame(data.features)
+    kwargs: dict[str, Any] = {
+        "name": el.name,
+        "features": features,
+        "affine": _affine(el, system, data.axes, report, what),
+        "axis_labels": data.axes,
+        "size": _point_size(data.coords),
+        "border_width": 0,
+        "metadata": _meta(root, el, system, points=len(data)),
+        "ndim": len(data.axes),
+    }
+    key = data.feature_key
+    if key is not None:
+        import pandas as pd
+
+        col = features[key]
+        cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+        codes = np.asarray(cat.cat.codes)
+        palette = _palette(max(len(cat.cat.categories), 1))
+        colours = palette[np.maximum(codes, 0)]
+        colours[codes < 0] = (0.5, 0.5, 0.5, 1.0)
+        kwargs["face_color"] = colours
+        kwargs["metadata"][SPATIAL_KEY]["colour_by"] = key
+        kwargs["metadata"][SPATIAL_KEY]["legend"] = {
+            str(c): [float(x) for x in palette[i]] for i, c in enumerate(cat.cat.categories)
+        }
+    return data.coords, kwargs, "points"
+
+
+def _point_size(coords: np.ndarray) -> float:
+    """A marker size that keeps points apart: a 200th of the data's larger extent."""
+    if not len(coords):
+        return 1.0
+    ext = float(np.max(np.ptp(coords[:, -2:], axis=0)))
+    return max(ext / 200.0, 1e-6) if np.isfinite(ext) and ext > 0 else 1.0
+
+
+def circles_layer_data(root: OmeZarr, data: Circles, system: str, report: Report) -> LayerData:
+    el = data.element
+    what = f"{root.source} (shapes {el.name!r})"
+    features: dict[str, Any] = {"instance_id": data.index, **data.features, "radius": data.radii}
+    kwargs: dict[str, Any] = {
+        "name": el.name,
+        "features": features,
+        "affine": _affine(el, system, ("y", "x"), report, what),
+        "axis_labels": ("y", "x"),
+        "size": 2.0 * data.radii,
+        "face_color": "#ffffff66",
+        "border_width": 0,
+        "metadata": _meta(root, el, system, shapes=len(data), geometry="circles"),
+        "ndim": 2,
+    }
+    return data.centres, kwargs, "points"
+
+
+def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Report) -> LayerData:
+    el = data.element
+    what = f"{root.source} (shapes {el.name!r})"
+    affine = _affine(el, system, ("y", "x"), report, what)
+    meta = _meta(root, el, system, shapes=len(data), rings=data.n_rings, geometry="polygons")
+    g = data.geometry_of
+    features: dict[str, Any] = {
+        "instance_id": data.index[g],
+        "part": data.part_of,
+        "hole": data.ring_is_hole,
+        **{k: np.asarray(v)[g] for k, v in data.features.items()},
+    }
+    if data.n_rings > SHAPES_LAYER_MAX:
+        report(
+            what,
+            OzxError(
+                f"{data.n_rings:,} polygon rings shown as one Vectors layer of their edges "
+                f"(every vertex, outlines only): napari's Shapes layer would take minutes "
+                f"for more than {SHAPES_LAYER_MAX:,}"
+            ),
+        )
+        return _edges_layer_data(data, affine, meta, features)
+    rings = data.rings()
+    kwargs: dict[str, Any] = {
+        "name": el.name,
+        "shape_type": ["path" if h else "polygon" for h in data.ring_is_hole.tolist()],
+        "features": features,
+        "affine": affine,
+        "axis_labels": ("y", "x"),
+        "face_color": "#ffffff33",
+        "edge_color": "#ffff00",
+        "edge_width": 0.0,
+        "metadata": meta,
+        "ndim": 2,
+    }
+    return rings, kwargs, "shapes"
+
+
+def _edges_layer_data(
+    data: Polygons, affine: np.ndarray, meta: dict[str, Any], ring_features: dict[str, Any]
+) -> LayerData:
+    """Every ring's edges (closing edge included) as napari Vectors data."""
+    v, o = data.vertices, data.ring_offsets
+    counts = np.diff(o)
+    ring_of_vertex = np.repeat(np.arange(len(counts)), counts)
+    nxt = np.arange(len(v)) + 1
+    last = o[1:] - 1
+    nxt[last[counts > 0]] = o[:-1][counts > 0]
+    vectors = np.empty((len(v), 2, 2), dtype=np.float64)
+    vectors[:, 0] = v
+    vectors[:, 1] = v[nxt] - v
+    meta[SPATIAL_KEY]["representation"] = "edges"
+    kwargs: dict[str, Any] = {
+        "name": data.element.name,
+        "features": {"ring": ring_of_vertex},
+        "affine": affine,
+        "axis_labels": ("y", "x"),
+        "edge_width": 0.0,
+        "edge_color": "#ffff00",
+        "vector_style": "line",
+        "metadata": meta,
+        "ndim": 2,
+    }
+    meta[SPATIAL_KEY]["ring_features"] = {k: np.asarray(c) for k, c in ring_features.items()}
+    return vectors, kwargs, "vectors"
+
+
+def images_system(root: OmeZarr) -> str:
+    """The coordinate system the store's images are shown in: their first one (each
+    image's default), else spatialdata's default, ``global``."""
+    from napari_ozx.ngff.spatial.elements import list_elements
+
+    for el in list_elements(root, ("images", "labels")):
+        if el.systems:
+            return el.systems[0]
+    return DEFAULT_SYSTEM
+
+
+def spatialdata_element_layers(
+    root: OmeZarr, report: Report, system: str | None = None
+) -> tuple[list[LayerData], dict[str, LayerData]]:
+    """Layer data for every shapes and points element of the SpatialData store *root*,
+    and (element name -> layer data) of the shapes for their tables. Each element that
+    cannot be shown is reported once, naming it."""
+    from napari_ozx.ngff.spatial.elements import list_elements
+    from napari_ozx.ngff.spatial.files import SpatialDependencyError
+    from napari_ozx.ngff.spatial.points import read_points
+    from napari_ozx.ngff.spatial.shapes import Circles, read_shapes
+
+    system = system or images_system(root)
+    out: list[LayerData] = []
+    by_name: dict[str, LayerData] = {}
+    missing_dependency = False
+    for el in list_elements(root, ("shapes", "points")):
+        what = f"{root.source} ({el.kind} {el.name!r})"
+        if el.error is not None:
+            report(what, OzxError(f"{el.kind} element {el.name!r} not shown: {el.error}"))
+            continue
+        try:
+            if el.kind == "points":
+                ld = points_layer_data(root, read_points(root, el), system, report)
+            else:
+                shp = read_shapes(root, el)
+                if isinstance(shp, Circles):
+                    ld = circles_layer_data(root, shp, system, report)
+                else:
+                    ld = polygons_layer_data(root, shp, system, report)
+                by_name[el.name] = ld
+        except SpatialDependencyError as e:
+            if not missing_dependency:
+                report(str(root.source), e)
+            missing_dependency = True
+            continue
+        except OzxError as e:
+            report(what, OzxError(f"{el.kind} element {el.name!r} not shown: {e}"))
+            continue
+        out.append(ld)
+    return out, by_name
+
+
+def shapes_table_features(root: OmeZarr, shapes: Mapping[str, LayerData], report: Report) -> None:
+    """The store's tables on its shapes elements: each gets the rows that annotate it,
+    matched by instance id (changed in place: a column per table column)."""
+    from napari_ozx.ngff.tables.read import read_table, spatialdata_tables
+
+    for info in spatialdata_tables(root):
+        targets = [r for r in info.regions if r in shapes]
+        if info.error is not None or not targets or not info.small():
+            continue
+        try:
+            table = read_table(root, info)
+        except OzxError as e:
+            report(f"{root.source} (table {info.name!r})", e)
+            continue
+        for region in targets:
+            rows = table.for_region(region)
+            ids = rows.instances()
+            _data, kwargs, kind = shapes[region]
+            feats = kwargs["features"]
+            if kind == "vectors":
+                feats = kwargs["metadata"][SPATIAL_KEY]["ring_features"]
+            mine = np.asarray(feats["instance_id"])
+            order = {int(v): i for i, v in enumerate(ids.tolist())}
+            where = np.array([order.get(int(v), -1) for v in mine.tolist()], dtype=np.int64)
+            skip = {info.instance_key, info.region_key}
+            for name, col in rows.columns.items():
+                if name in skip:
+                    continue
+                col = np.asarray(col)
+                vals = np.empty(len(mine), dtype=object if col.dtype.kind in "OUS" else float)
+                vals[:] = None if vals.dtype == object else np.nan
+                ok = where >= 0
+                vals[ok] = col[where[ok]]
+                feats[f"{name}" if name not in feats else f"{info.name}.{name}"] = vals
+
+
+def spatialdata_layers(root: OmeZarr, report: Report, system: str | None = None) -> list[LayerData]:
+    """The reader's hook: the store's shapes and points as layer data, its tables on the
+    shapes; nothing here stops the read (each problem is reported, naming the element)."""
+    try:
+        layers, shapes = spatialdata_element_layers(root, report, system)
+    except OzxError as e:
+        report(f"{root.source} (points and shapes)", e)
+        return []
+    if shapes:
+        try:
+            shapes_table_features(root, shapes, report)
+        except OzxError as e:
+            report(f"{root.source} (tables)", e)
+    return layers

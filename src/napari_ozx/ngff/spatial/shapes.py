@@ -1,0 +1,245 @@
+"""SpatialData shapes: circles and polygons, every geometry kept.
+
+Format 0.2+ keeps a GeoParquet file, ``shapes/<name>/shapes.parquet`` (WKB geometry,
+decoded by shapely's vectorised ``from_wkb``); format 0.1 ragged arrays (``coords``,
+``offset0``.., ``Index``, ``radius``, the geometry type in ``spatialdata_attrs.geos``),
+decoded by shapely's ``from_ragged_array``. Circles are Point geometries with a
+``radius`` column; polygons are Polygons and MultiPolygons, whose parts are all kept
+(:attr:`Polygons.part_of`), holes included (:attr:`Polygons.ring_is_hole`).
+
+Coordinates are given in napari's order (``y``, ``x``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from napari_ozx.errors import MetadataError
+from napari_ozx.ngff.read.documents import join_path
+from napari_ozx.ngff.spatial.elements import Element, child_names
+from napari_ozx.ngff.spatial.files import parquet_parts, parquet_schema, read_parquet, require
+
+__all__ = ["Circles", "Polygons", "read_shapes", "shapes_rows"]
+
+
+@dataclass(frozen=True)
+class Circles:
+    element: Element
+    centres: np.ndarray  #: (n, 2) y, x
+    radii: np.ndarray  #: (n,)
+    index: np.ndarray  #: each circle's instance id (the GeoDataFrame's index)
+    features: dict[str, np.ndarray]  #: every other column
+
+    def __len__(self) -> int:
+        return len(self.radii)
+
+
+@dataclass(frozen=True)
+class Polygons:
+    """Every ring of every part of every geometry: ``rings[i]`` an ``(m, 2)`` array of
+    (y, x) vertices (closing vertex dropped), ``geometry_of[i]`` the row it belongs to,
+    ``part_of[i]`` its part (0 for a Polygon), ``ring_is_hole[i]`` an interior ring."""
+
+    element: Element
+    vertices: np.ndarray  #: (v, 2) y, x: every ring's vertices, one after another
+    ring_offsets: np.ndarray  #: (r + 1,) where each ring starts in :attr:`vertices`
+    geometry_of: np.ndarray  #: (r,)
+    part_of: np.ndarray  #: (r,)
+    ring_is_hole: np.ndarray  #: (r,) bool
+    index: np.ndarray  #: each geometry's instance id
+    features: dict[str, np.ndarray]  #: one value per geometry
+    geometry_types: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def n_rings(self) -> int:
+        return len(self.geometry_of)
+
+    def rings(self) -> list[np.ndarray]:
+        o = self.ring_offsets
+        return [self.vertices[o[i] : o[i + 1]] for i in range(len(o) - 1)]
+
+
+def _yx(xy: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(xy[:, ::-1], dtype=np.float64)
+
+
+def _index_column(schema: Any) -> str | None:
+    """The GeoDataFrame's index column (pandas metadata of the parquet file)."""
+    meta = schema.metadata or {}
+    raw = meta.get(b"pandas")
+    if raw is None:
+        return None
+    try:
+        cols = json.loads(raw).get("index_columns", [])
+    except ValueError:
+        return None
+    return cols[0] if cols and isinstance(cols[0], str) else None
+
+
+def _geometry_column(schema: Any) -> str:
+    raw = (schema.metadata or {}).get(b"geo")
+    if raw is not None:
+        try:
+            col = json.loads(raw).get("primary_column")
+            if isinstance(col, str):
+                return col
+        except ValueError:
+            pass
+    return "geometry"
+
+
+def _numpy_columns(table: Any) -> dict[str, np.ndarray]:
+    pa = require("pyarrow")
+    out: dict[str, np.ndarray] = {}
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        col = col.combine_chunks()
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        values = col.to_numpy(zero_copy_only=False)
+        if values.dtype.kind in "USO":
+            values = np.asarray(values, dtype=object)
+        out[name] = values
+    return out
+
+
+def _geometries(root: Any, element: Element) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
+    """(shapely geometries, index, other columns) of a shapes element, either format."""
+    shapely = require("shapely")
+    where = f"({root.source}, shapes {element.name!r})"
+    version = element.version
+    if version == "0.1" or "geos" in element.spatialdata_attrs:
+        return _ragged(root, element, where)
+    keys = parquet_parts(root, join_path(element.path, "shapes.parquet"))
+    if not keys:
+        raise MetadataError(f"shapes.parquet is missing {where}")
+    schema = parquet_schema(root, keys[0]).schema_arrow
+    table = read_parquet(root, keys)
+    geom = _geometry_column(schema)
+    if geom not in table.column_names:
+        raise MetadataError(f"the geometry column {geom!r} is missing {where}")
+    wkb = table.column(geom).combine_chunks()
+    try:
+        geoms = shapely.from_wkb(np.asarray(wkb.to_numpy(zero_copy_only=False), dtype=object))
+    except Exception as e:  # shapely's GEOSException: not WKB
+        raise MetadataError(f"its geometry is not WKB ({e}) {where}") from None
+    index_col = _index_column(schema)
+    rest = table.drop_columns([geom])
+    cols = _numpy_columns(rest)
+    index = cols.pop(index_col) if index_col in cols else np.arange(table.num_rows)
+    return geoms, index, cols
+
+
+def _ragged(
+    root: Any, element: Element, where: str
+) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
+    """Shapes format 0.1: ``coords`` plus ``offset0``.. arrays, ``Index``, ``radius``."""
+    shapely = require("shapely")
+    geos = element.spatialdata_attrs.get("geos")
+    code = geos.get("type") if isinstance(geos, dict) else None
+    if not isinstance(code, int):
+        raise MetadataError(f"spatialdata_attrs.geos.type is missing (shapes format 0.1) {where}")
+    names = set(child_names(root, element.path))
+
+    def array(name: str) -> np.ndarray:
+        (node,) = root.arrays([join_path(element.path, name)])
+        return np.asarray(node.array[...])
+
+    if "coords" not in names:
+        raise MetadataError(f"the coords array is missing (shapes format 0.1) {where}")
+    coords = array("coords")
+    offsets = tuple(array(f"offset{i}").astype(np.int64) for i in range(3) if f"offset{i}" in names)
+    try:
+        geoms = shapely.from_ragged_array(shapely.GeometryType(code), coords, offsets or None)
+    except Exception as e:
+        raise MetadataError(f"its ragged arrays do not make geometries ({e}) {where}") from None
+    index = array("Index") if "Index" in names else np.arange(len(geoms))
+    cols: dict[str, np.ndarray] = {}
+    if "radius" in names:
+        cols["radius"] = array("radius")
+    return geoms, index, cols
+
+
+def read_shapes(root: Any, element: Element) -> Circles | Polygons:
+    """A shapes element: :class:`Circles` when every geometry is a Point with a radius,
+    else :class:`Polygons` (Polygons and MultiPolygons; other geometry types refused)."""
+    shapely = require("shapely")
+    geoms, index, cols = _geometries(root, element)
+    where = f"({root.source}, shapes {element.name!r})"
+    types = shapely.get_type_id(geoms)
+    kinds = sorted({shapely.GeometryType(int(t)).name for t in np.unique(types)})
+    if len(geoms) and np.all(types == shapely.GeometryType.POINT):
+        if "radius" not in cols:
+            raise MetadataError(f"points without a radius column are no circles {where}")
+        radius = np.asarray(cols.pop("radius"), dtype=np.float64)
+        xy = shapely.get_coordinates(geoms)
+        return Circles(element, _yx(xy), radius, index, cols)
+    allowed = {int(shapely.GeometryType.POLYGON), int(shapely.GeometryType.MULTIPOLYGON)}
+    bad = sorted(
+        {shapely.GeometryType(int(t)).name for t in np.unique(types)}
+        - {shapely.GeometryType(t).name for t in allowed}
+    )
+    if bad:
+        raise MetadataError(f"geometry types {', '.join(bad)} are not circles or polygons {where}")
+    return _polygons(element, geoms, index, cols, tuple(kinds))
+
+
+def _polygons(
+    element: Element,
+    geoms: Any,
+    index: np.ndarray,
+    cols: dict[str, np.ndarray],
+    kinds: tuple[str, ...],
+) -> Polygons:
+    shapely = require("shapely")
+    # MultiPolygons into their parts (parts_index: the geometry of each part)
+    parts, part_geom = shapely.get_parts(geoms, return_index=True)
+    part_no = np.zeros(len(parts), dtype=np.int64)
+    if len(parts):
+        starts = np.r_[0, np.flatnonzero(np.diff(part_geom)) + 1]
+        counts = np.diff(np.r_[starts, len(parts)])
+        part_no = np.arange(len(parts)) - np.repeat(starts, counts)
+    # each part into its rings: exterior first, then the holes
+    rings, ring_part = shapely.get_rings(parts, return_index=True)
+    hole = np.ones(len(rings), dtype=bool)
+    if len(rings):
+        first = np.r_[0, np.flatnonzero(np.diff(ring_part)) + 1]
+        hole[first] = False
+    xy, vertex_ring = shapely.get_coordinates(rings, return_index=True)
+    # drop each ring's closing vertex (napari closes polygons itself)
+    n_per_ring = np.bincount(vertex_ring, minlength=len(rings))
+    ends = np.cumsum(n_per_ring) - 1
+    keep = np.ones(len(xy), dtype=bool)
+    keep[ends[n_per_ring > 0]] = False
+    xy = xy[keep]
+    offsets = np.r_[0, np.cumsum(np.maximum(n_per_ring - 1, 0))].astype(np.int64)
+    return Polygons(
+        element,
+        _yx(xy),
+        offsets,
+        part_geom[ring_part].astype(np.int64),
+        part_no[ring_part],
+        hole,
+        index,
+        cols,
+        kinds,
+    )
+
+
+def shapes_rows(root: Any, element: Element) -> int | None:
+    """How many geometries a shapes element holds, from metadata (parquet footer or the
+    ``Index`` array's shape); None when it cannot tell."""
+    try:
+        if element.version == "0.1" or "geos" in element.spatialdata_attrs:
+            (docs,) = root.read_docs([join_path(element.path, "Index")])
+            return int(docs.document["shape"][0]) if docs is not None else None
+        keys = parquet_parts(root, join_path(element.path, "shapes.parquet"))
+        return sum(int(parquet_schema(root, k).metadata.num_rows) for k in keys) if keys else None
+    except Exception:
+        return None
