@@ -3,8 +3,9 @@
 A public bucket opens with no credentials configured (anonymously, said once in the
 log); credentials come from the environment or an AWS profile; the endpoint of an
 S3-compatible store from ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3`` or the profile;
-explicit storage options always win. Both a ``.ozx`` (range reads) and an OME-Zarr
-directory (zarr's fsspec store). The user's own AWS configuration is never read: every
+explicit storage options always win; a refusal is one message saying what to set, at
+once (never retried as a network fault). Both a ``.ozx`` (range reads) and an OME-Zarr
+directory (zarr's fsspec store), the public bucket public by its bucket policy alone. The user's own AWS configuration is never read: every
 test runs with ``HOME`` and the AWS files in its temporary folder and no ``AWS_*``
 variables but those it sets.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import threading
 import urllib.request
@@ -117,13 +119,12 @@ def s3(tmp_path_factory):
             )
             for bucket in (PUBLIC, PRIVATE):
                 client.create_bucket(Bucket=bucket)
-                # public objects: a public-read ACL (moto refuses anonymous HEAD requests
-                # under the bucket policy alone, unlike S3), in the bucket policy too
-                acl = {"ACL": "public-read"} if bucket == PUBLIC else {}
                 for path in sorted(root.rglob("*")):
                     if path.is_file():
                         key = path.relative_to(root).as_posix()
-                        client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes(), **acl)
+                        client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+            # public by its bucket policy alone (no object ACLs), as public buckets are. S3
+            # lets s3:GetObject answer HEAD requests too; moto asks for "s3:HeadObject"
             policy = {
                 "Version": "2012-10-17",
                 "Statement": [
@@ -131,7 +132,7 @@ def s3(tmp_path_factory):
                         "Sid": "PublicRead",
                         "Effect": "Allow",
                         "Principal": "*",
-                        "Action": ["s3:GetObject"],
+                        "Action": ["s3:GetObject", "s3:HeadObject"],
                         "Resource": [f"arn:aws:s3:::{PUBLIC}/*"],
                     }
                 ],
@@ -155,6 +156,8 @@ def aws(monkeypatch, tmp_path):
     """Per test: no AWS configuration but what the test writes, fresh s3fs instances
     and a fresh anonymous-or-not decision."""
     _isolate(monkeypatch, tmp_path)
+    for name in ("aws-config", "aws-credentials"):  # present and empty, as on a new machine
+        (tmp_path / name).touch()
     _drop_s3fs_instances()
     remote._s3_anon_cache.clear()
     yield tmp_path
@@ -304,5 +307,72 @@ def test_invalid_credentials_are_not_retried_anonymously(s3, monkeypatch):
     try:
         with pytest.raises(RemoteError, match=r"^s3://public-bucket/x\.ozx: access denied"):
             open_remote_store(url)
+    finally:
+        _moto_api(endpoint, "reset-auth", b"inf")
+
+
+#: a request line of werkzeug's access log (refusals and errors in terminal colours)
+_REQUEST = re.compile(r'"(?:\x1b\[[0-9;]*m)*(GET|HEAD|PUT|POST|DELETE) /([^ ?]+)')
+
+
+def _server_requests(caplog, bucket: str) -> list[tuple[str, str]]:
+    """(method, object path) of the requests the S3 server answered for *bucket*, from
+    its access log (moto's server runs in this process: werkzeug logs each request)."""
+    out = []
+    for r in caplog.records:
+        m = _REQUEST.search(r.getMessage()) if r.name == "werkzeug" else None
+        if m and m.group(2).startswith(f"{bucket}/"):
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def test_public_bucket_policy_both_routes_one_request_per_object(s3, monkeypatch, caplog):
+    # issue 43, item 1: a public folder opens as a public .ozx does; each document and
+    # chunk of the folder is one GET (s3fs sent a HEAD before each whole-object GET: a
+    # second round trip, and refused by a store that grants reads but not HEAD)
+    endpoint, data = s3
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    caplog.set_level(logging.INFO, logger="werkzeug")
+    for name in NAMES:
+        np.testing.assert_array_equal(_level0(f"s3://{PUBLIC}/{name}"), data)
+    assert remote._options(f"s3://{PUBLIC}/x.ome.zarr", None)["anon"] is True
+    folder = [r for r in _server_requests(caplog, PUBLIC) if "/x.ome.zarr/" in r[1]]
+    assert ("GET", f"{PUBLIC}/x.ome.zarr/zarr.json") in folder
+    assert any(p.startswith(f"{PUBLIC}/x.ome.zarr/0/c/") for _, p in folder)  # chunks
+    assert [r for r in folder if r[0] == "HEAD"] == []
+    assert len(folder) == len(set(folder)), "an object of the folder was read twice"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_refusal_is_one_message_and_not_retried(s3, monkeypatch, caplog, name):
+    # issue 43, item 1: no credentials anywhere, a bucket that is not public: one clear
+    # message saying what to set, at the first refusal (it was retried 4 times as a
+    # network fault: "reading zarr.json failed: PermissionError: Forbidden (after 4 attempts)")
+    endpoint, _ = s3
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    caplog.set_level(logging.INFO, logger="werkzeug")
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    url = f"s3://{PRIVATE}/{name}"
+    with pytest.raises(RemoteError) as info:
+        read_layer_data(url)
+    message = str(info.value)
+    assert message.startswith(f"{url}") and message.count("access denied") == 1
+    for what in ("anonymously", "not public", "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "profile"):
+        assert what in message
+    assert "attempts" not in message and "retry" not in caplog.text
+    requests = _server_requests(caplog, PRIVATE)
+    assert requests, "the server saw no request"
+    assert len(requests) == len(set(requests)), f"a refused read was repeated: {requests}"
+
+
+def test_refusal_with_credentials_says_to_check_them(s3, monkeypatch):
+    endpoint, _ = s3
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAWRONG")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    _moto_api(endpoint, "reset-auth", b"0")  # the server checks keys from here on
+    try:
+        with pytest.raises(RemoteError, match=r"access denied .*credentials in use"):
+            read_layer_data(f"s3://{PUBLIC}/x.ome.zarr")
     finally:
         _moto_api(endpoint, "reset-auth", b"inf")

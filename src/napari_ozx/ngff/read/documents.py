@@ -153,6 +153,8 @@ class DocumentReadError(OzxError):
 
 
 def _transient(e: BaseException) -> bool:
+    if isinstance(e, PermissionError):  # a refusal (401 / 403): the same answer again
+        return False
     status = next(
         (v for a in ("status", "status_code") if isinstance(v := getattr(e, a, None), int)),
         None,

@@ -138,8 +138,8 @@ def call_with_retries(
             if missing_ok:
                 return None
             raise RemoteError(f"{url}: not found (HTTP 404 or no such object)") from None
-        except PermissionError as e:
-            raise RemoteError(f"{url}: access denied ({e})") from None
+        except PermissionError as e:  # a refusal: retrying cannot help
+            raise RemoteError(access_denied(url, e, _file_system_of(fn))) from None
         except Exception as e:
             st = _status(e)
             if st == 412:
@@ -165,6 +165,38 @@ def call_with_retries(
 
 
 S3_SCHEMES = ("s3://", "s3a://")
+
+
+def _file_system_of(fn: Callable[..., object]) -> object:
+    """The file system whose method *fn* is (fsspec's synchronous methods wrap the bound
+    asynchronous ones), or None."""
+    import inspect
+
+    return getattr(inspect.unwrap(fn), "__self__", None)
+
+
+def access_denied(url: str, exc: BaseException, fs: object = None) -> str:
+    """The one message of a refused read (HTTP 401 / 403, S3 ``AccessDenied``): the
+    reason, then what to set. *fs*: the file system that was refused (an s3fs one says
+    whether the request was anonymous)."""
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    message = f"{url}: access denied ({detail})"
+    if not url.lower().startswith(S3_SCHEMES):
+        return message
+    if getattr(fs, "anon", False) is True:
+        return (
+            f"{message}: no AWS credentials were found, so it was read anonymously, and "
+            "the bucket is not public. Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
+            "AWS_PROFILE (a profile of ~/.aws/credentials), or pass "
+            "storage_options={'profile': ...}"
+        )
+    return (
+        f"{message}: the AWS credentials in use (environment, AWS_PROFILE or "
+        "storage_options) may not read it. Check them, or for a public bucket pass "
+        "storage_options={'anon': True}"
+    )
+
+
 #: storage options (of s3fs) by which a caller decides how to authenticate: when any is
 #: given it is used as it is, never overridden by :func:`_s3_anonymous`
 _S3_AUTH_OPTIONS = ("anon", "key", "secret", "token", "username", "password", "session")
@@ -243,6 +275,9 @@ def _s3_options(url: str, storage_options: Mapping[str, object], timeout: float)
     )
     if not explicit and _s3_anonymous(url, opts.get("profile") or None):
         opts["anon"] = True
+    # s3fs reads a whole object (no range: a metadata document, an unsharded chunk) as
+    # HEAD then GET when it may split it over connections: one GET is one round trip
+    opts.setdefault("max_concurrency", 1)
     opts["config_kwargs"] = dict(opts.get("config_kwargs") or {})
     opts["config_kwargs"].setdefault("connect_timeout", timeout)
     opts["config_kwargs"].setdefault("read_timeout", timeout)

@@ -29,6 +29,7 @@ from napari_ozx.ozx.remote.source import (
     RemoteError,
     RemoteFileSystem,
     _options,
+    access_denied,
     call_with_retries,
     filesystem,
 )
@@ -152,6 +153,20 @@ class RemoteDirectoryStore(_SyncReads, FsspecStore):
 
     def _object_path(self, key: str) -> str:
         return f"{self.path.rstrip('/')}/{key}"  # fsspec's path of the object
+
+    async def get(
+        self,
+        key: str,
+        prototype: BufferPrototype,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
+        """zarr's read, a refusal (HTTP 401 / 403, S3 ``AccessDenied``) said once as what
+        to set (:func:`~napari_ozx.ozx.remote.source.access_denied`), never retried as a
+        network fault."""
+        try:
+            return await super().get(key, prototype, byte_range)
+        except PermissionError as e:
+            raise RemoteError(access_denied(f"{self.url}/{key}", e, self.fs)) from None
 
 
 class ObstoreDirectoryStore(_SyncReads, ObjectStore):  # type: ignore[type-arg]
