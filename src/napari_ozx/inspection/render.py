@@ -146,8 +146,12 @@ def info_report(insp: Inspection) -> dict[str, Any]:
         out["images"].append(_image_entry(insp, node, problems))
     if meta is not None and meta.kind == "spatialdata":
         out["tables"] = _tables(insp, None)
+        from napari_ozx.inspection.spatialdata import spatialdata_facts
+
+        out["spatialdata"] = spatialdata_facts(_Docs(insp))  # every element, by kind
     elif meta is not None and meta.plate is not None:
         out["tables"] = _tables(insp, "")  # the plate's own (conditions, plate ROIs)
+        out["plate"].update(_plate_wells(insp, meta.plate))
     archive = insp.archive()
     if archive is not None:
         out["archive"] = archive.to_dict()
@@ -185,8 +189,13 @@ def info_text(report: dict[str, Any]) -> str:
                 "  wells: as listed by the plate; their own metadata is not read here "
                 "(napari reads a well when it is shown, napari-ozx validate reads them all)"
             )
+        lines.extend(_conditions_text(p))
     if "well" in report:
         lines.append(f"  well: {len(report['well']['fields'])} fields")
+    if "spatialdata" in report:
+        from napari_ozx.inspection.spatialdata import spatialdata_lines
+
+        lines.extend(spatialdata_lines(report["spatialdata"]))
     for img in report["images"]:
         if "axes" not in img:
             lines.append(f"  image {img['path']} {img['name']!r}: no multiscale metadata")

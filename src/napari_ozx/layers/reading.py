@@ -140,6 +140,10 @@ def read_layer_data(
         out.extend(_table_layers(root, image, ld[1], by_label, report))
     if sd_layers:
         _spatialdata_tables(root, sd_layers, report)
+    if root.root.meta.kind == "spatialdata":  # its points and shapes (layers.spatial)
+        from napari_ozx.layers.spatial.elements import spatialdata_layers
+
+        out.extend(spatialdata_layers(root, report))
     warn_broken_rules(root)
     return out
 
@@ -453,7 +457,7 @@ def placement(
         return out
     try:
         t = to_world if to_world is not None else ms.transform_to(target)
-        m = t.matrix()
+        m = t.matrix(ms.ndim)  # an identity (SpatialData writes them) needs the size
         if m is None:
             raise OzxError(
                 f"the {getattr(t, 'type', '?')} transformation to {target!r} is not linear: "

@@ -331,6 +331,10 @@ class _Walker:
             self.collection(g)
         elif "image-label" in ome:
             rules.check_image_label(self.r, g.path, ome, False, g.version)
+        elif not g.path and isinstance(g.attrs.get("spatialdata_attrs"), Mapping):
+            from napari_ozx.ngff.validate.spatialdata import check_spatialdata
+
+            check_spatialdata(self, g)  # its elements: OME-Zarr images, points, shapes
         else:
             keys = sorted(g.attrs)[:8]
             self.r.add("not-ome", g.path, f"no OME-Zarr keys in the attributes (keys {keys})")
