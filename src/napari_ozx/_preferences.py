@@ -10,21 +10,31 @@ paths with a trailing separator. Setting ours for the patterns below makes
 Used by ``napari-ozx set-default-reader`` (CLI), the *File > IO Utilities* menu command
 and ``scripts/quickstart.sh``. napari saves its settings file on every change
 (``NAPARI_CONFIG`` points it elsewhere, as the tests do).
+
+Also the URLs the *Open URL* dock opened last (:func:`recent_urls`, :func:`remember_url`):
+napari's settings have no section a plugin may add to, so they live in napari-ozx's own
+config directory (``NAPARI_OZX_CONFIG_DIR`` overrides it), beside the export options.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 
 from napari_ozx.errors import OzxError
 
 __all__ = [
     "PLUGIN",
     "READER_PATTERNS",
+    "carries_secret",
     "is_default_reader",
     "make_default_reader",
     "make_default_reader_command",
+    "recent_urls",
+    "recent_urls_path",
+    "remember_url",
 ]
 
 log = logging.getLogger(__name__)
@@ -106,3 +116,73 @@ def make_default_reader_command() -> None:
         )
     else:
         show_info("napari-ozx already opens OME-Zarr folders without asking.")
+
+
+# ------------------------------------------------------------------ recent URLs
+
+#: how many URLs the *Open URL* dock remembers and offers
+RECENT_URLS_MAX = 12
+_RECENT_FILE = "recent_urls.json"
+#: query parameters that make a URL a credential (signed S3 / GCS / Azure URLs, tokens)
+_SECRET_QUERY = ("signature", "credential", "token", "sig", "key", "password", "secret")
+
+
+def recent_urls_path() -> Path:
+    """Where the recent URLs live (``recent_urls.json`` in napari-ozx's config folder)."""
+    from napari_ozx.layers.export import config_dir
+
+    return config_dir() / _RECENT_FILE
+
+
+def carries_secret(url: str) -> bool:
+    """Whether *url* holds a credential: a password (``https://user:pw@host``) or a
+    signed or token query (``?X-Amz-Signature=…``, ``?sig=…``, ``?access_token=…``).
+    Such URLs are not written to the recent list (a plain-text file)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            return True
+        keys = [k.lower() for k, _ in parse_qsl(parts.query, keep_blank_values=True)]
+    except ValueError:  # a malformed URL (e.g. a bad port): keep nothing of it
+        return True
+    return any(any(s in k for s in _SECRET_QUERY) for k in keys)
+
+
+def recent_urls() -> list[str]:
+    """The URLs opened last, newest first; empty when none were kept or the file is
+    unreadable (a damaged file never blocks opening)."""
+    p = recent_urls_path()
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as e:
+        log.warning("cannot read the recent URLs %s: %s", p, e)
+        return []
+    urls = data.get("urls") if isinstance(data, dict) else None
+    if not isinstance(urls, list):
+        return []
+    return [u for u in urls if isinstance(u, str) and u.strip()][:RECENT_URLS_MAX]
+
+
+def remember_url(url: str) -> list[str]:
+    """Put *url* first in the recent list (once; at most :data:`RECENT_URLS_MAX` kept)
+    and return the list. A URL that carries a credential (:func:`carries_secret`) is not
+    written. Raises :class:`PreferenceError` when the file cannot be written."""
+    from napari_ozx.ozx.atomic import replace_files
+
+    url = url.strip()
+    urls = recent_urls()
+    if not url or carries_secret(url):
+        return urls
+    urls = [url, *(u for u in urls if u != url)][:RECENT_URLS_MAX]
+    p = recent_urls_path()
+    try:
+        replace_files({p: (json.dumps({"urls": urls}, indent=2) + "\n").encode("utf-8")})
+    except OSError as e:
+        raise PreferenceError(
+            f"the recent URLs could not be saved to {p} ({type(e).__name__}: {e})"
+        ) from e
+    return urls
