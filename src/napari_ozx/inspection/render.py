@@ -74,6 +74,11 @@ def _image_entry(insp: Inspection, node: TreeNode, problems: list[dict[str, Any]
     )
     if node.kind != LABEL_IMAGE:
         entry["tables"] = _tables(insp, node.path)
+    from napari_ozx.inspection.omexml import xml_entry  # bioformats2raw's OME-XML
+
+    xml = xml_entry(insp, node.path) if node.kind != LABEL_IMAGE else None
+    if xml is not None:
+        entry["ome_xml"] = xml
     return entry
 
 
@@ -213,6 +218,10 @@ def info_text(report: dict[str, Any]) -> str:
         if img["labels"]:
             lines.append(f"    labels: {', '.join(img['labels'])}")
         lines.extend("    " + _table_text(t) for t in img.get("tables", ()))
+        if "ome_xml" in img:
+            from napari_ozx.inspection.omexml import xml_text
+
+            lines.extend("    " + line for line in xml_text(img["ome_xml"]))
     lines.extend("  " + _table_text(t) for t in report.get("tables", ()))
     for p in report.get("problems", ()):
         lines.append(f"  problem at {p['path']}: {p['error']}")

@@ -125,6 +125,12 @@ class Inspection(Hierarchy):
                     facts = self._facts(levels[0])[0]  # the full-resolution array
             title = _SECTION_TITLE.get(node.kind, "Group")
             sections += group_sections(title, read.docs.zarr_format, meta, shapes)
+            if meta is not None and meta.multiscales and node.kind in (IMAGE, FIELD):
+                from napari_ozx.inspection.omexml import xml_section  # bioformats2raw
+
+                xml = xml_section(self, node.path)
+                if xml is not None:
+                    sections.append(xml)
         return NodeDetails(
             node,
             node.kind,

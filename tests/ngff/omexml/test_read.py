@@ -120,7 +120,8 @@ def test_a_huge_xml_is_read_only_to_its_last_image(tmp_path: Path) -> None:
             assert image.multiscale.axes[-1].unit == "micrometer"
             assert sum(read) <= 2 * read_omexml.CHUNK_BYTES  # not the 20 MB
             read.clear()
-            found = read_omexml.annotations_of(root, image.ome_xml.image.annotation_refs)
+            xml = read_omexml.ome_xml(root)
+            found = read_omexml.annotations_of(root.store, xml, image.ome_xml.image.annotation_refs)
     assert found["Annotation:0"].value == [["Genotype", "wild type"], ["Stage", "E12.5"]]
     assert found["Annotation:1"].value == "imaged twice"
 

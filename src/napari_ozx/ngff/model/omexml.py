@@ -695,8 +695,10 @@ class XmlFill:
     image: XmlImage
     #: e.g. ``{"scale x": "OME-XML", "unit x": "OME-XML", "channel names": "OME-Zarr"}``
     sources: Mapping[str, str] = field(default_factory=dict)
-    #: the series' place among the images of its file, and how many there are
+    #: how many images (series) its file holds
     series_count: int = 1
+    #: a plate field's ``WellSample`` (its stage position), or None
+    sample: XmlWellSample | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**self.image.to_json(), "sources": dict(self.sources)}

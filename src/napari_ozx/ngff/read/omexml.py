@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from napari_ozx.ngff.model.omexml import (
     OmeXmlError,
     XmlAnnotation,
     XmlFill,
+    XmlWellSample,
     fill_multiscale,
     parse_ome_xml,
     scan_annotations,
@@ -51,6 +52,7 @@ __all__ = [
     "has_ome_xml",
     "member_chunks",
     "ome_xml",
+    "read_ome_xml",
     "with_ome_xml",
 ]
 
@@ -61,7 +63,7 @@ _cache: weakref.WeakKeyDictionary[Any, OmeXml | None] = weakref.WeakKeyDictionar
 _lock = threading.Lock()
 
 
-def member_chunks(store: Store, key: str, chunk: int = CHUNK_BYTES) -> Iterator[bytes]:
+def member_chunks(store: Store, key: str, chunk: int = CHUNK_BYTES) -> Generator[bytes, None, None]:
     """The bytes of *key* in *store*, *chunk* at a time, read as they are consumed;
     nothing when there is no such key. A deflated ``.ozx`` member is inflated once."""
     root = local_root(store, exact=True)
@@ -123,47 +125,47 @@ def ome_xml(root: OmeZarr) -> OmeXml | None:
     with _lock:
         if root in _cache:
             return _cache[root]
-    result: OmeXml | None = None
-    if has_ome_xml(root):
-        where = f"{root.source}: {XML_KEY}"
-        try:
-            chunks = member_chunks(root.store, XML_KEY)
-            try:
-                result = parse_ome_xml(chunks, where=where)
-            finally:
-                close = getattr(chunks, "close", None)
-                if close is not None:
-                    close()
-            if not result.images and not result.well_samples:
-                result = None if _empty(where, result) else result
-        except OmeXmlError as e:
-            logger.warning("%s", e)
-        except (OzxError, OSError) as e:
-            logger.warning("%s: cannot be read (%s); ignored", where, e)
-        else:
-            for note in result.notes if result is not None else ():
-                logger.warning("%s", note)
+    result = read_ome_xml(root.store, root.source) if has_ome_xml(root) else None
     with _lock:
         _cache[root] = result
     return result
 
 
-def _empty(where: str, xml: OmeXml) -> bool:
-    if xml.stopped_at == 0:
-        return True  # no such member: nothing to say
-    logger.warning("%s: no Image elements; ignored", where)
-    return True
+def read_ome_xml(store: Store, source: str) -> OmeXml | None:
+    """The XML of a bioformats2raw layout at *store* (see :func:`ome_xml`), uncached;
+    what it says about the XML is logged (warnings), each once."""
+    where = f"{source}: {XML_KEY}"
+    chunks = member_chunks(store, XML_KEY)
+    try:
+        result = parse_ome_xml(chunks, where=where)
+    except OmeXmlError as e:
+        logger.warning("%s", e)
+        return None
+    except (OzxError, OSError) as e:
+        logger.warning("%s: cannot be read (%s); ignored", where, e)
+        return None
+    finally:
+        chunks.close()
+    if not result.images and not result.well_samples:
+        if result.stopped_at:  # (0: there is no such member, nothing to say)
+            logger.warning("%s: no Image elements; ignored", where)
+        return None
+    for note in result.notes:
+        logger.warning("%s", note)
+    return result
 
 
-def annotations_of(root: OmeZarr, refs: Sequence[str]) -> dict[str, XmlAnnotation]:
+def annotations_of(
+    store: Store, xml: OmeXml, refs: Sequence[str], source: str = ""
+) -> dict[str, XmlAnnotation]:
     """The annotations *refs* name (an image's ``AnnotationRef`` IDs), found in the part
     of the XML after the images (:func:`~napari_ozx.ngff.model.omexml.scan_annotations`:
     a byte search, not a parse of the whole annotation section)."""
-    xml = ome_xml(root)
-    if xml is None or not refs:
+    if not refs:
         return {}
-    chunks = member_chunks(root.store, XML_KEY)
+    chunks = member_chunks(store, XML_KEY)
     skipped = 0
+    # the parser read ahead of the last Image it used by less than this
     start = max(0, xml.stopped_at - (1 << 16))
 
     def after_images() -> Iterator[bytes]:
@@ -174,15 +176,14 @@ def annotations_of(root: OmeZarr, refs: Sequence[str]) -> dict[str, XmlAnnotatio
                 continue
             yield data[max(0, start - skipped) :]
             skipped = start
-        # (a short first cut is harmless: the scan looks for whole elements)
 
     try:
         return scan_annotations(after_images(), refs, xml.namespaces)
     except (OzxError, OSError) as e:
-        logger.warning("%s: %s: annotations cannot be read (%s)", root.source, XML_KEY, e)
+        logger.warning("%s: %s: annotations cannot be read (%s)", source, XML_KEY, e)
         return {}
     finally:
-        chunks.close()  # type: ignore[attr-defined]
+        chunks.close()
 
 
 def with_ome_xml(root: OmeZarr, images: list[Image], indices: Sequence[int]) -> list[Image]:
@@ -229,3 +230,91 @@ def series_label(image: Image) -> str:
 
 
 __all__ += ["series_label"]
+
+
+# ------------------------------------------------------------------------ plates
+
+#: metres per OME-Zarr length unit, for stage positions given in another unit than the
+#: field's pixels
+_METRES = {
+    "kilometer": 1e3,
+    "meter": 1.0,
+    "decimeter": 1e-1,
+    "centimeter": 1e-2,
+    "millimeter": 1e-3,
+    "micrometer": 1e-6,
+    "nanometer": 1e-9,
+    "picometer": 1e-12,
+    "angstrom": 1e-10,
+    "inch": 0.0254,
+    "foot": 0.3048,
+}
+
+
+def well_sample_for(xml: OmeXml, plate: Any, path: str) -> XmlWellSample | None:
+    """The ``WellSample`` of the field at *path* (``row/column/field``) of *plate* (a
+    ``metadata.Plate``): the XML ``Well`` at the row's and column's indices, its samples
+    in document order, the field's number among them (bioformats2raw names a well's
+    field groups 0, 1, ... in that order)."""
+    parts = path.strip("/").split("/")
+    if len(parts) != 3 or not parts[2].isdigit():
+        return None
+    try:
+        row, col = plate.rows.index(parts[0]), plate.columns.index(parts[1])
+    except ValueError:
+        return None
+    samples = [s for s in xml.well_samples if s.row == row and s.column == col]
+    k = int(parts[2])
+    return samples[k] if k < len(samples) else None
+
+
+def field_with_xml(root: OmeZarr, path: str, image: Image) -> Image:
+    """A plate field's image with what its ``WellSample``'s XML ``Image`` fills in."""
+    plate = root.root.meta.plate
+    xml = ome_xml(root) if plate is not None else None
+    if xml is None:
+        return image
+    sample = well_sample_for(xml, plate, path)
+    xim = xml.image_by_id(sample.image_ref) if sample and sample.image_ref else None
+    if xim is None:
+        return image
+    new = fill_image(image, xim)
+    new.ome_xml = replace(new.ome_xml, sample=sample)
+    return new
+
+
+def stage_offsets(images: Sequence[Image]) -> list[tuple[float, float]] | None:
+    """Where the XML's stage positions put each field of a well relative to the first
+    (y, x in the fields' own units), or None: when the OME-Zarr metadata places them
+    (their translations differ), or a field has no position, or the positions' unit
+    cannot be converted to the fields' (pixels without a physical size)."""
+    from napari_ozx.ngff.model.axes import yx_axes
+    from napari_ozx.ngff.model.omexml import length_unit
+
+    if len(images) < 2:
+        return None
+    origins = set()
+    points = []
+    for img in images:
+        fill = img.ome_xml
+        sample = getattr(fill, "sample", None)
+        if sample is None or sample.position_x is None or sample.position_y is None:
+            return None
+        y, x = yx_axes(img.multiscale.axes)
+        ds = img.multiscale.datasets[0]
+        origins.add((ds.translation[y], ds.translation[x]))
+        pos = []
+        for q, ax in ((sample.position_y, y), (sample.position_x, x)):
+            src = _METRES.get(length_unit(q.unit) or "")
+            dst = _METRES.get(img.multiscale.axes[ax].unit or "")
+            if src is None or dst is None:
+                return None
+            pos.append(q.value * src / dst)
+        points.append((pos[0], pos[1]))
+    if len(origins) > 1:
+        return None  # the OME-Zarr metadata places them: it wins
+    y0, x0 = points[0]
+    return [(py - y0, px - x0) for py, px in points]
+
+
+__all__ += ["field_with_xml", "stage_offsets", "well_sample_for"]

@@ -935,7 +935,12 @@ class HcsPlate:
                 out.append(g)
                 continue
             try:
-                out.append(self.oz.image(ref.path, g))
+                image = self.oz.image(ref.path, g)
+                if self.oz.root.meta.bioformats2raw_layout is not None:
+                    from napari_ozx.ngff.read.omexml import field_with_xml  # its WellSample
+
+                    image = field_with_xml(self.oz, ref.path, image)
+                out.append(image)
             except OzxError as e:
                 out.append(e)
         return out
@@ -1057,8 +1062,15 @@ class HcsPlate:
             ds = img.multiscale.datasets[0]
             return img.arrays[0].shape[y] * ds.scale[y], img.arrays[0].shape[x] * ds.scale[x]
 
+        from napari_ozx.ngff.read.omexml import stage_offsets
+
+        # where the OME-Zarr metadata places no field, bioformats2raw's XML may
+        stage = None if grid else stage_offsets(images)
         if overview is not None:
             oy, ox = overview.tile_origin(well.row, well.column)
+            if stage is not None:
+                ty, tx = t0(images[0])
+                return [(oy - ty + dy, ox - tx + dx, 1.0) for dy, dx in stage]
             if not grid or len(images) == 1:
                 return [(oy - ty, ox - tx, 1.0) for ty, tx in map(t0, images)]
             y0, x0, y1, x1 = overview.field_box(well.row, well.column)
@@ -1079,6 +1091,8 @@ class HcsPlate:
                 ty, tx = t0(img)
                 out.append((cy - ty * zoom, cx - tx * zoom, zoom))
             return out
+        if stage is not None:
+            return [(dy, dx, 1.0) for dy, dx in stage]
         if not grid:
             return [(0.0, 0.0, 1.0)] * len(images)
         oy, ox = t0(images[0])
