@@ -22,7 +22,7 @@ from napari_ozx.ngff.model.metadata import Multiscale, NodeMetadata
 
 if TYPE_CHECKING:
     from napari_ozx._compat import ZarrArrayMetadata
-    from napari_ozx.ngff.model.metadata import CoordinateSystem
+    from napari_ozx.ngff.model.metadata import Axis, CoordinateSystem
     from napari_ozx.ngff.model.transforms import SystemRef, Transform
     from napari_ozx.ngff.read.open import ArrayNode
 
@@ -396,7 +396,8 @@ def _multiscale_sections(
     ms: Multiscale, level_shapes: Sequence[Sequence[int] | str | None]
 ) -> list[Section]:
     axes = tuple(
-        Row(a.name, ", ".join(x for x in (a.type or "untyped", a.unit) if x)) for a in ms.axes
+        Row(a.name, ", ".join(x for x in (a.type or "untyped", a.unit, _direction(a)) if x))
+        for a in ms.axes
     )
     rows = []
     shapes = list(level_shapes) + [None] * (len(ms.datasets) - len(level_shapes))
@@ -412,6 +413,12 @@ def _multiscale_sections(
             ms.systems, ms.transformations, intrinsic=ms.intrinsic, shown=ms.default_system
         )
     return secs
+
+
+def _direction(axis: Axis) -> str | None:
+    """An axis's RFC-4 orientation for people: "anatomical anterior→posterior"."""
+    o = axis.orientation
+    return None if o is None else f"{o.type} {o.direction}" if o.known else o.direction
 
 
 def _ref_text(ref: SystemRef | None) -> str:
@@ -441,7 +448,12 @@ def _coordinate_sections(
 ) -> list[Section]:
     rows = []
     for c in systems:
-        axes = ", ".join(f"{a.name} ({a.unit})" if a.unit else a.name for a in c.axes)
+        axes = ", ".join(
+            f"{a.name} ({', '.join(x for x in (a.unit, _direction(a)) if x)})"
+            if a.unit or a.orientation
+            else a.name
+            for a in c.axes
+        )
         notes = [
             n for n, on in (("intrinsic", c.name == intrinsic), ("shown", c.name == shown)) if on
         ]

@@ -67,7 +67,7 @@ def _image_entry(insp: Inspection, node: TreeNode, problems: list[dict[str, Any]
             labels = [c.path.rsplit("/", 1)[-1] for c in insp.children(child)]
     entry.update(
         version=ms.version,
-        axes=[{"name": a.name, "type": a.type, "unit": a.unit} for a in ms.axes],
+        axes=[_axis_entry(a) for a in ms.axes],
         levels=levels,
         channels=[c.label for c in meta.omero.channels] if meta.omero else [],
         labels=labels,
@@ -80,6 +80,15 @@ def _image_entry(insp: Inspection, node: TreeNode, problems: list[dict[str, Any]
     if xml is not None:
         entry["ome_xml"] = xml
     return entry
+
+
+def _axis_entry(a: Any) -> dict[str, Any]:
+    """One axis for ``info --json``: name, type, unit and, where it has one, its RFC-4
+    ``orientation`` as written."""
+    out: dict[str, Any] = {"name": a.name, "type": a.type, "unit": a.unit}
+    if a.orientation is not None:
+        out["orientation"] = a.orientation.to_json()
+    return out
 
 
 class _Docs:
@@ -166,6 +175,17 @@ def info_report(insp: Inspection) -> dict[str, Any]:
     return out
 
 
+def _orientation_text(axes: Sequence[dict[str, Any]]) -> str:
+    """``z inferior→superior, y anterior→posterior`` (RFC-4, low to high coordinates)."""
+    from napari_ozx.ngff.model.orientation import Orientation
+
+    parts = []
+    for a in axes:
+        o = Orientation.parse(a["orientation"])
+        parts.append(f"{a['name']} {o.direction if o else a['orientation']}")
+    return ", ".join(parts)
+
+
 def info_text(report: dict[str, Any]) -> str:
     """:func:`info_report` for people."""
     lines = [f"{report['source']}: {report['kind']} (Zarr v{report['zarr_format']})"]
@@ -211,6 +231,9 @@ def info_text(report: dict[str, Any]) -> str:
         lines.append(
             f"  image {img['path']} {img['name']!r} OME-Zarr {img['version']}  axes: {axes}"
         )
+        oriented = [a for a in img["axes"] if a.get("orientation")]
+        if oriented:
+            lines.append(f"    orientation: {_orientation_text(oriented)}")
         if img["channels"]:
             lines.append(f"    channels: {', '.join(str(c) for c in img['channels'])}")
         for lv in img["levels"]:

@@ -80,6 +80,9 @@ class LayerSource:
     #: scale factor and offset from level 0 (level-0 pixels) over the layer's axes, and
     #: the multiscale's ``type`` / ``metadata``
     pyramid: dict[str, Any] | None = field(default=None, compare=False)
+    #: RFC-4: each oriented axis's ``orientation`` as written, by axis name
+    #: (``{"y": {"type": "anatomical", "value": "anterior-to-posterior"}}``)
+    orientation: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def is_plate(self) -> bool:
@@ -147,6 +150,7 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "overview_level": int,
     "scene_system": str,
     "pyramid": dict,
+    "orientation": dict,
 }
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.provenance import LayerKind, LayerSource
 from napari_ozx.ngff.model.metadata import SPACE_UNITS, TIME_UNITS
+from napari_ozx.ngff.model.orientation import axis_label
 
 if TYPE_CHECKING:
     from napari_ozx.ngff.model.graph import TransformGraph
@@ -354,6 +355,22 @@ def _units(axes: Sequence[Axis]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _labels(axes: Sequence[Axis]) -> tuple[str, ...]:
+    """napari's axis labels: each axis name with its RFC-4 direction, low to high
+    coordinates (``y (anterior→posterior)``), so the sliders and status bar name it."""
+    return tuple(axis_label(a.name, a.orientation) for a in axes)
+
+
+def orientations(ms: Multiscale) -> dict[str, dict[str, str]] | None:
+    """The RFC-4 orientations of an image's axes (its intrinsic system's, then those of
+    its other coordinate systems), by axis name, as written; None where there are none."""
+    out: dict[str, dict[str, str]] = {}
+    for axis in (*ms.axes, *(a for s in ms.systems for a in s.axes)):
+        if axis.orientation is not None:
+            out.setdefault(axis.name, axis.orientation.to_json())
+    return out or None
+
+
 def _drop(seq: Sequence[_T], axis: int | None) -> tuple[_T, ...]:
     return tuple(v for i, v in enumerate(seq) if i != axis)
 
@@ -374,6 +391,7 @@ def layer_source(image: OmeImage | OverviewImage, kind: LayerKind = "image") -> 
         zarr_format=image.root.zarr_format,
         levels=len(image.levels),
         pyramid=pyramid_record(image),
+        orientation=orientations(image.multiscale),
     )
 
 
@@ -449,7 +467,7 @@ def placement(
     out: Placement = {
         "scale": _drop(ds0.scale, c),
         "translate": _drop(ds0.translation, c),
-        "axis_labels": _drop(ms.axis_names, c),
+        "axis_labels": _drop(_labels(ms.axes), c),
         "units": _drop(_units(ms.axes), c),
     }
     target = system or ms.default_system
@@ -483,7 +501,7 @@ def placement(
     system_ = ms.system(target) if to_world is None else None
     sys_axes = system_.axes if system_ else None
     if sys_axes is not None and len(sys_axes) == ms.ndim:
-        out["axis_labels"] = _drop(tuple(a.name for a in sys_axes), c)
+        out["axis_labels"] = _drop(_labels(sys_axes), c)
         out["units"] = _drop(_units(sys_axes), c)
     if np.allclose(lin, np.diag(np.diag(lin))):
         d = np.diag(lin)
@@ -782,6 +800,7 @@ def _node(src: LayerSource, image: OmeImage) -> LayerSource:
         version=image.multiscale.version,
         levels=len(image.levels),
         pyramid=pyramid_record(image),
+        orientation=orientations(image.multiscale),
     )
 
 

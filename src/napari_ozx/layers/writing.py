@@ -37,6 +37,7 @@ from napari_ozx.ngff.model.metadata import (
     LabelColor,
     Window,
 )
+from napari_ozx.ngff.model.orientation import split_axis_label
 from napari_ozx.ngff.write.writer import (
     ImageSpec,
     LabelsSpec,
@@ -79,9 +80,13 @@ def layer_axes(
     """OME axes for a napari layer of *ndim* dims (+ a leading channel axis if asked).
 
     napari's own axis labels are kept when they are OME names (t, z, y, x ...); its
-    defaults ('-1', 'axis 0' ...) become the conventional ``t z y x`` by position.
+    defaults ('-1', 'axis 0' ...) become the conventional ``t z y x`` by position. A label
+    the reader gave an RFC-4 direction (``y (anterior→posterior)``) is that name with that
+    orientation, written back on its space axis.
     """
-    names = [str(x) for x in (labels or ())]
+    split = [split_axis_label(str(x)) for x in (labels or ())]
+    names = [n for n, _ in split]
+    orients = [o for _, o in split] if len(split) == ndim else [None] * ndim
     if (
         len(names) != ndim
         or len(set(names)) != ndim
@@ -94,10 +99,11 @@ def layer_axes(
         names = list(("t", "z", "y", "x")[4 - ndim :])
     unit_strs = [str(u) if u is not None else "" for u in (units or [None] * ndim)]
     axes = []
-    for n, u in zip(names, unit_strs, strict=False):
+    for n, u, o in zip(names, unit_strs, orients, strict=False):
         kind = "time" if n == "t" else "space"
         ok = TIME_UNITS if kind == "time" else SPACE_UNITS
-        axes.append(Axis(n, kind, u if u in ok else None))
+        orientation = o if kind == "space" else None
+        axes.append(Axis(n, kind, u if u in ok else None, orientation=orientation))
     if with_channel:
         pos = 1 if names and names[0] == "t" else 0
         axes.insert(pos, Axis("c", "channel"))

@@ -53,6 +53,7 @@ from typing import Any, Literal, TypeGuard
 import numpy as np
 
 from napari_ozx.errors import MetadataError
+from napari_ozx.ngff.model.orientation import Orientation
 from napari_ozx.ngff.model.scale_translation import (
     fold_scale_translation,
     is_scale_translation,
@@ -197,6 +198,8 @@ class Axis:
     unit: str | None = None
     discrete: bool | None = None  # 0.6
     long_name: str | None = None  # 0.6 ``longName``
+    #: RFC-4 anatomical orientation (:mod:`.orientation`), kept as written in every version
+    orientation: Orientation | None = None
 
     @property
     def is_channel(self) -> bool:
@@ -209,6 +212,8 @@ class Axis:
             d["type"] = self.type
         if self.unit:
             d["unit"] = self.unit
+        if self.orientation is not None:  # RFC-4, as ngff-zarr writes it in 0.4-0.6
+            d["orientation"] = self.orientation.to_json()
         if version_key(version) >= (0, 6):
             if self.discrete is not None:
                 d["discrete"] = self.discrete
@@ -276,6 +281,7 @@ def _parse_axes(raw: object, version: str, ndim: int | None, node: str) -> tuple
                     unit if isinstance(unit, str) and unit else None,
                     discrete if isinstance(discrete, bool) else None,
                     long_name if isinstance(long_name, str) and long_name else None,
+                    Orientation.parse(a.get("orientation")),
                 )
             )
         else:

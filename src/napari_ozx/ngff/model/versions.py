@@ -64,7 +64,7 @@ DEVELOPMENT_RFCS: tuple[tuple[str, str, str], ...] = (
         "an image without a space axis is refused and only its first channel axis is "
         "split into layers",
     ),
-    ("RFC-4", "anatomical orientation of space axes", "not shown and not checked"),
+    ("RFC-4", "anatomical orientation of space axes", ""),
     (
         "RFC-8",
         "collections and the node model (draft)",

@@ -26,6 +26,7 @@ from typing import Any
 
 from napari_ozx.ngff.model.graph import TransformGraph
 from napari_ozx.ngff.model.metadata import OME_KEYS, SPACE_UNITS, TIME_UNITS
+from napari_ozx.ngff.model.orientation import orientation_problems
 from napari_ozx.ngff.model.scale_translation import (
     is_scale_translation,
     plain_scale_translation,
@@ -77,6 +78,7 @@ _WELL = f"{_S04} §well-md"
 _HCS = f"{_S04} §hcs-layout"
 _BF2RAW = f"{_S04} §bf2raw"
 _OMERO = "OME-Zarr 0.4/0.5 JSON schema image.schema, omero"
+_RFC4 = "RFC-4 (axis orientation) §Proposal"
 _TABLES = "Fractal / ngio table specification V1"
 
 RULES: dict[str, Rule] = {
@@ -304,6 +306,40 @@ RULES: dict[str, Rule] = {
         'present), followed by the "channel" or custom axis (if present) and the axes of '
         'type "space".',
         _MS,
+    ),
+    # ---- RFC-4 axis orientation (napari_ozx.ngff.model.orientation)
+    "orientation-space": Rule(
+        "error",
+        "The `orientation` field MUST only be used on spatial axes (axes with `type` field "
+        'set to "space"). It MUST NOT be used on non-spatial axes such as channel, time, '
+        "or other axis types.",
+        _RFC4,
+    ),
+    "orientation-object": Rule(
+        "error",
+        "The `orientation` field is structured as an object and MUST have a `type` field "
+        'that specifies the orientation domain (e.g., "anatomical") and MUST have a '
+        "`value` field that specifies the specific orientation within that domain.",
+        _RFC4,
+    ),
+    "orientation-type": Rule(
+        "error",
+        'Valid `type` strings are defined in this document -- currently only "anatomical".',
+        _RFC4,
+    ),
+    "orientation-value": Rule(
+        "error",
+        "For anatomical orientation, the controlled vocabulary for the `orientation` "
+        "field's `value` will include: left-to-right, right-to-left, ... (24 values with "
+        "ome/ngff#528's superficial/deep, apical/basal and apex/base).",
+        f"{_RFC4} / Controlled Vocabulary",
+    ),
+    "orientation-family": Rule(
+        "error",
+        'A set of NGFF `axes` MUST only have one of the set { "left-to-right", '
+        '"right-to-left" } or { "anterior-to-posterior", "posterior-to-anterior" } or '
+        "the remaining values.",
+        f"{_RFC4} / Controlled Vocabulary",
     ),
     "axis-type": Rule(
         "warning",
@@ -948,6 +984,8 @@ def check_axes(r: Reporter, node: str, axes: object, version: str) -> tuple[str,
             allowed = SPACE_UNITS if t == "space" else TIME_UNITS
             if unit not in allowed:
                 r.add("axis-unit", node, f"{t} axis {a['name']!r} has unit {short(unit)}")
+    for code, message in orientation_problems(entries):  # RFC-4
+        r.add(code, node, message)
     return tuple(names)
 
 
