@@ -23,7 +23,11 @@ notifications and the well is marked red; the rest keeps working.
 A plate with a condition table (Fractal's ``condition_table``, read once per plate in a
 worker) gets the condition panel (:mod:`.plate_conditions`): wells coloured by a chosen
 column with a legend, a filter that fades the other wells and keeps them from being
-opened on the map, and each well's conditions in its tooltip.
+opened on the map, and each well's conditions in its tooltip. The plate's wells layer
+on the canvas carries the conditions as ``features`` (one invisible point per well,
+:func:`napari_ozx.layers.tables.well_condition_points`), so napari's status bar shows a
+hovered well's conditions; it stays the selected layer when the plate opens, and follows
+the condition table chosen in the panel. The navigator's hover line names them too.
 """
 
 from __future__ import annotations
@@ -46,7 +50,9 @@ from napari_ozx._qt.plate_map import ABSENT, EMPTY, ERROR, PRESENT, PlateMap
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.reading import well_layer_data
+from napari_ozx.layers.tables import CONDITIONS_KEY, set_well_conditions
 from napari_ozx.ngff.read.plate import HcsPlate, Overview, WellInfo, open_hcs, plate_by_id
+from napari_ozx.ngff.tables.conditions import format_value
 
 if TYPE_CHECKING:
     import napari
@@ -257,6 +263,8 @@ class PlateNavigator(OzxDockWidget):
             return
         with contextlib.suppress(Exception):  # a viewer being closed
             self.viewer.reset_view()
+            if any(CONDITIONS_KEY in lyr.metadata for lyr in layers):
+                return  # the wells layer stays selected: hovering shows the conditions
             images = [lyr for lyr in layers if type(lyr).__name__ == "Image"]
             active = self.viewer.layers.selection.active
             if images and (active is None or active in layers):
@@ -397,6 +405,11 @@ class PlateNavigator(OzxDockWidget):
         if entry is None:
             return
         entry.conditions = result
+        if result.conditions is not None and result.conditions.table is not None:
+            name = result.conditions.table.name
+            for layer in entry.layers:  # the wells layer shows the table chosen
+                if layer.metadata.get(CONDITIONS_KEY) not in (None, name):
+                    set_well_conditions(layer, result.conditions)
         if pid == self._current:
             self.conditions.set_result(entry.plate, result)
 
@@ -737,7 +750,13 @@ class PlateNavigator(OzxDockWidget):
         w = ov.well_at(float(position[-2]), float(position[-1]))
         if w is None:
             return None
-        return f"{w.name} ({ov.field_label(w.row, w.column)})"
+        label = f"{w.name} ({ov.field_label(w.row, w.column)})"
+        read = entry.conditions if entry is not None else None
+        conds = read.conditions if read is not None else None
+        if conds is not None and w.path.strip("/") in conds:
+            cond = conds[w.path]
+            label += "".join(f" {c}={format_value(cond.get(c))}" for c in conds.columns)
+        return label
 
     def _on_canvas_move(self, viewer: napari.viewer.Viewer, event: _MouseEvent) -> None:
         """Hovering the plate names the well (and field) in the tooltip and the status."""

@@ -19,6 +19,7 @@ from napari_ozx.inspection.source import Inspection
 from napari_ozx.inspection.tree import COLLECTION, IMAGE, LABEL_IMAGE, LABELS, LEVEL, TreeNode
 
 if TYPE_CHECKING:
+    from napari_ozx.ngff.model.metadata import Plate
     from napari_ozx.ngff.read.documents import NodeDocuments
 
 __all__ = ["format_bytes", "info_report", "info_text", "pretty_json"]
@@ -120,6 +121,41 @@ def _tables(insp: Inspection, image: str | None) -> list[dict[str, Any]]:
     return [i.to_dict() for i in infos]
 
 
+def _plate_wells(insp: Inspection, plate: Plate) -> dict[str, Any]:
+    """A plate's wells as its document lists them (path, row and column names), each
+    with its conditions from the plate's condition table (one table read, no well
+    document), and which table that is (or why it cannot be read)."""
+    from napari_ozx.errors import OzxError
+    from napari_ozx.ngff.tables.conditions import plate_conditions
+
+    out: dict[str, Any] = {}
+    conditions = None
+    try:
+        conditions = plate_conditions(_Docs(insp), model=plate)
+    except OzxError as e:
+        out["conditions"] = {"error": str(e)}
+    if conditions is not None and conditions.table is not None:
+        out["conditions"] = {
+            "table": conditions.table.name,
+            "columns": list(conditions.columns),
+            "matched_by": conditions.key,
+            "unmatched_rows": conditions.unmatched,
+        }
+    wells = []
+    for w in plate.wells:
+        row = plate.rows[w.row] if 0 <= w.row < len(plate.rows) else None
+        col = plate.columns[w.column] if 0 <= w.column < len(plate.columns) else None
+        entry: dict[str, Any] = {"path": w.path, "row": row, "column": col}
+        if conditions is not None and conditions.table is not None:
+            cond = conditions.wells.get(w.path.strip("/"), {})
+            entry["conditions"] = {
+                c: list(v) if isinstance(v, tuple) else v for c, v in cond.items()
+            }
+        wells.append(entry)
+    out["well_list"] = wells
+    return out
+
+
 def info_report(insp: Inspection) -> dict[str, Any]:
     """The facts ``napari-ozx info`` shows, JSON-able (metadata reads only)."""
     root = insp.read("")
@@ -165,6 +201,7 @@ def info_report(insp: Inspection) -> dict[str, Any]:
         out["spatialdata"] = spatialdata_facts(_Docs(insp))  # every element, by kind
     elif meta is not None and meta.plate is not None:
         out["tables"] = _tables(insp, "")  # the plate's own (conditions, plate ROIs)
+        out["plate"].update(_plate_wells(insp, meta.plate))
         out["plate"].update(_plate_wells(insp, meta.plate))
     archive = insp.archive()
     if archive is not None:
@@ -215,6 +252,7 @@ def info_text(report: dict[str, Any]) -> str:
                 "(napari reads a well when it is shown, napari-ozx validate reads them all)"
             )
         lines.extend(_conditions_text(p))
+        lines.extend(_conditions_text(p))
     if "well" in report:
         lines.append(f"  well: {len(report['well']['fields'])} fields")
     if "spatialdata" in report:
@@ -249,6 +287,41 @@ def info_text(report: dict[str, Any]) -> str:
     for p in report.get("problems", ()):
         lines.append(f"  problem at {p['path']}: {p['error']}")
     return "\n".join(lines)
+
+
+#: ``info`` (text) lists the conditions of at most this many wells (``--json``: all)
+WELLS_LISTED = 24
+
+
+def _conditions_text(plate: dict[str, Any]) -> list[str]:
+    """The plate's condition table and the first wells' conditions, one line each."""
+    from napari_ozx.ngff.tables.conditions import format_value
+
+    c = plate.get("conditions")
+    if not c:
+        return []
+    if "error" in c:
+        return [f"  conditions: cannot be read: {c['error']}"]
+    lines = [
+        f"  conditions (table {c['table']}, wells by {c['matched_by']}): "
+        + ", ".join(c["columns"])
+        + (
+            f"; {c['unmatched_rows']} row{' names' if c['unmatched_rows'] == 1 else 's name'}"
+            " no well"
+            if c["unmatched_rows"]
+            else ""
+        )
+    ]
+    wells = [w for w in plate.get("well_list", ()) if w.get("conditions")]
+    for w in wells[:WELLS_LISTED]:
+        values = ", ".join(
+            f"{k}={format_value(tuple(v) if isinstance(v, list) else v)}"
+            for k, v in w["conditions"].items()
+        )
+        lines.append(f"    {w['path']}: {values}")
+    if len(wells) > WELLS_LISTED:
+        lines.append(f"    … {len(wells) - WELLS_LISTED} more wells (--json lists every well)")
+    return lines
 
 
 def _level_text(lv: dict[str, Any]) -> str:

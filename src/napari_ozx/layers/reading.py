@@ -671,7 +671,7 @@ def plate_layer_data(root: OmeZarr, report: Report | None = None) -> list[LayerD
         if not out:
             raise OzxError(f"no field of well {well.name!r} can be read")
         return out
-    return overview_layer_data(plate.overview())
+    return overview_layer_data(plate.overview(), report)
 
 
 def plate_source(plate: HcsPlate, kind: LayerKind = "plate-overview") -> LayerSource:
@@ -688,8 +688,10 @@ def plate_source(plate: HcsPlate, kind: LayerKind = "plate-overview") -> LayerSo
     )
 
 
-def overview_layer_data(ov: Overview) -> list[LayerData]:
-    """The overview's image layer data (channel axis split by napari) and the well labels."""
+def overview_layer_data(ov: Overview, report: Report | None = None) -> list[LayerData]:
+    """The overview's image layer data (channel axis split by napari) and the well labels
+    (and, for a plate with a condition table, each well's conditions:
+    :func:`napari_ozx.layers.tables.well_condition_points`)."""
     plate = ov.plate
     image = ov.as_image()
     src = dataclasses.replace(
@@ -720,6 +722,9 @@ def overview_layer_data(ov: Overview) -> list[LayerData]:
         "metadata": src.to_metadata(),
     }
     points = np.array([(a[0], a[1]) for a in ann], dtype=float).reshape(-1, 2)
+    from napari_ozx.layers.tables import well_condition_points
+
+    points = well_condition_points(ov, points, points_kw, report)
     return [(data, kw, kind), (points, points_kw, "points")]
 
 

@@ -55,21 +55,27 @@ from napari_ozx.ngff.tables.read import (
 )
 
 if TYPE_CHECKING:
-    from napari.layers import Labels, Shapes
+    from napari.layers import Labels, Layer, Shapes
     from napari.viewer import Viewer
 
     from napari_ozx.ngff.read.open import Image as OmeImage
     from napari_ozx.ngff.read.open import OmeZarr
+    from napari_ozx.ngff.read.plate import Overview
+    from napari_ozx.ngff.tables.conditions import PlateConditions
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "CONDITIONS_KEY",
     "MANY_ROIS",
     "TABLES_KEY",
     "TABLE_KEY",
+    "condition_features",
     "labels_features",
     "merge_features",
     "roi_shapes_layer_data",
+    "set_well_conditions",
+    "well_condition_points",
     "zoom_to_roi",
 ]
 
@@ -80,6 +86,8 @@ Report = Callable[[str, OzxError], None]
 TABLE_KEY = "napari_ozx_table"
 #: the metadata key of an image layer listing the image's tables
 TABLES_KEY = "napari_ozx_tables"
+#: the metadata key of a plate's wells layer: the condition table its features show
+CONDITIONS_KEY = "napari_ozx_conditions"
 #: a ROI layer with more rectangles than this opens hidden (and without text)
 MANY_ROIS = 50
 #: the edge colour of ROI and masking ROI rectangles
@@ -235,6 +243,95 @@ def merge_features(
         vals = list(col)
         out[k] = [vals[where[v]] if v in where else None for v in out["index"]]
     return out
+
+
+# ------------------------------------------------------------------ plate conditions
+
+
+def condition_features(
+    conditions: PlateConditions, wells: Sequence[str | None]
+) -> dict[str, list[object]]:
+    """A plate's conditions as napari ``features``, one row per entry of *wells* (well
+    paths; None: a row that is no well): ``well`` (the path), then each condition column
+    (a column named like one of napari-ozx's gets " (condition)" added). A well the table
+    does not name has None; a well with several values has them joined ("rep2, rep9")."""
+    from napari_ozx.ngff.tables.conditions import format_value
+
+    out: dict[str, list[object]] = {"well": list(wells)}
+    for column in conditions.columns:
+        values = [
+            conditions.wells.get(w.strip("/"), {}).get(column) if w is not None else None
+            for w in wells
+        ]
+        if any(isinstance(v, tuple) for v in values):
+            values = [None if v is None else format_value(v) for v in values]
+        name = column if column not in ("well", "label", "index") else f"{column} (condition)"
+        out[name] = values
+    return out
+
+
+def well_condition_points(
+    ov: Overview,
+    points: np.ndarray,
+    points_kw: dict[str, Any],
+    report: Report | None = None,
+) -> np.ndarray:
+    """The plate's wells layer (its row and column names, *points* / *points_kw*) with
+    one more point per well when the plate has a condition table: centred on the well's
+    tile, as large as the tile, invisible, with the well's path and conditions as
+    ``features`` (:func:`condition_features`), so hovering a well puts
+    "well: B/03, drug: DMSO, concentration: 0" in napari's status bar. The names keep
+    their text; the wells have none. Returns the points; *points_kw* is changed in
+    place. A condition table that cannot be read is reported; the plate still opens."""
+    from napari_ozx.ngff.tables.conditions import plate_conditions
+
+    plate = ov.plate
+    if plate.kind != "plate":
+        return points
+    try:
+        conditions = plate_conditions(plate)
+    except OzxError as e:
+        (report or _log_report)(str(plate.oz.source), e)
+        return points
+    if conditions.table is None:
+        return points
+    wells = list(plate.wells)
+    sy, sx = ov.yx_scale
+    py, px = ov.pitch
+    centres = np.array(
+        [((w.row * py + (py - 1) / 2) * sy, (w.column * px + (px - 1) / 2) * sx) for w in wells],
+        dtype=float,
+    ).reshape(-1, 2)
+    names = list(points_kw["features"]["label"])
+    n = len(names)
+    features = condition_features(conditions, [None] * n + [w.path for w in wells])
+    points_kw["features"] = {"label": names + [None] * len(wells), **features}
+    text = dict(points_kw.get("text") or {})
+    text["string"] = {"array": names + [""] * len(wells), "default": ""}
+    points_kw["text"] = text
+    size = float(points_kw["size"])
+    points_kw["size"] = np.array([size] * n + [min(sy * py, sx * px)] * len(wells), dtype=float)
+    meta = dict(points_kw.get("metadata") or {})
+    meta[CONDITIONS_KEY] = conditions.table.name
+    points_kw["metadata"] = meta
+    return np.concatenate([points.reshape(-1, 2), centres])
+
+
+def set_well_conditions(layer: Layer, conditions: PlateConditions) -> bool:
+    """Show another of the plate's condition tables on its wells layer (made by
+    :func:`well_condition_points`): the layer's ``features`` become *conditions*' for
+    its wells. False (nothing changed) for a layer without wells."""
+    features = getattr(layer, "features", None)
+    if features is None or "well" not in features or "label" not in features:
+        return False
+    wells = [w if isinstance(w, str) else None for w in features["well"].tolist()]
+    new = condition_features(conditions, wells)
+    layer.features = {"label": features["label"].tolist(), **new}
+    meta = dict(layer.metadata)
+    if conditions.table is not None:
+        meta[CONDITIONS_KEY] = conditions.table.name
+    layer.metadata = meta
+    return True
 
 
 # ------------------------------------------------------------------- the reader's hook

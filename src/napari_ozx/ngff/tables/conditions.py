@@ -180,21 +180,24 @@ def _unwrap(source: Any, plate: str) -> tuple[Any, str]:
     return source, plate
 
 
-def plate_conditions(source: Any, table: str | None = None, plate: str = "") -> PlateConditions:
+def plate_conditions(
+    source: Any, table: str | None = None, plate: str = "", model: Plate | None = None
+) -> PlateConditions:
     """Each well's conditions from the plate's condition table, read once.
 
     *source*: a path or URL, an opened :class:`~napari_ozx.ngff.read.open.OmeZarr` or an
-    :class:`~napari_ozx.ngff.read.plate.HcsPlate`; *plate*: the plate group's path in it
-    ("" = the root). *table*: the table's name (any type); by default the plate's
-    condition table (``condition_table`` when there are several). A plate without one
-    gives an empty :class:`PlateConditions`. Raises
+    :class:`~napari_ozx.ngff.read.plate.HcsPlate` (or any table source, with *model*:
+    the plate's parsed metadata, as ``napari-ozx info`` has it); *plate*: the plate
+    group's path in it ("" = the root). *table*: the table's name (any type); by default
+    the plate's condition table (``condition_table`` when there are several). A plate
+    without one gives an empty :class:`PlateConditions`. Raises
     :class:`~napari_ozx.errors.TableError` when the table cannot be read or names no
     well (no row and column, well or well path column), and
     :class:`~napari_ozx.errors.NotOmeZarrError` when *plate* is not a plate.
     """
     source, plate = _unwrap(source, plate)
     with _opened(source) as src:
-        model = _plate_model(src, plate)
+        model = model if model is not None else _plate_model(src, plate)
         if table is None:
             found = [t for t in list_tables(src, plate) if t.type == "condition_table"]
             found.sort(key=lambda t: t.name != DEFAULT_NAME)
