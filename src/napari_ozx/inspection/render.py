@@ -202,7 +202,6 @@ def info_report(insp: Inspection) -> dict[str, Any]:
     elif meta is not None and meta.plate is not None:
         out["tables"] = _tables(insp, "")  # the plate's own (conditions, plate ROIs)
         out["plate"].update(_plate_wells(insp, meta.plate))
-        out["plate"].update(_plate_wells(insp, meta.plate))
     archive = insp.archive()
     if archive is not None:
         out["archive"] = archive.to_dict()
@@ -251,7 +250,6 @@ def info_text(report: dict[str, Any]) -> str:
                 "  wells: as listed by the plate; their own metadata is not read here "
                 "(napari reads a well when it is shown, napari-ozx validate reads them all)"
             )
-        lines.extend(_conditions_text(p))
         lines.extend(_conditions_text(p))
     if "well" in report:
         lines.append(f"  well: {len(report['well']['fields'])} fields")
