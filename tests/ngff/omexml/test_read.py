@@ -89,12 +89,16 @@ def test_series_are_told_apart_by_their_xml_names() -> None:
     assert names == [["Embryo 1: DAPI", "Embryo 1: GFP"], ["Embryo 2: DAPI", "Embryo 2: GFP"]]
 
 
-def test_series_without_xml_are_named_by_their_path(tmp_path: Path) -> None:
+def test_series_without_xml_are_named_by_their_path(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "two.zarr"
     shutil.copytree(DATA / "b2r_two.zarr", path)
     (path / "OME" / "METADATA.ome.xml").unlink()
-    names = [kw["name"][0] for _, kw, _ in _layers(path)]
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        names = [kw["name"][0] for _, kw, _ in _layers(path)]
     assert names[0].startswith("0: ") and names[1].startswith("1: ")
+    assert not [r for r in caplog.records if r.name == LOGGER]  # no XML: nothing to say
 
 
 # -------------------------------------------------------------- item 1: bounded

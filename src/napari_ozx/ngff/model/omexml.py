@@ -361,6 +361,7 @@ def parse_ome_xml(
 
     Raises :class:`OmeXmlError` naming the reason (the parser's message for invalid,
     truncated or non-UTF-8 XML, a refused DTD or entity, a root that is not ``OME``).
+    No bytes at all (no such file) give an empty :class:`OmeXml` (``stopped_at`` 0).
     """
     import defusedxml
     from defusedxml.ElementTree import ParseError, iterparse
@@ -421,6 +422,8 @@ def parse_ome_xml(
             elif depth == 0:
                 complete = True
     except ParseError as e:
+        if stream.consumed == 0:  # no such file (or an empty one): nothing to read
+            return OmeXml(schema="")
         raise OmeXmlError(f"{where}: invalid XML ({e}); ignored") from None
     except defusedxml.DTDForbidden:
         raise OmeXmlError(

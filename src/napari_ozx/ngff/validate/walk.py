@@ -317,6 +317,9 @@ class _Walker:
         b2r = ome.get("bioformats2raw.layout", g.attrs.get("bioformats2raw.layout"))
         if b2r is not None:
             rules.check_bf2raw(self.r, g.path, b2r)
+            from napari_ozx.ngff.validate.omexml import check_ome_xml  # OME/METADATA.ome.xml
+
+            check_ome_xml(self, g)
         if "plate" in ome:
             self.plate(g)
         elif "scene" in ome and version_key(g.version) >= (0, 6):
