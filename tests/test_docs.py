@@ -28,6 +28,8 @@ from tests._support.paths import ROOT
 
 ROOT = ROOT
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: the napari hub's description of the plugin (napari-hub.org shows it instead of the README)
+HUB = ROOT / ".napari-hub" / "DESCRIPTION.md"
 RUNNABLE = ("bash", "python")
 #: fences a page may use: runnable ones, and ``text`` for what must not run here
 LANGUAGES = {*RUNNABLE, "text", "json"}
@@ -77,7 +79,9 @@ def _runnable(page: Path) -> list[Block]:
 def test_every_fence_names_its_language():
     """A block with no language or another one (```sh, ```console) would silently go
     unrun: only ```bash / ```python (run) and ```text / ```json (shown) are allowed."""
-    wrong = [f"{b} '{b.lang}'" for p in PAGES for b in _blocks(p) if b.lang not in LANGUAGES]
+    wrong = [
+        f"{b} '{b.lang}'" for p in (*PAGES, HUB) for b in _blocks(p) if b.lang not in LANGUAGES
+    ]
     assert not wrong, wrong
     assert sum(len(_runnable(p)) for p in PAGES) >= 10
 
@@ -98,7 +102,7 @@ def test_runnable_blocks_need_no_window_no_network_no_cluster():
     """What needs a display, a remote URL or a cluster is fenced ```text."""
     bad = [
         str(b)
-        for p in PAGES
+        for p in (*PAGES, HUB)
         for b in _runnable(p)
         if _launches_napari(b) or _URL.search(b.code) or "--scheduler" in b.code
     ]
@@ -126,7 +130,7 @@ def test_every_relative_link_resolves():
     """Every relative link or image of the README and docs/ names a file of the repository
     (and, for a page, a heading of it)."""
     broken = []
-    for page in PAGES:
+    for page in (*PAGES, HUB):
         for target in _relative_links(page):
             path, _, anchor = target.partition("#")
             dest = (page.parent / path).resolve() if path else page
@@ -143,6 +147,25 @@ def test_every_page_is_reachable_from_the_readme():
     listed = {t.partition("#")[0] for t in _relative_links(ROOT / "docs/index.md")}
     missing = [p.name for p in PAGES[1:] if p.name != "index.md" and p.name not in listed]
     assert not missing, missing
+
+
+def test_hub_description_follows_napari_conventions():
+    """napari's "Writing the perfect description for your plugin": a summary (who, what
+    data, why), a screenshot, a quick start for napari users, headings the hub turns into
+    its navigation, no badges, no title (the hub shows the name), and where to get help;
+    for a reader/writer plugin, the file types it supports."""
+    text = HUB.read_text()
+    headings = re.findall(r"^##\s+(.+)$", text, re.M)
+    assert not re.search(r"^#\s", text, re.M)
+    assert {"Description", "Supported data", "Quick start", "Getting help"} <= set(headings)
+    assert "shields.io" not in text and "badge" not in text.lower()
+    images = [t for t in _relative_links(HUB) if t.endswith(".png")]
+    assert images and all((HUB.parent / t).is_file() for t in images)
+    assert re.search(r'^\s*pip install "napari-ozx\[all\]"$', text, re.M)
+    for fmt in (".ozx", ".ome.zarr", "0.4", "0.5", "0.6", "https://", "s3://"):
+        assert fmt in text, fmt
+    assert "File > Open Sample > napari-ozx OME-Zarr" in text  # the sample napari.yaml ships
+    assert "../docs/index.md" in _relative_links(HUB)
 
 
 # ----------------------------------------------------------------- running the blocks
