@@ -3,8 +3,9 @@
 All reading happens in :mod:`napari_ozx.inspection` (no Qt) and runs in worker threads:
 opening a source, loading a node's children when it is expanded, a node's details when
 it is selected and the RFC-9 validation of an ``.ozx``. The widget only renders results.
-It follows napari's active layer (its ``LayerSource``) and can open any
-OME-Zarr directory or ``.ozx`` with its *Open* buttons.
+It follows napari's active layer (its ``LayerSource``; a table's layer, e.g. a ROI
+table's Shapes, by its ``TableOrigin``: the table node is selected and its rows shown)
+and can open any OME-Zarr directory or ``.ozx`` with its *Open* buttons.
 
 An image's (or a plate's) tables are a ``tables`` node under it, one child per table
 (type, backend, rows from the tables' metadata); selecting a table shows its facts and,
@@ -67,7 +68,7 @@ from napari_ozx.inspection import (
     TablePreview,
     TreeNode,
 )
-from napari_ozx.layers.provenance import LayerSource
+from napari_ozx.layers.provenance import LayerSource, TableOrigin
 
 if TYPE_CHECKING:
     import napari
@@ -82,10 +83,14 @@ def layer_source(metadata: object) -> tuple[str, str] | None:
     """(source, node path) of a layer read by napari-ozx, from its metadata.
 
     Plate overview layers point at the plate group; fields and their labels, like plain
-    images, at their own node (see :class:`~napari_ozx.layers.provenance.LayerSource`).
+    images, at their own node (see :class:`~napari_ozx.layers.provenance.LayerSource`);
+    a table's layer at its table node (:class:`~napari_ozx.layers.provenance.TableOrigin`).
     """
     src = LayerSource.from_metadata(metadata)
-    return (src.source, src.node) if src is not None else None
+    if src is not None:
+        return (src.source, src.node)
+    table = TableOrigin.from_metadata(metadata)
+    return (table.source, table.node) if table is not None else None
 
 
 __all__ = ["InspectorWidget"]
@@ -173,6 +178,8 @@ def _preview_table() -> QTableWidget:
     t = QTableWidget()
     t.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
     t.setAlternatingRowColors(True)
+    # napari's themes set no alternate colour: Qt's light default under light text
+    t.setStyleSheet("QTableWidget { alternate-background-color: rgba(128, 128, 128, 40); }")
     t.verticalHeader().setVisible(False)
     t.verticalHeader().setDefaultSectionSize(t.fontMetrics().height() + 6)
     t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -187,8 +194,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def show_preview(table: QTableWidget, note: QLabel, p: TablePreview) -> None:
-    """Fill the Table tab with a table's first rows (or say why there are none)."""
+def show_preview(
+    table: QTableWidget, note: QLabel, p: TablePreview, node: TreeNode | None = None
+) -> None:
+    """Fill the Table tab with a table's first rows (or say why there are none); with
+    its tree *node*, the note names the table's type and the image it belongs to."""
     table.clear()
     if p.error is not None:
         table.setRowCount(0)
@@ -206,7 +216,17 @@ def show_preview(table: QTableWidget, note: QLabel, p: TablePreview) -> None:
             table.setItem(r, c, item)
     shown = len(p.rows)
     more = f" (the first {shown} of {p.total:,})" if p.total > shown else ""
-    note.setText(f"<b>{_esc(p.name)}</b>: {p.total:,} rows{more}")
+    note.setText(f"<b>{_esc(p.name)}</b>: {p.total:,} rows{more}{_owner_note(node)}")
+
+
+def _owner_note(node: TreeNode | None) -> str:
+    """The note's " · roi_table of image /B/03/0" for a table node."""
+    info = node.table if node is not None else None
+    if info is None:
+        return ""
+    owner = node.parent.parent if node is not None and node.parent is not None else None
+    kind = _KIND_LABEL.get(owner.kind, "image") if owner is not None else "image"
+    return f" · {_esc(info.type or 'table')} of {kind} <code>/{_esc(info.image)}</code>"
 
 
 # ------------------------------------------------------------------ source leases
@@ -305,6 +325,7 @@ class InspectorWidget(OzxDockWidget):
         self._last_details: NodeDetails | None = None
         self._archive: ArchiveFacts | None = None
         self._metadata: MetadataFacts | None = None
+        self._follow_table: TableOrigin | None = None  # the table layer followed
 
         layout = QVBoxLayout(self)
         layout.addLayout(self._build_top_bar())
@@ -706,7 +727,10 @@ class InspectorWidget(OzxDockWidget):
     def _on_preview(self, gen: int, token: int, node: TreeNode, p: TablePreview | None) -> None:
         if not self._alive(gen) or token != self._details_token or p is None:
             return
-        show_preview(self.table_preview, self.table_note, p)
+        show_preview(self.table_preview, self.table_note, p, node)
+        follow = self._follow_table
+        if follow is not None and node.path == follow.node:
+            self.tabs.setCurrentIndex(self._table_tab)  # a table's layer: show its rows
         self.table_preview_shown.emit(node.path)
 
     def roi_layer(self, node: TreeNode | None = None) -> Layer | None:
@@ -912,9 +936,12 @@ class InspectorWidget(OzxDockWidget):
         if self._viewer is None:
             return
         layer = self._viewer.layers.selection.active
-        found = layer_source(getattr(layer, "metadata", None) if layer is not None else None)
+        meta = getattr(layer, "metadata", None) if layer is not None else None
+        found = layer_source(meta)
         if found is None:
             return
+        table = TableOrigin.from_metadata(meta) if LayerSource.from_metadata(meta) is None else None
+        self._follow_table = table
         source, path = found
         insp = self._inspection
         if insp is not None and os.path.abspath(insp.source) == os.path.abspath(source):

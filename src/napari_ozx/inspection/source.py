@@ -146,7 +146,7 @@ class Inspection(Hierarchy):
         """A table node: its facts from its metadata; the tables node: every table."""
         if node.kind == TABLE and node.table is not None:
             rows = tuple(Row(k, v) for k, v in table_facts(node.table))
-            sections = (Section("Table", rows),)
+            sections = (Section("Table", (*rows[:1], *_table_owner(node), *rows[1:])),)
         else:
             kids = self.children(node)
             sections = (Section("Tables", tuple(Row(k.title, k.info) for k in kids)),)
@@ -274,6 +274,17 @@ class Inspection(Hierarchy):
             if self._metadata is None:
                 self._metadata = facts
             return self._metadata
+
+
+def _table_owner(node: TreeNode) -> tuple[Row, ...]:
+    """The image (or plate) a table node belongs to: the node above its ``tables``
+    group, by title and path."""
+    tables = node.parent
+    owner = tables.parent if tables is not None else None
+    if owner is None:
+        return ()
+    label = {PLATE: "Plate", WELL: "Well"}.get(owner.kind, "Image")
+    return (Row(label, f"{owner.title} (/{owner.path})"),)
 
 
 def _level_shape(read: NodeRead | None) -> list[int] | str:

@@ -8,6 +8,11 @@ copies metadata, sessions may serialise it) and is read back tolerantly:
 :meth:`LayerSource.from_metadata` returns ``None`` for metadata written by someone else,
 by an older version, or damaged — never raises.
 
+A layer made from a table (a ROI table's Shapes layer, :mod:`napari_ozx.layers.tables`)
+carries a :class:`TableOrigin` under :data:`TABLE_KEY` instead: the file, the image the
+table belongs to and the table, so the inspector shows that table when the layer is
+selected.
+
 No napari import: this works on anything with a ``metadata`` mapping.
 """
 
@@ -23,8 +28,10 @@ __all__ = [
     "LEVEL_3D_KEY",
     "LOCKED_3D_KEY",
     "METADATA_KEY",
+    "TABLE_KEY",
     "LayerKind",
     "LayerSource",
+    "TableOrigin",
     "plate_key",
     "plates_in",
 ]
@@ -36,8 +43,10 @@ METADATA_KEY = "napari_ozx"
 EDITABLE_KEY = "napari_ozx_editable"
 #: ... an int set by the user: the level a multiscale layer renders from in 3D ...
 LEVEL_3D_KEY = "napari_ozx_3d_level"
-#: ... and True while napari-ozx (not the user) holds the layer's 3D level
+#: ... True while napari-ozx (not the user) holds the layer's 3D level ...
 LOCKED_3D_KEY = "napari_ozx_locked_3d"
+#: ... and, on a layer made from a table, its :class:`TableOrigin` record
+TABLE_KEY = "napari_ozx_table"
 
 #: image / labels: a plain image or label image; plate-overview: the lazy picture of a
 #: plate and its well-name points; well: a field (or its labels) of a plate's well
@@ -152,6 +161,57 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "pyramid": dict,
     "orientation": dict,
 }
+
+
+@dataclass(frozen=True)
+class TableOrigin:
+    """Where a table layer came from: the ``source`` (path or URL), the ``image`` it
+    belongs to (its node path, ``""`` = the root), the ``table``'s name and, as the
+    reader found them, its node ``path``, ``type``, ``backend`` and ``rows``.
+
+    A plain dict under :data:`TABLE_KEY` (other keys, e.g. a ROI table's z planes, ride
+    along); read back tolerantly, like :class:`LayerSource`."""
+
+    source: str
+    image: str
+    table: str
+    path: str | None = None
+    type: str | None = None
+    backend: str | None = None
+    rows: int | None = None
+
+    @property
+    def node(self) -> str:
+        """The table's node path in the hierarchy (``<image>/tables/<name>`` unless the
+        reader recorded another)."""
+        if self.path:
+            return self.path
+        return "/".join(p for p in (self.image.strip("/"), "tables", self.table) if p)
+
+    @classmethod
+    def from_metadata(cls, metadata: object) -> TableOrigin | None:
+        """The record in a layer's *metadata*, or None (no record, or damaged)."""
+        data = metadata.get(TABLE_KEY) if isinstance(metadata, Mapping) else None
+        if not isinstance(data, Mapping):
+            return None
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            value = data.get(f.name)
+            required = f.name in ("source", "image", "table")
+            want: type | tuple[type, ...] = int if f.name == "rows" else str
+            if value is None and not required:
+                continue
+            if not isinstance(value, want) or isinstance(value, bool):
+                return None
+            kwargs[f.name] = value
+        if not kwargs["source"] or not kwargs["table"]:
+            return None
+        return cls(**kwargs)
+
+    @classmethod
+    def of(cls, layer: object) -> TableOrigin | None:
+        """The record of a napari layer (anything with ``metadata``), or None."""
+        return cls.from_metadata(getattr(layer, "metadata", None))
 
 
 def plates_in(layers: Iterable[object]) -> list[LayerSource]:
