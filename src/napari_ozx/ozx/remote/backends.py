@@ -26,7 +26,7 @@ import os
 import re
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:
@@ -161,6 +161,26 @@ class ObstoreHTTP:
         end: int | None = None,
         **kwargs: object,
     ) -> bytes:
+        return self._get(path, start, end, kwargs)[0]
+
+    def cat_file_info(
+        self, path: str, start: int | None = None, end: int | None = None, **kwargs: object
+    ) -> tuple[bytes, dict[str, object]]:
+        """:meth:`cat_file`'s bytes and :meth:`info`'s details (size, validators) of the
+        object they came from, in one request: a suffix range (``start`` negative) tells
+        the size of an object and its last bytes in one round trip."""
+        data, meta = self._get(path, start, end, kwargs)
+        info = {
+            "size": meta["size"],
+            "ETag": meta.get("e_tag"),
+            "Last-Modified": _http_date(meta.get("last_modified")),
+        }
+        return data, info
+
+    def _get(
+        self, path: str, start: int | None, end: int | None, kwargs: Mapping[str, object]
+    ) -> tuple[bytes, Any]:
+        """The bytes of one ranged GET and obstore's metadata of their object."""
         import obstore
         from obstore import exceptions as oe
 
@@ -180,13 +200,15 @@ class ObstoreHTTP:
             options["range"] = (int(start), int(end))
         key = self._key(path)
         try:
-            return bytes(obstore.get(self._store, key, options=options).bytes())  # type: ignore[arg-type]
+            got = obstore.get(self._store, key, options=options)  # type: ignore[arg-type]
+            return bytes(got.bytes()), got.meta
         except oe.NotSupportedError:
             # the server ignores Range: the whole object, as fsspec gives it, and the
             # reader decides whether to serve it from memory
             whole = {k: v for k, v in options.items() if k != "range"}
             try:
-                return bytes(obstore.get(self._store, key, options=whole).bytes())  # type: ignore[arg-type]
+                got = obstore.get(self._store, key, options=whole)  # type: ignore[arg-type]
+                return bytes(got.bytes()), got.meta
             except Exception as e:
                 raise _mapped(e, path) from None
         except Exception as e:

@@ -25,7 +25,6 @@ from zarr.storage import FsspecStore, ObjectStore
 from napari_ozx.ozx.remote.backends import directory_http_store, http_backend
 from napari_ozx.ozx.remote.source import (
     TIMEOUT_S,
-    FsspecRangeReader,
     RemoteError,
     RemoteFileSystem,
     _options,
@@ -224,9 +223,16 @@ def open_remote_store(
     ``timeout``: seconds a connection or read may go without data (default
     :data:`TIMEOUT_S`)."""
     if is_archive_name(url):
-        from napari_ozx.ozx.store import OzxStore
+        from napari_ozx.ozx import store as ozx_store
+        from napari_ozx.ozx._zip import TAIL_SIZE
+        from napari_ozx.ozx.remote.prefetched import PrefetchedRangeReader
 
-        return OzxStore(FsspecRangeReader(url, storage_options, timeout=timeout))
+        # the tail (index) and the head (metadata) in the first round trip, no HEAD first
+        head = ozx_store.SPECULATIVE_HEAD
+        reader = PrefetchedRangeReader(
+            url, storage_options, timeout=timeout, tail=TAIL_SIZE, head=head
+        )
+        return ozx_store.OzxStore(reader)
     return remote_directory_store(url, storage_options, timeout=timeout)
 
 

@@ -1,0 +1,127 @@
+"""A remote ``.ozx`` opened in one round trip: :class:`PrefetchedRangeReader`.
+
+:class:`~napari_ozx.ozx.remote.source.FsspecRangeReader` learns an object's size and
+validator with a ``HEAD`` request, and only then reads the archive's tail (end records and
+central directory) and its head (RFC-9 puts every ``zarr.json`` first): two round trips
+in a row before any metadata is known. Here both reads go out at once, before the size is
+known: the tail as a suffix range (``Range: bytes=-N``), whose answer carries the object's
+size and validators, and the head as ``bytes=0-M``. The archive's index and metadata then
+cost one round trip (``tests/ngff/read/test_first_open_roundtrips.py``).
+
+The version read is still pinned: the head's answer must come from the object the tail's
+did (same ETag, else same Last-Modified, and size); if not (replaced in between), it is
+dropped and read again, pinned, when needed. Every later range request carries the
+validator, as the parent's do. Only obstore's HTTP(S) reads report an answer's metadata;
+for other file systems (fsspec: S3, HTTP with options) this is the parent's ``HEAD``
+first, unchanged. An object the suffix range cannot be answered for (an empty one: HTTP
+416) is looked up with ``HEAD`` as before, so its error is the parent's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from napari_ozx.ozx.remote.backends import ObstoreHTTP
+from napari_ozx.ozx.remote.source import FsspecRangeReader, RemoteError, call_with_retries
+
+__all__ = ["PrefetchedRangeReader"]
+
+
+class PrefetchedRangeReader(FsspecRangeReader):
+    """An :class:`FsspecRangeReader` whose first round trip brings the object's last
+    ``tail`` bytes and first ``head`` bytes (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        storage_options: Mapping[str, object] | None = None,
+        *,
+        timeout: float | None = None,
+        tail: int = 0,
+        head: int = 0,
+    ) -> None:
+        self._want = (max(int(tail), 0), max(int(head), 0))
+        self._early_head = b""
+        self._early_whole = b""  # the whole object, answered for the tail
+        self._tail_at = 0
+        self._tail = b""  # prefetched bytes [_tail_at, size)
+        super().__init__(url, storage_options, timeout=timeout)
+        if self._early_whole:  # served from memory when small enough, else refused
+            whole, self._early_whole = self._early_whole, b""
+            self._whole(whole)
+        if self._early_head and len(self._head) < len(self._early_head):
+            self._head = self._early_head  # (the parent's __init__ starts with none)
+        self._early_head = b""
+
+    def _size(self) -> int:
+        tail, head = self._want
+        if not tail or not isinstance(self._fs, ObstoreHTTP):
+            return super()._size()
+        fs = self._fs
+        early: Future[tuple[bytes, dict[str, Any]]] | None = None
+        if head:
+            from napari_ozx.ozx.members import _member_pool
+
+            # a guess, sent once (no retries): if it fails, it is read again, pinned and
+            # retried, when it is needed
+            early = _member_pool().submit(fs.cat_file_info, self._path, start=0, end=head)
+        try:
+            data, info = call_with_retries(
+                "read", self.url, fs.cat_file_info, self._path, start=-tail,
+                timeout=self.timeout,
+            )  # fmt: skip
+        except RemoteError as e:
+            _drop(early)
+            if "HTTP 416" not in str(e):
+                raise
+            return super()._size()  # an empty object: the HEAD path says what it is
+        size = info.get("size")
+        if not isinstance(size, int):
+            _drop(early)
+            return super()._size()
+        self._pin_version(info)
+        if len(data) > tail and len(data) == size:  # the server ignores Range: all of it
+            self._early_whole = data
+            head = 0
+        else:
+            self._tail_at, self._tail = size - len(data), data
+        if early is not None:
+            try:
+                got, got_info = early.result()
+            except Exception:
+                got, got_info = b"", {}  # read again (and reported) when it is needed
+            if head and _same_version(info, got_info) and len(got) == min(head, size):
+                self._early_head = got
+        return size
+
+    def read(self, offset: int, length: int) -> bytes:
+        tail = self._tail
+        if tail and offset >= self._tail_at and length > 0:
+            self._check(offset, length)
+            rel = offset - self._tail_at
+            if rel + length <= len(tail):
+                return tail[rel : rel + length]
+        return super().read(offset, length)
+
+    def close(self) -> None:
+        self._tail = b""
+        super().close()
+
+
+def _drop(early: Future[Any] | None) -> None:
+    """Let the guessed head read go: cancelled, or finished and its outcome ignored."""
+    if early is not None and not early.cancel():
+        early.exception()
+
+
+def _same_version(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
+    """Whether two answers' details name one version of one object (size and ETag, else
+    Last-Modified; a server that sends neither: the size alone)."""
+    if a.get("size") != b.get("size"):
+        return False
+    for key in ("ETag", "Last-Modified"):
+        if a.get(key) or b.get(key):
+            return a.get(key) == b.get(key)
+    return True
