@@ -62,6 +62,40 @@ def after_read(layers: Sequence[LayerData]) -> None:
         show_physical_time()
     if len(layers) > 1:
         frame_when_added(layers)
+    warm_first_slices(layers)
+
+
+# ---------------------------------------------------------------------- remote images
+
+
+def warm_first_slices(layers: Sequence[LayerData]) -> None:
+    """Remote images: fetch what napari's first slices of them will read while napari
+    makes their layers (never raises). napari slices a layer as it is added, at the
+    viewer's point (0 on every axis in an empty viewer), then moves to the middle step of
+    every axis (``Dims._go_to_center_step``) and slices it again; each layer's thumbnail
+    is its coarsest level. :meth:`~napari_ozx.ngff.read.browse.Browse.warm` fetches those
+    planes of the coarsest level and the other levels' shard indexes there, so each
+    first read costs one round trip (its chunks)."""
+    from napari_ozx.ngff.read.lazy import source_reader
+
+    seen: set[int] = set()
+    for data, kwargs, kind in layers:
+        try:
+            if kind != "image":
+                continue
+            level0 = data[0] if isinstance(data, list | tuple) else data
+            hint = getattr(source_reader(level0), "browse", None)
+            if hint is None or id(hint[0]) in seen:
+                continue
+            seen.add(id(hint[0]))
+            shape = tuple(level0.shape)
+            channel = kwargs.get("channel_axis")
+            axes = [k for k in range(len(shape) - 2) if k != channel]
+            first = dict.fromkeys(axes, 0)
+            middle = {k: (shape[k] - 1) // 2 for k in axes}
+            hint[0].warm([first] if first == middle else [first, middle])
+        except Exception:  # a hint: napari reads what it needs anyway
+            logger.debug("warming the first slices failed", exc_info=True)
 
 
 # ---------------------------------------------------------------------- framing

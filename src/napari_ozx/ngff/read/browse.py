@@ -54,7 +54,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -63,7 +63,7 @@ import numpy as np
 from napari_ozx.ngff.read.fastpaths import readahead_budget
 from napari_ozx.ozx.pools import later, shared_pool
 
-__all__ = ["MAX_AHEAD", "PLANNER_THREADS", "READAHEAD_DELAY_S", "Browse"]
+__all__ = ["MAX_AHEAD", "PLANNER_THREADS", "READAHEAD_DELAY_S", "WARM_INDEXES", "Browse"]
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +119,20 @@ class Browse:
 
     # ------------------------------------------------------------------ napari's reads
 
+    def warm(self, positions: Sequence[Mapping[int, int]]) -> None:
+        """The image was just opened for a viewer whose first reads will be at
+        ``positions`` (level-0 index of each axis that is neither the channel nor one of
+        the last two, y and x): fetch in the background, at each, the coarsest level's
+        plane of every channel shown at open (napari's thumbnail, and each layer's first
+        view) and the shard indexes of the other levels' planes, nearest the origin first
+        (at most :data:`WARM_INDEXES` per level, channel and position). They arrive while
+        napari makes the layers, so its first reads cost a round trip each (their
+        chunks), not two (an index, then the chunks). Read-ahead requests: a read napari
+        waits for takes over one not sent yet. Off with the read-ahead."""
+        if readahead_budget() <= 0 or not positions:
+            return
+        _planner_pool().submit(_warm, weakref.ref(self), [dict(p) for p in positions])
+
     def demand(self, level: int, index: Index) -> None:
         """napari is about to read ``index`` (on the level's root) of ``level``."""
         if not 0 <= level <= self._coarsest:
@@ -139,6 +153,10 @@ class Browse:
                 siblings = [(lv, _at(ix, pos)) for s, (lv, ix) in self._prev.items() if s != slot]
             if not self._prev and slot not in self._cur:
                 siblings += self._first_siblings(level, index, slot[0])
+            elif not slot[1] and slot in self._cur and self._cur[slot] != (level, index):
+                # a new view of a channel where napari has read it already (another
+                # level or box: a zoom or pan): napari reads the other channels' next
+                siblings += self._view_siblings(level, index, slot[0])
             self._cur[slot] = (level, index)
         if siblings:
             _planner_pool().submit(_prefetch, weakref.ref(self), siblings, False)
@@ -160,6 +178,22 @@ class Browse:
                 new = list(index)
                 new[ch] = c if isinstance(index[ch], int) else (c, c + 1)
                 out.append((level, tuple(new)))
+        return out
+
+    def _view_siblings(
+        self, level: int, index: Index, channel: int | None
+    ) -> list[tuple[int, Index]]:
+        """The same view of the other channels napari has read here or at the previous
+        position (lock held)."""
+        ch = self._channel
+        if ch is None or channel is None:
+            return []
+        seen = {c for c, _ in (*self._cur, *self._prev) if c is not None and c != channel}
+        out = []
+        for c in sorted(seen):
+            new = list(index)
+            new[ch] = c if isinstance(index[ch], int) else (c, c + 1)
+            out.append((level, tuple(new)))
         return out
 
     def served(self, level: int, index: Index) -> None:
@@ -358,6 +392,62 @@ def _prefetch_indexes(
         return
     if n:
         logger.debug("read %d shard indexes of level %d ahead", n, level)
+
+
+#: shard indexes read ahead by :meth:`Browse.warm` per level, channel and position
+WARM_INDEXES = 16
+
+
+def _warm(ref: Callable[[], Browse | None], positions: list[dict[int, int]]) -> None:
+    """:meth:`Browse.warm`'s fetches (planner thread); never raises."""
+    browse = ref()
+    if browse is None:
+        return
+    top, ch = browse._coarsest, browse._channel
+    readers = [browse.reader(lv) for lv in range(top + 1)]
+    active = browse._active
+    del browse
+    if any(r is None for r in readers):
+        return
+    shape0 = readers[0].layout.shape
+    n = shape0[ch] if ch is not None else 1
+    channels = [c for c in (active if active is not None else range(n)) if 0 <= c < n]
+
+    def wanted() -> bool:
+        return ref() is not None
+
+    def box(level: int, pos: dict[int, int], c: int) -> list[tuple[int, int]]:
+        shape = readers[level].layout.shape
+        out = []
+        for k, m in enumerate(shape):
+            if k == ch:
+                out.append((c, c + 1))
+            elif k in pos:  # where napari is, at this level's scale along the axis
+                i = min(pos[k] * m // max(shape0[k], 1), m - 1)
+                out.append((i, i + 1))
+            else:
+                out.append((0, m))
+        return out
+
+    from napari_ozx.ngff.read.fastread import _readahead_pool, _wait_all
+
+    jobs = [(pos, c) for pos in positions for c in (channels if ch is not None else [0])]
+    try:
+        # every level's shard indexes there in one concurrent batch (one round trip) ...
+        batch = []
+        for level in range(top, -1, -1):
+            for pos, c in jobs:
+                b = box(level, pos, c)
+                near = [a for a, _ in b]
+                batch += readers[level].index_jobs(b, near, wanted, limit=WARM_INDEXES)
+        _wait_all(_readahead_pool(), batch)
+        # ... then the coarsest level's chunks there (napari reads them for every layer)
+        coarsest = readers[top]
+        for pos, c in jobs:
+            coords = coarsest.chunk_coords(box(top, pos, c))
+            coarsest.remote_chunks(coords, wait=False, wanted=wanted)
+    except Exception as e:  # pragma: no cover - a hint; napari's reads read it again
+        logger.debug("warming the first reads failed: %s", e)
 
 
 class _Wanted:

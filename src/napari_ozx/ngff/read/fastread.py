@@ -441,6 +441,7 @@ class FastReader:
         box: Sequence[tuple[int, int]],
         near: Sequence[int],
         wanted: Callable[[], bool] | None = None,
+        limit: int | None = None,
     ) -> int:
         """Read now, concurrently on the read-ahead threads, the shard indexes not kept
         yet of the shards ``box`` touches, nearest to element ``near`` first, at most
@@ -448,16 +449,30 @@ class FastReader:
         Then a read of any plane in ``box`` costs one round trip (its chunks), not two
         (the index, then the chunks). Each request is sent only while ``wanted()``; a
         failed one is left to the read that needs it (it reads, and reports, it again).
-        Returns how many indexes were read. Not from the I/O pools' own threads."""
+        Returns how many indexes were read (at most ``limit``, when given). Not from the
+        I/O pools' own threads."""
+        return sum(_wait_all(_readahead_pool(), self.index_jobs(box, near, wanted, limit)))
+
+    def index_jobs(
+        self,
+        box: Sequence[tuple[int, int]],
+        near: Sequence[int],
+        wanted: Callable[[], bool] | None = None,
+        limit: int | None = None,
+    ) -> list[Callable[[], bool]]:
+        """:meth:`fetch_indexes`' requests, one callable each (True: read), not run: a
+        caller may run those of several arrays as one concurrent batch."""
         lo = self.layout
         if self._cache is None or lo.shard is None:
-            return 0
+            return []
         cap = INDEX_CACHE_BYTES // 2 // lo.index_size
+        if limit is not None:
+            cap = min(cap, limit)
         spans = [
             range(a // s, -(-b // s)) for (a, b), s in zip(box, lo.shard, strict=True) if b > a
         ]
         if cap < 1 or len(spans) != len(box):
-            return 0
+            return []
         here = [p // s for p, s in zip(near, lo.shard, strict=True)]
         todo = [sc for sc in itertools.product(*spans) if not self._indexes.lookup(sc)[0]]
         todo.sort(key=lambda sc: sum(abs(c - h) for c, h in zip(sc, here, strict=True)))
@@ -472,8 +487,7 @@ class FastReader:
                 return False
             return True
 
-        jobs: list[Callable[[], bool]] = [functools.partial(one, sc) for sc in todo[:cap]]
-        return sum(_wait_all(_readahead_pool(), jobs))
+        return [functools.partial(one, sc) for sc in todo[:cap]]
 
     def _read_box(self, box: list[tuple[int, int]]) -> np.ndarray:
         lo = self.layout
