@@ -141,9 +141,10 @@ def test_open_http_ozx_and_folder_from_the_file_menu(make_napari_viewer, qtbot, 
     np.testing.assert_array_equal(_level0(viewer.layers[2]), np.asarray(labels))
     assert w.status.text().startswith("Opened cells.ozx: 3 layers")
 
-    # a folder over HTTP, with Enter instead of the button: the served array, exactly
+    # a folder over HTTP, pasted in quotes, with Enter instead of the button: the served
+    # array, exactly
     dir_url = f"{srv.url}/img.ome.zarr"
-    assert _open(qtbot, w, dir_url, enter=True) == "opened", w.status.text()
+    assert _open(qtbot, w, f" '{dir_url}' ", enter=True) == "opened", w.status.text()
     new = list(viewer.layers)[3:]
     assert len(new) == 3
     for c in range(2):

@@ -66,6 +66,14 @@ def _name(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[-1] or url
 
 
+def _clean(text: str) -> str:
+    """A pasted URL without the blanks and the quotes a shell or a document put around it."""
+    text = text.strip()
+    while len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1].strip()
+    return text
+
+
 def read_url(url: str, warnings: list[str]) -> list[LayerData]:
     """The layer data of *url*, as napari-ozx's reader reads it (raises OzxError).
 
@@ -158,7 +166,7 @@ class OpenUrlWidget(OzxDockWidget):
     @property
     def url(self) -> str:
         """The URL in the box."""
-        return self.url_combo.currentText().strip()
+        return _clean(self.url_combo.currentText())
 
     def set_url(self, url: str) -> None:
         self.url_combo.setEditText(url)
@@ -180,7 +188,7 @@ class OpenUrlWidget(OzxDockWidget):
     def open_url(self, url: str | None = None) -> WorkerBase | None:
         """Open *url* (default: the box's text) in a worker; its layers are added when it
         is done. None when nothing was started (empty box, already busy, closed)."""
-        url = (url if isinstance(url, str) else self.url).strip()
+        url = _clean(url if isinstance(url, str) else self.url)
         if self.busy:
             return None
         if not url:
