@@ -589,22 +589,25 @@ def scan_annotations(
     )
     buf = b""
     it = iter(chunks)
+    quotes: tuple[bytes, ...] | None = None
     while todo:
         nxt = next(it, None)
         final = nxt is None
         if nxt is not None:
             buf += nxt
+        if quotes is None:  # the quote the writer uses: each search costs a pass
+            quotes = tuple(q for q in (b'"', b"'") if b"ID=" + q in buf) or (b'"', b"'")
         keep = max(0, len(buf) - _TAIL)  # an ID or a start tag may straddle chunks
         for key in list(todo):
             m = None
-            at = _find_id(buf, key, 0)
+            at = _find_id(buf, key, 0, quotes)
             while at >= 0:
                 start = buf.rfind(b"<", 0, at)
                 m = _ANNOTATION_START.match(buf, start) if start >= 0 else None
                 if m is not None and m.start(3) <= at < m.end(3):
                     break
                 m = None  # a reference to it (AnnotationRef), or another element's ID
-                at = _find_id(buf, key, at + 1)
+                at = _find_id(buf, key, at + 1, quotes)
             if m is None:
                 continue
             if m.group(3).rstrip().endswith(b"/"):
@@ -634,10 +637,10 @@ def scan_annotations(
 _TAIL = 8192
 
 
-def _find_id(buf: bytes, key: bytes, start: int) -> int:
-    """Where ``ID="key"`` (either quote) is in *buf* from *start*, -1 if nowhere."""
+def _find_id(buf: bytes, key: bytes, start: int, quotes: tuple[bytes, ...]) -> int:
+    """Where ``ID="key"`` (with one of *quotes*) is in *buf* from *start*, -1 if nowhere."""
     best = -1
-    for q in (b'"', b"'"):
+    for q in quotes:
         needle = b"ID=" + q + key + q
         at = buf.find(needle, start)
         while at > 0 and buf[at - 1 : at] not in (b" ", b"\t", b"\n", b"\r"):
