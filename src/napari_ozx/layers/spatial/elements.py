@@ -101,8 +101,13 @@ def _affine(
 
 
 def _features_frame(table: Any) -> Any:
-    """A pyarrow Table as the pandas DataFrame napari keeps (categories stay categories)."""
-    return table.to_pandas(split_blocks=True, self_destruct=False, types_mapper=None)
+    """A pyarrow Table as the pandas DataFrame napari keeps (categories stay categories;
+    numbers converted without a copy where arrow allows; arrow's temporaries given back)."""
+    from napari_ozx.ngff.spatial.files import release_unused
+
+    frame = table.to_pandas(split_blocks=True)
+    release_unused()
+    return frame
 
 
 def points_layer_data(root: OmeZarr, data: PointsData, system: str, report: Report) -> LayerData:
@@ -125,10 +130,10 @@ def points_layer_data(root: OmeZarr, data: PointsData, system: str, report: Repo
 
         col = features[key]
         cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
-        codes = np.asarray(cat.cat.codes)
-        palette = _palette(max(len(cat.cat.categories), 1))
-        colours = palette[np.maximum(codes, 0)]
-        colours[codes < 0] = (0.5, 0.5, 0.5, 1.0)
+        codes = cat.cat.codes.to_numpy()
+        palette = np.vstack([_palette(max(len(cat.cat.categories), 1)), [0.5, 0.5, 0.5, 1.0]])
+        # a missing category (code -1) takes the last row: grey
+        colours = np.take(palette.astype(np.float32), codes, axis=0, mode="wrap")
         kwargs["face_color"] = colours
         kwargs["metadata"][SPATIAL_KEY]["colour_by"] = key
         kwargs["metadata"][SPATIAL_KEY]["legend"] = {
@@ -141,7 +146,8 @@ def _point_size(coords: np.ndarray) -> float:
     """A marker size that keeps points apart: a 200th of the data's larger extent."""
     if not len(coords):
         return 1.0
-    ext = float(np.max(np.ptp(coords[:, -2:], axis=0)))
+    step = max(1, len(coords) // 100_000)  # the extent of a strided sample is enough
+    ext = float(np.max(np.ptp(coords[::step, -2:], axis=0)))
     return max(ext / 200.0, 1e-6) if np.isfinite(ext) and ext > 0 else 1.0
 
 
@@ -332,4 +338,8 @@ def spatialdata_layers(root: OmeZarr, report: Report, system: str | None = None)
             shapes_table_features(root, shapes, report)
         except OzxError as e:
             report(f"{root.source} (tables)", e)
+    if layers:
+        from napari_ozx.ngff.spatial.files import release_unused
+
+        release_unused()  # what arrow freed while reading (its allocator keeps it)
     return layers

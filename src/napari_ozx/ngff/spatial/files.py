@@ -16,7 +16,15 @@ from typing import Any
 from napari_ozx.errors import MetadataError
 from napari_ozx.ngff.read.documents import join_path, run_sync
 
-__all__ = ["EXTRA", "SpatialDependencyError", "parquet_parts", "read_parquet", "require"]
+__all__ = [
+    "EXTRA",
+    "SpatialDependencyError",
+    "parquet_parts",
+    "parquet_schema",
+    "read_parquet",
+    "release_unused",
+    "require",
+]
 
 #: the extra that installs what points and shapes need
 EXTRA = "napari-ozx[spatialdata]"
@@ -116,3 +124,10 @@ def parquet_schema(root: Any, key: str) -> Any:
     if size is None:
         raise MetadataError(f"{key} is missing")
     return pq.ParquetFile(_StoreFile(root.store, key, size))
+
+
+def release_unused() -> None:
+    """Give the memory arrow freed (read buffers, the coordinate columns once copied)
+    back to the system: arrow's allocator otherwise keeps it, as much as the columns."""
+    pa = require("pyarrow")
+    pa.default_memory_pool().release_unused()

@@ -16,7 +16,7 @@ import numpy as np
 from napari_ozx.errors import MetadataError
 from napari_ozx.ngff.read.documents import join_path
 from napari_ozx.ngff.spatial.elements import Element
-from napari_ozx.ngff.spatial.files import parquet_parts, read_parquet
+from napari_ozx.ngff.spatial.files import parquet_parts, read_parquet, release_unused
 
 __all__ = ["SPATIAL_ORDER", "PointsData", "read_points"]
 
@@ -60,24 +60,33 @@ def read_points(root: Any, element: Element) -> PointsData:
     keys = points_keys(root, element)
     if not keys:
         raise MetadataError(f"points.parquet is missing {where}")
-    table = read_parquet(root, keys)
-    declared = element.axes or tuple(a for a in ("x", "y", "z") if a in table.column_names)
+    from napari_ozx.ngff.spatial.files import parquet_schema
+
+    schema = parquet_schema(root, keys[0]).schema_arrow
+    declared = element.axes or tuple(a for a in ("x", "y", "z") if a in schema.names)
     axes = napari_axes(declared)
-    missing = [a for a in axes if a not in table.column_names]
+    missing = [a for a in axes if a not in schema.names]
     if missing or not axes:
         raise MetadataError(
             f"the coordinate columns {', '.join(missing) or 'x, y'} are missing {where}"
         )
+    # the coordinates first (freed once copied into one array), then the other columns;
+    # dask's index column (``__null_dask_index__``, the row number) is not read
+    table = read_parquet(root, keys, axes)
     n = table.num_rows
-    coords = np.empty((n, len(axes)), dtype=np.float64)
+    floats = {str(schema.field(a).type) for a in axes}
+    coords = np.empty((n, len(axes)), dtype=np.float32 if floats == {"float"} else np.float64)
     for i, a in enumerate(axes):
         start = 0
         for chunk in table.column(a).chunks:
             values = chunk.to_numpy(zero_copy_only=False)
             coords[start : start + len(values), i] = values
             start += len(values)
-    rest = [c for c in table.column_names if c not in axes and not c.startswith("__")]
-    return PointsData(element, axes, coords, table.select(rest))
+    del table
+    rest = [c for c in schema.names if c not in axes and not c.startswith("__")]
+    features = read_parquet(root, keys, rest)
+    release_unused()
+    return PointsData(element, axes, coords, features)
 
 
 def points_rows(root: Any, element: Element) -> int | None:
