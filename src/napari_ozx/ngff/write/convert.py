@@ -317,7 +317,7 @@ def convert_summary(
                 cancel=cancel,
                 compute=compute,
             )
-            return summarize_write(out, whole, (), options)
+            return _with_xml(summarize_write(out, whole, (), options), oz, out, kind)
         images = oz.images()
         if len(images) != 1:
             raise OzxError(
@@ -351,4 +351,15 @@ def convert_summary(
                 cancel=cancel,
                 compute=compute,
             )
-        return summarize_write(out, image_arg, labels, options)
+        return _with_xml(summarize_write(out, image_arg, labels, options), oz, out, kind)
+
+
+def _with_xml(summary: WriteSummary, oz: OmeZarr, out: Path, kind: str) -> WriteSummary:
+    """bioformats2raw's OME-XML kept (a plate into a directory) or, where the write
+    cannot keep it matching its images, a note saying so (:mod:`.omexml`)."""
+    from dataclasses import replace
+
+    from napari_ozx.ngff.write.omexml import carry_ome_xml
+
+    note = carry_ome_xml(oz, Path(out), kind)
+    return summary if note is None else replace(summary, notes=(*summary.notes, note))
