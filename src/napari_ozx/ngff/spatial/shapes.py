@@ -197,33 +197,49 @@ def _polygons(
     cols: dict[str, np.ndarray],
     kinds: tuple[str, ...],
 ) -> Polygons:
+    """Every ring of every part, through shapely's ``to_ragged_array`` (one pass in C:
+    Polygons and MultiPolygons together come back as MultiPolygons)."""
     shapely = require("shapely")
-    # MultiPolygons into their parts (parts_index: the geometry of each part)
-    parts, part_geom = shapely.get_parts(geoms, return_index=True)
-    part_no = np.zeros(len(parts), dtype=np.int64)
-    if len(parts):
-        starts = np.r_[0, np.flatnonzero(np.diff(part_geom)) + 1]
-        counts = np.diff(np.r_[starts, len(parts)])
-        part_no = np.arange(len(parts)) - np.repeat(starts, counts)
-    # each part into its rings: exterior first, then the holes
-    rings, ring_part = shapely.get_rings(parts, return_index=True)
-    hole = np.ones(len(rings), dtype=bool)
-    if len(rings):
-        first = np.r_[0, np.flatnonzero(np.diff(ring_part)) + 1]
-        hole[first] = False
-    xy, vertex_ring = shapely.get_coordinates(rings, return_index=True)
+    if not len(geoms):
+        empty = np.zeros(0, dtype=np.int64)
+        return Polygons(
+            element,
+            np.zeros((0, 2)),
+            np.zeros(1, np.int64),
+            empty,
+            empty,
+            np.zeros(0, bool),
+            index,
+            cols,
+            kinds,
+        )
+    gtype, xy, offsets = shapely.to_ragged_array(geoms)
+    if gtype == shapely.GeometryType.POLYGON:
+        ring_off, part_off = offsets
+        geom_off = np.arange(len(part_off), dtype=np.int64)  # one part per geometry
+    else:
+        ring_off, part_off, geom_off = offsets
+    ring_off = np.asarray(ring_off, dtype=np.int64)
+    part_off = np.asarray(part_off, dtype=np.int64)
+    geom_off = np.asarray(geom_off, dtype=np.int64)
+    n_rings = len(ring_off) - 1
+    rings_per_part = np.diff(part_off)
+    parts_per_geom = np.diff(geom_off)
+    ring_part = np.repeat(np.arange(len(rings_per_part)), rings_per_part)
+    part_geom = np.repeat(np.arange(len(parts_per_geom)), parts_per_geom)
+    part_no = np.arange(len(part_geom)) - np.repeat(geom_off[:-1], parts_per_geom)
+    hole = np.ones(n_rings, dtype=bool)
+    hole[part_off[:-1][rings_per_part > 0]] = False  # each part's first ring: exterior
     # drop each ring's closing vertex (napari closes polygons itself)
-    n_per_ring = np.bincount(vertex_ring, minlength=len(rings))
-    ends = np.cumsum(n_per_ring) - 1
+    n_per_ring = np.diff(ring_off)
     keep = np.ones(len(xy), dtype=bool)
-    keep[ends[n_per_ring > 0]] = False
-    xy = xy[keep]
-    offsets = np.r_[0, np.cumsum(np.maximum(n_per_ring - 1, 0))].astype(np.int64)
+    keep[(ring_off[1:] - 1)[n_per_ring > 0]] = False
+    new_off = np.r_[0, np.cumsum(np.maximum(n_per_ring - 1, 0))].astype(np.int64)
     return Polygons(
         element,
-        _yx(xy),
-        offsets,
-        part_geom[ring_part].astype(np.int64),
+        _yx(xy[keep]),
+        new_off,
+        part_geom[ring_part],
         part_no[ring_part],
         hole,
         index,
