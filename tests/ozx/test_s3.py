@@ -5,9 +5,9 @@ log); credentials come from the environment or an AWS profile; the endpoint of a
 S3-compatible store from ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3`` or the profile;
 explicit storage options always win; a refusal is one message saying what to set, at
 once (never retried as a network fault). Both a ``.ozx`` (range reads) and an OME-Zarr
-directory (zarr's fsspec store), the public bucket public by its bucket policy alone. The user's own AWS configuration is never read: every
-test runs with ``HOME`` and the AWS files in its temporary folder and no ``AWS_*``
-variables but those it sets.
+directory (zarr's fsspec store), the public bucket public by its bucket policy alone.
+The user's own AWS configuration is never read: every test runs with ``HOME`` and the
+AWS files in its temporary folder and no ``AWS_*`` variables but those it sets.
 """
 
 from __future__ import annotations
