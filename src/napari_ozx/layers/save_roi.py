@@ -7,8 +7,12 @@ format: v2 for OME-Zarr 0.4, v3 for 0.5 / 0.6), so ngio reads it back with the s
 
 * each rectangle's corners are taken to the world (the Shapes layer's own transform) and
   into the image layer's level-0 pixels (its transform, the inverse of how napari-ozx
-  places an image); a corner lies on pixel edges (napari draws pixel *i* from i - 0.5 to
-  i + 0.5), so the box's first pixel is ``corner + 0.5``;
+  places an image); the table's micrometres are pixel *edges* from the array origin
+  (ngio's convention: pixel *i* spans i .. i + 1) where napari centres pixel *i* on i
+  (it spans i - 0.5 .. i + 0.5), so a corner at pixel coordinate ``c`` is the edge
+  ``c + 0.5``; any corner, on a pixel edge or between two, is saved as drawn, and
+  napari-ozx reopens the table as the same rectangles
+  (:func:`~napari_ozx.layers.tables.roi_shapes_layer_data`);
 * ``x_micrometer`` / ``len_x_micrometer`` (and y) are those pixels times the image's
   level-0 pixel size, **relative to the array origin** (the image's OME translation is not
   added: ngio ignores it when it maps a ROI to pixels), in the axes' own unit as ngio uses

@@ -10,7 +10,7 @@ reads them):
   one is listed only and read when asked for
   (:func:`napari_ozx.layers.reading.table_layer_data`);
 * a ROI or masking ROI table becomes a Shapes layer named after the table: one
-  rectangle per ROI over the level-0 pixels ngio maps it to, edges coloured, faces
+  rectangle per ROI, as the table has it (not snapped to pixels), edges coloured, faces
   transparent, hidden when there are more than :data:`MANY_ROIS`; its ``features`` are
   the ROI names (``name``; a masking ROI table's ``label`` values too) and the table's
   columns;
@@ -52,6 +52,7 @@ from napari_ozx.ngff.tables.read import (
     image_roi_boxes,
     list_tables,
     read_table,
+    roi_pixel_edges,
     spatialdata_tables,
 )
 
@@ -113,20 +114,23 @@ def roi_shapes_layer_data(
     report: Report | None = None,
 ) -> LayerData:
     """A ROI (or masking ROI) table of *image* as Shapes layer data: one rectangle per
-    ROI over the level-0 pixels ngio maps it to (:func:`~napari_ozx.ngff.tables.read.
-    roi_pixel_boxes`), in a 2D (y, x) layer placed as the image is (*image_kwargs*: the
+    ROI, in a 2D (y, x) layer placed as the image is (*image_kwargs*: the
     image layer's ``scale`` / ``translate`` / ``affine`` / ``axis_labels`` / ``units``).
 
-    A rectangle's corners lie on the pixel edges (napari draws pixel *i* from i - 0.5 to
-    i + 0.5), so it outlines exactly the ROI's pixels of the image layer.
+    A rectangle is the ROI itself, never the pixels it covers: the table's micrometres
+    are pixel edges (:func:`~napari_ozx.ngff.tables.read.roi_pixel_edges`), napari draws
+    pixel *i* from i - 0.5 to i + 0.5, so a ROI drawn, saved
+    (:func:`~napari_ozx.layers.save_roi.save_roi_table`) and reopened is the rectangle
+    drawn, on pixel edges or not (a ROI on them outlines its pixels of the image layer).
     """
     info = table.info
     boxes = image_roi_boxes(table, image)
     ms = image.multiscale
     iy, ix, keep = _yx(image)
     ay, ax = keep[iy], keep[ix]
-    y0, y1 = boxes.start[:, ay] - 0.5, boxes.stop[:, ay] - 0.5
-    x0, x1 = boxes.start[:, ax] - 0.5, boxes.stop[:, ax] - 0.5
+    edge0, edge1 = roi_pixel_edges(table, ms.axis_names, ms.datasets[0].scale)
+    y0, y1 = edge0[:, ay] - 0.5, edge1[:, ay] - 0.5
+    x0, x1 = edge0[:, ax] - 0.5, edge1[:, ax] - 0.5
     data = [
         np.array([[a, b], [a, d], [c, d], [c, b]], dtype=float)
         for a, b, c, d in zip(y0, x0, y1, x1, strict=True)

@@ -363,14 +363,28 @@ def test_saved_rois_read_back_by_ngio_with_the_same_boxes(flavour, ngio_dirs, tm
     np.testing.assert_allclose(data.columns["z_micrometer"], 0.0)
     np.testing.assert_allclose(data.columns["len_z_micrometer"], tg.SHAPE[1] * tg.Z_SPACING)
 
-    # ... and its Shapes layer puts the aligned rectangle where it was drawn
+    # ngio reads each ROI as drawn, in its convention: micrometres of pixel *edges* from
+    # the array origin (pixel i spans i .. i + 1 times the pixel size; the image's OME
+    # translation not added)
+    frame = tg.ngio_dataframes(path, ("drawn",))["drawn"]
+    for name, (y0, x0, y1, x1) in RECTS.items():
+        row = frame.loc[name]
+        got_um = [row[f"{a}_micrometer"] for a in "yx"] + [row[f"len_{a}_micrometer"] for a in "yx"]
+        np.testing.assert_allclose(got_um, np.array([y0, x0, y1 - y0, x1 - x0]) * tg.PIXEL)
+
+    # ... and napari-ozx reopens every rectangle where it was drawn, in napari's
+    # convention (pixel i centred on i: its edges at i - 0.5 and i + 0.5, placed with the
+    # image's translation): on pixel edges, between them, partly outside the image. It
+    # reopened them one pixel larger, on the pixels they cover (issue 43, item 3)
     layer_data, kw, _ = table_layer_data(str(path), "drawn")
     again = Shapes(layer_data, **kw)
-    drawn = np.asarray(shapes.data[0])
-    got = np.array([again.data_to_world(v) for v in np.asarray(again.data[0])])
-    np.testing.assert_allclose(
-        sorted(map(tuple, got)), sorted(map(tuple, drawn)), atol=1e-4
-    )  # napari keeps vertices as float32
+    assert len(again.data) == len(RECTS)
+    for i, name in enumerate(RECTS):
+        drawn = np.array([shapes.data_to_world(v) for v in np.asarray(shapes.data[i])])
+        got = np.array([again.data_to_world(v) for v in np.asarray(again.data[i])])
+        np.testing.assert_allclose(  # napari keeps vertices as float32, AnnData X too
+            sorted(map(tuple, got)), sorted(map(tuple, drawn)), atol=1e-4, err_msg=name
+        )
 
     # the documents are the ones ngio (AnnData) writes for its own ROI table
     after = _members(path)

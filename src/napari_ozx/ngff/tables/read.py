@@ -40,7 +40,8 @@ the pixel within 1 %, floor / ceil, clipped to the array; the image's OME transl
 ignored, ``*_micrometer_original`` columns are stage positions and never a placement, a
 missing ``z`` is the whole z extent); :func:`roi_world_boxes` places those boxes in the
 image's world (pixel * scale + level-0 translation), so a box covers the same pixels as
-the image placed with its translation.
+the image placed with its translation. :func:`roi_pixel_edges` is the ROI itself (pixel
+edges, neither floored, ceiled nor clipped): what a napari rectangle of it shows.
 
 Writing is :mod:`.table_write`'s: a ROI table (what napari's Shapes layers save), and
 every table carried by ``convert``. Feature, masking ROI and condition tables are
@@ -85,6 +86,7 @@ __all__ = [
     "list_tables",
     "read_table",
     "roi_pixel_boxes",
+    "roi_pixel_edges",
     "roi_world_boxes",
     "spatialdata_tables",
 ]
@@ -1240,10 +1242,41 @@ def roi_pixel_boxes(
     missing; channels) is the whole extent (0..1 without *shape*). The image's
     translation is not used: see :func:`roi_world_boxes`.
     """
+    p0, p1, whole = _roi_pixel_extents(table, axes, scale)
+    lo, hi = np.floor(p0).astype(np.int64), np.ceil(p1).astype(np.int64)
+    if shape is not None:
+        extent = np.asarray([int(s) for s in shape], dtype=np.int64)
+        lo, hi = np.clip(lo, 0, extent), np.clip(hi, 0, extent)
+        hi[:, whole] = extent[whole]
+    return RoiBoxes(np.asarray(table.index), tuple(axes), lo, hi)
+
+
+def roi_pixel_edges(
+    table: TableData, axes: Sequence[str], scale: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each ROI of a ROI (or masking ROI) table exactly, in level-0 pixel *edges* of an
+    image with *axes* and level-0 *scale*: ``(start, stop)`` per ROI and axis, floats,
+    neither floored, ceiled nor clipped (:func:`roi_pixel_boxes` is the pixels they
+    cover). The table's micrometres are edges relative to the array origin (ngio's
+    convention: ``x_micrometer`` 0 is the left edge of pixel 0), so pixel *i* is ``[i,
+    i + 1)`` here, where OME-Zarr and napari put its centre at *i*: a napari rectangle
+    of the ROI is ``start - 0.5 .. stop - 0.5`` in the image's data coordinates. A
+    position within 1 % of a pixel edge is on it, as ngio rounds. An axis the table has
+    no columns for is ``0 .. 1``."""
+    p0, p1, _ = _roi_pixel_extents(table, axes, scale)
+    return p0, p1
+
+
+def _roi_pixel_extents(
+    table: TableData, axes: Sequence[str], scale: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(start, stop, whole)``: the ROIs in pixel edges (:func:`roi_pixel_edges`), and
+    per axis whether the table leaves it whole (no columns for it)."""
     info = table.info
     n = len(table)
-    start = np.zeros((n, len(axes)), dtype=np.int64)
-    stop = np.zeros((n, len(axes)), dtype=np.int64)
+    start = np.zeros((n, len(axes)), dtype=np.float64)
+    stop = np.ones((n, len(axes)), dtype=np.float64)
+    whole = np.zeros(len(axes), dtype=bool)
     for k, (ax, size) in enumerate(zip(axes, scale, strict=True)):
         name = str(ax).lower()
         cols = (
@@ -1253,13 +1286,12 @@ def roi_pixel_boxes(
             if name == "t"
             else None
         )
-        extent = int(shape[k]) if shape is not None else 1
         if cols is None or cols[0] not in table.columns or cols[1] not in table.columns:
             if cols is not None and name in ("x", "y"):
                 raise TableError(
                     f"ROI columns {cols[0]!r} / {cols[1]!r} missing", info.name, _where(info)
                 )
-            stop[:, k] = extent
+            whole[k] = True
             continue
         s = np.asarray(table.columns[cols[0]], dtype=np.float64)
         ln = np.asarray(table.columns[cols[1]], dtype=np.float64)
@@ -1276,12 +1308,8 @@ def roi_pixel_boxes(
                 f"the image's pixel size along {name} is {size}", info.name, _where(info)
             )
         p0 = _world_to_pixel(s, size)
-        p1 = p0 + _world_to_pixel(ln, size)
-        lo, hi = np.floor(p0).astype(np.int64), np.ceil(p1).astype(np.int64)
-        if shape is not None:
-            lo, hi = np.clip(lo, 0, extent), np.clip(hi, 0, extent)
-        start[:, k], stop[:, k] = lo, hi
-    return RoiBoxes(np.asarray(table.index), tuple(axes), start, stop)
+        start[:, k], stop[:, k] = p0, p0 + _world_to_pixel(ln, size)
+    return start, stop, whole
 
 
 def roi_world_boxes(
