@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on the newest releases of zarr, dask, numcodecs and napari on the
 # package index (issue 26): a second environment, .venv-newest (NAPARI_OZX_VENV_NEWEST
-# overrides), beside the README's .venv. Then again with dask's array query planning on
+# overrides), beside the README's .venv. Then the test modules that make dask arrays (the
+# only ones whose outcome can depend on it) again with dask's array query planning on
 # (dask.array.query-planning): napari-ozx's levels are its own LevelArray there. What
 # cannot run in-process under it is other people's code (ome-zarr-py, ngff-zarr, napari
 # showing a plain dask array: dask issue #11922): tests/_support/classic_dask.py says how the
@@ -12,6 +13,7 @@
 # it), so the query-planning run still happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+step_start=$SECONDS
 bash scripts/system-deps.sh
 PY_NEW=""
 for cand in python3.14 python3.13 python3.12 \
@@ -37,6 +39,25 @@ import sys, zarr, dask, numcodecs, napari
 print(f"test-newest: Python {sys.version.split()[0]}, zarr {zarr.__version__}, dask {dask.__version__}, "
       f"numcodecs {numcodecs.__version__}, napari {napari.__version__}")
 PYEOF
-"$PY" -m pytest "$@"
-echo "test-newest: the suite again with dask's array query planning on"
-DASK_ARRAY__QUERY_PLANNING=True "$PY" -m pytest "$@"
+. scripts/workers.sh
+times() { [ -n "${NAPARI_OZX_TIMES:-}" ] && echo "$1" >> "$NAPARI_OZX_TIMES" || true; }
+times "newest environment (.venv-newest): install $((SECONDS - step_start)) s"
+# The classic run records which test modules make dask arrays (tests/_support/suitetime.py);
+# only those can depend on the dask array implementation, so only those run again under
+# query planning. With arguments (a selection of tests), both runs take the same ones.
+RECORD="$(mktemp -d)"
+trap 'rm -rf "$RECORD"' EXIT
+step_start=$SECONDS
+NAPARI_OZX_RECORD_DASK_MODULES="$RECORD" "$PY" -m pytest $(xdist_args) "$@"
+times "newest environment, classic dask: $((SECONDS - step_start)) s"
+if [ $# -eq 0 ]; then
+  mapfile -t MODULES < <(cat "$RECORD"/*.txt | sort -u)
+  [ ${#MODULES[@]} -gt 0 ] || { echo "test-newest: no module recorded a dask array" >&2; exit 1; }
+  echo "test-newest: ${#MODULES[@]} test modules make dask arrays; they run again with dask's array query planning on"
+else
+  MODULES=("$@")
+  echo "test-newest: the same tests again with dask's array query planning on"
+fi
+step_start=$SECONDS
+DASK_ARRAY__QUERY_PLANNING=True "$PY" -m pytest $(xdist_args) "${MODULES[@]}"
+times "newest environment, dask query planning: $((SECONDS - step_start)) s"

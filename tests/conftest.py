@@ -28,6 +28,14 @@ os.environ["NAPARI_OZX_CONFIG_DIR"] = os.path.join(_SESSION_CONFIG, "napari-ozx"
 
 import pytest  # noqa: E402
 
+from tests._support.suitetime import register as _register_suite_time  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # an unmarked test over a minute fails the run; NAPARI_OZX_RECORD_DASK_MODULES records
+    # the modules that make dask arrays (tests/_support/suitetime.py, issue 43 item 7)
+    _register_suite_time(config)
+
 
 @pytest.fixture
 def store_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -37,6 +37,7 @@ def _prefs(cfg: Path) -> dict[str, str]:
     return dict(((data or {}).get("plugins") or {}).get("extension2reader") or {})
 
 
+@pytest.mark.slow  # the CLI in child processes, several times
 def test_cli_sets_and_undoes_the_preference_keeping_others(tmp_path: Path) -> None:
     cfg = tmp_path / "settings.yaml"
     cfg.write_text(yaml.safe_dump({"plugins": {"extension2reader": {"*.tif": "other-plugin"}}}))

@@ -34,6 +34,7 @@ USER_OPTIONS = b'{"codec": "gzip", "level": 7}\n'
 
 
 @pytest.mark.gui
+@pytest.mark.slow  # napari in a child pytest, twice
 def test_a_gui_test_module_leaves_the_users_settings_alone(tmp_path):
     home = tmp_path / "home"
     env = {

@@ -249,6 +249,7 @@ def test_first_view_fits_plate_and_selects_an_image(open_plate, plates, qtbot):
     assert zoom == pytest.approx(viewer.scene.camera.zoom)
 
 
+@pytest.mark.slow  # a plate drawn, zoomed and saved
 def test_screenshot_of_a_well_zoomed_in(open_plate, plates, qtbot, tmp_path):
     """The plate zoomed onto one well shows that well's full-resolution pixels."""
     paths, _ = plates("cells_v05")
@@ -519,6 +520,7 @@ def test_plate_map_sizes(qtbot, rows, cols):
     assert not img.isNull()
 
 
+@pytest.mark.slow  # a 96-well overview drawn and saved
 def test_screenshot(open_plate, plates, qtbot, tmp_path):
     """A screenshot of the whole window: in $NAPARI_OZX_SCREENSHOTS if set (to look at)."""
     paths, _spec = plates("cells_v05")

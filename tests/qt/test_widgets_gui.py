@@ -466,6 +466,7 @@ def test_inspector_validates_directories_with_a_badge(no_leaks, qtbot, tmp_path)
     w.deleteLater()
 
 
+@pytest.mark.slow  # a whole export while napari steps z
 def test_export_while_stepping_z_every_100ms(no_leaks, make_napari_viewer, qtbot, tmp_path):
     """Three exports from the export panel of a lazily read multi-z image
     while a QTimer moves the z slider every 100 ms. Each export completes and validates,
