@@ -379,6 +379,16 @@ def group_sections(
     if meta.series:
         rows = tuple(Row(str(i), s) for i, s in enumerate(meta.series[:MAX_ROWS]))
         secs.append(Section("Series", rows))
+    if meta.collection is not None:  # RFC-8 (draft): every node, opened or why not
+        rows = tuple(
+            Row(
+                " / ".join((*m.within, m.name)),
+                f"{m.type} · {m.path or 'inline'} · "
+                + ("opened" if m.is_image else f"not opened: {m.why_not_opened}"),
+            )
+            for m in meta.collection.members[:MAX_ROWS]
+        )
+        secs.append(Section(f"Collection {meta.collection.name!r} (RFC-8, draft)", rows))
     if meta.scene is not None:
         sc = meta.scene
         secs.append(

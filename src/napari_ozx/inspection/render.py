@@ -190,7 +190,10 @@ def info_report(insp: Inspection) -> dict[str, Any]:
         }
     if meta is not None and meta.well is not None:
         out["well"] = {"fields": [im.path for im in meta.well.images]}
-    for node in _image_nodes(insp):
+    image_nodes = _image_nodes(insp)
+    if meta is not None and meta.collection is not None:  # RFC-8 (draft): its nodes
+        out["collection"], image_nodes = _collection_entry(insp, meta.collection)
+    for node in image_nodes:
         if node.error and node is not insp.root:
             problems.append({"path": node.path, "error": node.error})
         out["images"].append(_image_entry(insp, node, problems))
@@ -209,6 +212,27 @@ def info_report(insp: Inspection) -> dict[str, Any]:
             problems.append({"path": "/", "error": f"RFC-9: {archive.validation_error}"})
     out["problems"] = problems
     return out
+
+
+def _collection_entry(insp: Inspection, col: Any) -> tuple[dict[str, Any], list[TreeNode]]:
+    """An RFC-8 collection's nodes for ``info`` (each with whether the reader opens it,
+    or why not) and the tree nodes of its image members under the root."""
+    from napari_ozx.ngff.read.collection import member_location
+
+    nodes = []
+    for m in col.members:
+        entry = m.to_dict()
+        if m.is_image:
+            inside, elsewhere = member_location(m.path, insp.source)
+            entry["location"] = inside if inside is not None else elsewhere
+        nodes.append(entry)
+    images = []
+    for e in nodes:
+        where = e.get("location")
+        found = insp.find(where)[-1] if e["opened"] and where is not None else None
+        if found is not None and found.path == where and found.kind in (IMAGE, LABEL_IMAGE):
+            images.append(found)
+    return {"name": col.name, "draft": "RFC-8", "nodes": nodes}, images
 
 
 def _orientation_text(axes: Sequence[dict[str, Any]]) -> str:
@@ -253,6 +277,14 @@ def info_text(report: dict[str, Any]) -> str:
         lines.extend(_conditions_text(p))
     if "well" in report:
         lines.append(f"  well: {len(report['well']['fields'])} fields")
+    if "collection" in report:
+        col = report["collection"]
+        lines.append(f"  collection {col['name']!r} (RFC-8, draft): {len(col['nodes'])} nodes")
+        for n in col["nodes"]:
+            where = " / ".join([*n.get("within", []), n["name"]])
+            path = n.get("path", {}).get("path", "inline")
+            state = "opened" if n["opened"] else f"not opened: {n['reason']}"
+            lines.append(f"    {where}  {n['type']}  {path}  ({state})")
     if "spatialdata" in report:
         from napari_ozx.inspection.spatialdata import spatialdata_lines
 

@@ -278,6 +278,39 @@ def scene_to_world(
         return None
 
 
+def _member_to_world(
+    root: OmeZarr,
+    graph: TransformGraph,
+    image: OmeImage,
+    target: tuple[str, str],
+    report: Report,
+    what: str,
+) -> Transform | None:
+    """Where an RFC-8 collection places a member image: through its scene where a
+    transformation names the image; else in the image's own coordinate system (silently
+    where the collection places it nowhere, reported where it lies outside the
+    collection, which its scene cannot name)."""
+    if image.root is not root:
+        where = image.root.source
+        report(what, OzxError(f"{where} is outside the collection: shown in its own system"))
+        return None
+    if image.path not in _scene(root).image_paths:
+        return None
+    return scene_to_world(graph, image, target, report, what)
+
+
+def _member_named(ld: LayerData, image: OmeImage, member: str) -> LayerData:
+    """An RFC-8 member's layer named by its node (``Tile 0``, ``Tile 0: DAPI``)."""
+    data, kwargs, kind = ld
+    names = kwargs.get("name")
+
+    def one(n: object) -> str:
+        return member if n == image.name else f"{member}: {n}"
+
+    kwargs = {**kwargs, "name": [one(n) for n in names] if isinstance(names, list) else one(names)}
+    return (data, kwargs, kind)
+
+
 def scene_layer_data(
     root: OmeZarr, report: Report | None = None, system: str | tuple[str, str] | None = None
 ) -> list[LayerData]:
@@ -298,9 +331,14 @@ def scene_layer_data(
     out: list[LayerData] = []
     for image in images:
         what = f"{root.source} ({image.path})"
-        to_world = scene_to_world(graph, image, target, report, what)
+        member = root.collection.name_of(image, image.root is root) if root.collection else None
+        if member is None:
+            to_world = scene_to_world(graph, image, target, report, what)
+        else:
+            to_world = _member_to_world(root, graph, image, target, report, what)
         src = dataclasses.replace(layer_source(image), scene_system=":".join(target).lstrip(":"))
-        out.append(image_layer_data(image, src, to_world=to_world, report=report))
+        ld = image_layer_data(image, src, to_world=to_world, report=report)
+        out.append(ld if member is None else _member_named(ld, image, member))
         for label in image.labels:
             try:
                 lsrc = dataclasses.replace(src, node=label.path, kind="labels")

@@ -124,9 +124,7 @@ def test_kept_on_save_and_convert(lps: dict[str, Path], tmp_path: Path) -> None:
     for version in ("0.5", "0.6"):
         out = tmp_path / f"conv{version}.zarr"
         convert(str(src), str(out), _options(version))
-        assert [a.get("orientation") for a in _axes(_ome(out))] == [
-            a["orientation"] for a in want
-        ]
+        assert [a.get("orientation") for a in _axes(_ome(out))] == [a["orientation"] for a in want]
         (ld,) = read_layer_data(str(out))
         assert tuple(ld[1]["axis_labels"]) == LPS
 
@@ -161,9 +159,7 @@ def test_validate_checks_rfc4s_rules(lps: dict[str, Path], tmp_path: Path) -> No
     assert _validate_with(
         src, tmp_path, [_a("left-to-right"), _a("right-to-left"), _a("inferior-to-superior")]
     ) == ["orientation-family"]
-    assert _validate_with(src, tmp_path, [_a("top-to-bottom"), None, None]) == [
-        "orientation-value"
-    ]
+    assert _validate_with(src, tmp_path, [_a("top-to-bottom"), None, None]) == ["orientation-value"]
     assert _validate_with(src, tmp_path, [_a("north-to-south", "geographical"), None, None]) == [
         "orientation-type"
     ]

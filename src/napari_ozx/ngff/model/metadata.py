@@ -53,6 +53,11 @@ from typing import Any, Literal, TypeGuard
 import numpy as np
 
 from napari_ozx.errors import MetadataError
+from napari_ozx.ngff.model.collection import (
+    Collection,
+    is_collection_document,
+    parse_collection,
+)
 from napari_ozx.ngff.model.orientation import Orientation
 from napari_ozx.ngff.model.scale_translation import (
     fold_scale_translation,
@@ -1040,6 +1045,8 @@ class NodeMetadata:
     #: a SpatialData store's root (``spatialdata_attrs``, no OME keys of its own): its
     #: ``images/`` and ``labels/`` elements are OME-Zarr images and label images
     spatialdata: bool = False
+    #: an RFC-8 collection root (draft): the nodes it lists (:mod:`.collection`)
+    collection: Collection | None = field(default=None, compare=False)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: the version as the node states it ("0.6rc0", "0.6.dev4", "0.5-dev-spatialdata" ...);
     #: ``version`` is the one it is read as (:func:`.versions.normalise_version`)
@@ -1059,6 +1066,8 @@ class NodeMetadata:
             return "labels-group"
         if self.spatialdata:
             return "spatialdata"
+        if self.collection is not None:
+            return "rfc8-collection"
         if self.bioformats2raw_layout is not None or self.series:
             return "collection"
         return "none"
@@ -1204,6 +1213,7 @@ def parse_node_attributes(
         series=series,
         scene=scene,
         spatialdata=isinstance(attrs.get("spatialdata_attrs"), Mapping),
+        collection=parse_collection(ome) if is_collection_document(ome) else None,
         raw=attrs,
         declared_version=declared,
     )
@@ -1217,4 +1227,5 @@ def has_ome_keys(attrs: Mapping[str, object]) -> bool:
     return (
         any(k in attrs for k in OME_KEYS)
         or isinstance(attrs.get("spatialdata_attrs"), Mapping)  # a SpatialData store
+        or is_collection_document(attrs)  # an RFC-8 collection (draft)
     )

@@ -32,6 +32,7 @@ from napari_ozx.errors import (
     UnsupportedExtensionError,
 )
 from napari_ozx.ngff.model.axes import is_spatial
+from napari_ozx.ngff.model.collection import is_collection_document
 from napari_ozx.ngff.model.extensions import NodeExtensions
 from napari_ozx.ngff.model.metadata import (
     Multiscale,
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     import dask.array as da
     import zarr
     from zarr.abc.store import Store
+
+    from napari_ozx.ngff.read.collection import OpenedCollection
 
 logger = logging.getLogger(__name__)
 
@@ -547,6 +550,15 @@ class OmeZarr:
         self._docs: dict[str, NodeDocuments | None] = {}
         self._docs_lock = threading.Lock()
         self.root = self.group("")
+        #: an RFC-8 collection root, shown as a 0.6 scene (:mod:`.collection`)
+        self.collection: OpenedCollection | None = None
+        if is_collection_document(self.root.attributes.get("ome")):
+            from napari_ozx.ngff.read.collection import open_collection
+
+            g = self.root
+            self.collection = open_collection(self.source, g.attributes.get("ome"))
+            meta = self.collection.meta
+            self.root = GroupNode(g.store, "", g.zarr_format, g.attributes, meta, g.extensions)
 
     # -- identity ------------------------------------------------------------
     @property
@@ -673,6 +685,11 @@ class OmeZarr:
             return with_ome_xml(self, series, range(len(series)))
         if kind == "scene":
             assert meta.scene is not None
+            if self.collection is not None:  # RFC-8: every image member, in its order
+                from napari_ozx.ngff.read.collection import external_images
+
+                inside = [self.image(p) for p in self.collection.image_paths]
+                return inside + external_images(self.collection, open_ome_zarr)
             return [self.image(self._under_root(p, "scene path")) for p in meta.scene.image_paths]
         if kind == "spatialdata":
             return [self.image(p) for p, _ in self.spatialdata_elements()]
@@ -720,6 +737,8 @@ class OmeZarr:
     def ome_attributes(self, path: str) -> Mapping[str, Any] | None:
         """The OME attributes of the group at *path* (the ``ome`` object of a Zarr v3
         group, a Zarr v2 group's ``.zattrs``), or ``None`` where there is no group."""
+        if not path and self.collection is not None:
+            return self.collection.scene_ome
         grp = self._group_or_none(path)
         if grp is None:
             return None

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from napari_ozx.errors import OzxError, UnsupportedExtensionError
+from napari_ozx.ngff.model.collection import is_collection_document
 from napari_ozx.ngff.model.extensions import check_document
 from napari_ozx.ngff.model.metadata import ome_section
 from napari_ozx.ngff.model.versions import version_key
@@ -338,6 +339,10 @@ class _Walker:
             from napari_ozx.ngff.validate.spatialdata import check_spatialdata
 
             check_spatialdata(self, g)  # its elements: OME-Zarr images, points, shapes
+        elif not g.path and is_collection_document(ome):
+            from napari_ozx.ngff.validate.collection import check_collection
+
+            check_collection(self, g)  # RFC-8 (draft): its image members
         else:
             keys = sorted(g.attrs)[:8]
             self.r.add("not-ome", g.path, f"no OME-Zarr keys in the attributes (keys {keys})")
