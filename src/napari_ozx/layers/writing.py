@@ -479,4 +479,15 @@ def write_layer_data_summary(
     :meth:`~napari_ozx.ngff.write.writer.WriteSummary.message` is File > Save's notification)."""
     image, lspecs = specs_from_layers(layers)
     out = write_ome_zarr(path, image, lspecs, options, progress=progress)
-    return summarize_write(out, image, lspecs, options)
+    summary = summarize_write(out, image, lspecs, options)
+    from dataclasses import replace
+
+    from napari_ozx.ngff.write.omexml import dropped_xml_note  # bioformats2raw's XML
+
+    sources = [
+        src.source
+        for _, meta, _ in layers
+        if (src := LayerSource.from_metadata(meta.get("metadata"))) is not None
+    ]
+    note = dropped_xml_note(sources, out) if sources else None
+    return summary if note is None else replace(summary, notes=(*summary.notes, note))

@@ -44,3 +44,29 @@ def test_a_write_that_cannot_keep_it_says_so(
     attrs = json.loads((tmp_path / "one.zarr" / ".zattrs").read_text())
     assert attrs["multiscales"][0]["axes"][-1]["unit"] == "micrometer"
     assert [c["label"] for c in attrs["omero"]["channels"]] == ["DAPI", "GFP"]
+
+
+def test_save_as_of_layers_from_a_b2r_file_says_the_xml_is_not_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """File > Save writes the layers as new images: the source's XML would no longer
+    match them, so the summary (File > Save's notification) says it is not written."""
+    from napari_ozx.layers.reading import read_layer_data
+    from napari_ozx.layers.writing import write_layer_data_summary
+
+    ((data, kw, _), _) = read_layer_data(str(DATA / "b2r_two.zarr"))
+    # the first channel as napari holds it: one layer, its own record
+    meta = {
+        "name": kw["name"][0],
+        "scale": kw["scale"],
+        "translate": kw["translate"],
+        "units": kw["units"],
+        "axis_labels": kw["axis_labels"],
+        "metadata": kw["metadata"][0],
+    }
+    layers = [(data[0], meta, "image")]
+    with caplog.at_level(logging.WARNING, logger="napari_ozx.ngff.write.omexml"):
+        summary = write_layer_data_summary(tmp_path / "saved.zarr", layers)
+    assert "METADATA.ome.xml of" in summary.message() and "not written" in summary.notes[-1]
+    assert not (tmp_path / "saved.zarr" / XML).exists()
+    assert len(caplog.records) == 1

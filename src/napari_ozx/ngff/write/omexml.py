@@ -87,3 +87,32 @@ def _write_b2r(oz: Any, target: Path, xml: bytes) -> None:
             files[target / "OME" / ".zattrs"] = json.dumps({"series": series}).encode()
     (target / "OME").mkdir(exist_ok=True)
     replace_files(files)
+
+
+def dropped_xml_note(sources: list[str], target: Path) -> str | None:
+    """For a save of layers read from *sources*: the note (and a warning) that a source's
+    OME-XML is not written, since the saved file holds the layers as new images, not the
+    bioformats2raw collection the XML describes; None when no source has an XML."""
+    from napari_ozx.errors import OzxError
+    from napari_ozx.ngff.read.open import open_ome_zarr
+
+    for source in dict.fromkeys(sources):
+        try:
+            with open_ome_zarr(source) as oz:
+                xml = _source_xml(oz)
+                n = len(oz.root.meta.series) if oz.root.meta.series else None
+        except (OzxError, OSError):
+            continue
+        if xml is None:
+            continue
+        note = (
+            f"{XML_KEY} of {source} not written: the saved file holds the layers as new "
+            "images, not the bioformats2raw collection its XML describes"
+            + (f" ({n} images)" if n else "")
+        )
+        logger.warning("%s: %s", target, note)
+        return note
+    return None
+
+
+__all__ += ["dropped_xml_note"]
