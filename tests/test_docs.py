@@ -34,7 +34,8 @@ RUNNABLE = ("bash", "python")
 #: fences a page may use: runnable ones, and ``text`` for what must not run here
 LANGUAGES = {*RUNNABLE, "text", "json"}
 
-_FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
+#: a fenced block, also indented inside a list item (its code dedented by the fence's indent)
+_FENCE = re.compile(r"^([ \t]*)```([^\n`]*)\n(.*?)^\1```[ \t]*$", re.S | re.M)
 _LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _REF_LINK = re.compile(r"^\s*\[[^\]]+\]:\s*(\S+)", re.M)
 _URL = re.compile(r"\b(?:https?|s3|gs)://", re.I)
@@ -54,7 +55,12 @@ class Block:
 def _blocks(page: Path) -> list[Block]:
     text = page.read_text()
     return [
-        Block(page, text.count("\n", 0, m.start()) + 1, m.group(1).strip(), m.group(2))
+        Block(
+            page,
+            text.count("\n", 0, m.start()) + 1,
+            m.group(2).strip(),
+            re.sub(rf"(?m)^{m.group(1)}", "", m.group(3)),
+        )
         for m in _FENCE.finditer(text)
     ]
 
