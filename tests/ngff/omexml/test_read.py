@@ -268,6 +268,10 @@ def test_bad_and_hostile_xml_still_open_with_one_message(
     assert messages[0] == messages[1]
     assert reason in messages[0] and "METADATA.ome.xml" in messages[0]
     assert not listener.connected
+    fds = Path("/proc/self/fd")
+    if fds.is_dir():  # nothing left open on the XML (Linux)
+        open_files = [str(p.resolve()) for p in fds.iterdir() if p.is_symlink()]
+        assert not [f for f in open_files if f.endswith("METADATA.ome.xml")]
     assert all("TOP-SECRET" not in str(kw) for _, kw, _ in layers)
     if kind == "no-metadata-only":  # still read: the rule's breach is named, once
         assert images[0].ome_xml.image.name == "Embryo 1"
