@@ -280,3 +280,49 @@ def test_info_json_lists_every_element(capsys):
     assert got[("points", "transcripts")]["coordinate_systems"] == ["global"]
     assert got[("tables", "table")]["annotates"] == ["cells", "nuclei"]
     assert not any("not OME-Zarr" in p["error"] for p in report["problems"])
+
+
+def test_a_store_is_re_placed_in_another_coordinate_system(tmp_path):
+    """Issue 42 item 1 ("the scene dock re-places them with the rest"): every layer of a
+    store moves to another coordinate system by its transforms; an element without one
+    stays in its own coordinates, named in a message."""
+    from napari.components import ViewerModel
+
+    from napari_ozx.layers.spatial.placing import place_spatialdata
+
+    store = tmp_path / "blobs.zarr"
+    shutil.copytree(BLOBS, store)
+    root = json.loads((store / "zarr.json").read_text())
+    root.pop("consolidated_metadata")
+    (store / "zarr.json").write_text(json.dumps(root))
+
+    def add_system(rel: str, scale: list[float], ome: bool) -> None:
+        doc = json.loads((store / rel / "zarr.json").read_text())
+        attrs = doc["attributes"]["ome"]["multiscales"][0] if ome else doc["attributes"]
+        t = json.loads(json.dumps(attrs["coordinateTransformations"][0]))
+        t.update(type="scale", scale=scale)
+        t.pop("translation", None)
+        t["output"]["name"] = "aligned"
+        attrs["coordinateTransformations"].append(t)
+        (store / rel / "zarr.json").write_text(json.dumps(doc))
+
+    add_system("images/raw", [1.0, 3.0, 3.0], ome=True)
+    add_system("points/transcripts", [3.0, 3.0], ome=False)
+    layers, _ = _read(store)
+    vm = ViewerModel()
+    added = {}
+    for data, kw, kind in layers.values():
+        got = getattr(vm, f"add_{kind}")(data, **kw)
+        for ly in got if isinstance(got, list) else [got]:
+            added[ly.name] = ly
+    messages: list[str] = []
+    moved = place_spatialdata(
+        list(vm.layers), str(store), "aligned", lambda w, e: messages.append(f"{w}: {e}")
+    )
+    assert moved == len(vm.layers)
+    pts = added["transcripts"]
+    np.testing.assert_allclose(pts.data_to_world(pts.data[5]), 3 * pts.data[5])
+    np.testing.assert_allclose(added["dapi"].data_to_world((4, 5)), (12, 15))
+    assert any(
+        "'spots'" in m and "no transformation to coordinate system 'aligned'" in m for m in messages
+    )

@@ -121,7 +121,7 @@ def points_layer_data(root: OmeZarr, data: PointsData, system: str, report: Repo
         "axis_labels": data.axes,
         "size": _point_size(data.coords),
         "border_width": 0,
-        "metadata": _meta(root, el, system, points=len(data)),
+        "metadata": _meta(root, el, system, points=len(data), axes=list(data.axes)),
         "ndim": len(data.axes),
     }
     key = data.feature_key
@@ -163,7 +163,7 @@ def circles_layer_data(root: OmeZarr, data: Circles, system: str, report: Report
         "size": 2.0 * data.radii,
         "face_color": "#ffffff66",
         "border_width": 0,
-        "metadata": _meta(root, el, system, shapes=len(data), geometry="circles"),
+        "metadata": _meta(root, el, system, shapes=len(data), geometry="circles", axes=["y", "x"]),
         "ndim": 2,
     }
     return data.centres, kwargs, "points"
@@ -173,7 +173,9 @@ def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Repo
     el = data.element
     what = f"{root.source} (shapes {el.name!r})"
     affine = _affine(el, system, ("y", "x"), report, what)
-    meta = _meta(root, el, system, shapes=len(data), rings=data.n_rings, geometry="polygons")
+    meta = _meta(
+        root, el, system, shapes=len(data), rings=data.n_rings, geometry="polygons", axes=["y", "x"]
+    )
     g = data.geometry_of
     features: dict[str, Any] = {
         "instance_id": data.index[g],
