@@ -92,9 +92,13 @@ def _sources(insp: Hierarchy, path: str, xim: XmlImage) -> dict[str, str]:
         return {}
     ms = meta.multiscales[0]
     c = ms.channel_axis
-    n = len(xim.channels) if c is not None else 1
-    if meta.omero is not None and meta.omero.channels:
-        n = len(meta.omero.channels)
+    n = 1
+    if c is not None and ms.datasets:  # the channels the data has, as the reader counts
+        from napari_ozx.ngff.read.documents import join_path
+
+        level = insp.read(join_path(path, ms.datasets[0].path))
+        shape = level.docs.document.get("shape") if level is not None else None
+        n = shape[c] if isinstance(shape, list) and c < len(shape) else 0
     return dict(fill_multiscale(ms, meta.omero, xim, n)[2].sources)
 
 
