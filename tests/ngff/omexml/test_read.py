@@ -89,6 +89,15 @@ def test_series_are_told_apart_by_their_xml_names() -> None:
     assert names == [["Embryo 1: DAPI", "Embryo 1: GFP"], ["Embryo 2: DAPI", "Embryo 2: GFP"]]
 
 
+def test_series_of_one_name_are_told_apart_by_their_paths(tmp_path: Path) -> None:
+    path = tmp_path / "two.zarr"
+    shutil.copytree(DATA / "b2r_two.zarr", path)
+    xml = path / "OME" / "METADATA.ome.xml"
+    xml.write_bytes(xml.read_bytes().replace(b'Name="Embryo 2"', b'Name="Embryo 1"'))
+    names = [kw["name"][0] for _, kw, _ in _layers(path)]
+    assert names == ["Embryo 1 (0): DAPI", "Embryo 1 (1): DAPI"]
+
+
 def test_series_without_xml_are_named_by_their_path(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -705,6 +705,9 @@ class XmlFill:
     series_count: int = 1
     #: a plate field's ``WellSample`` (its stage position), or None
     sample: XmlWellSample | None = None
+    #: how layers name the image among its file's series (``Image@Name``, with the
+    #: image's path where two images share a name), or None
+    label: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**self.image.to_json(), "sources": dict(self.sources)}

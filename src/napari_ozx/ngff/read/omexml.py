@@ -194,12 +194,17 @@ def with_ome_xml(root: OmeZarr, images: list[Image], indices: Sequence[int]) -> 
     if xml is None:
         return images
     out = []
-    for image, index in zip(images, indices, strict=True):
-        xim = xml.image(index)
+    xims = [xml.image(i) for i in indices]
+    names = [x.name for x in xims if x is not None and x.name]
+    for image, xim in zip(images, xims, strict=True):
         if xim is None:
             out.append(image)
             continue
-        out.append(fill_image(image, xim, len(images)))
+        new = fill_image(image, xim, len(images))
+        if xim.name:  # two series of one name are told apart by their paths
+            label = xim.name if names.count(xim.name) == 1 else f"{xim.name} ({image.path})"
+            new.ome_xml = replace(new.ome_xml, label=label)
+        out.append(new)
     return out
 
 
@@ -225,7 +230,7 @@ def series_label(image: Image) -> str:
     """How a layer tells its image apart from the other series of its file: the XML's
     ``Image@Name``, else the image's path."""
     fill = image.ome_xml
-    name = fill.image.name if isinstance(fill, XmlFill) else None
+    name = fill.label if isinstance(fill, XmlFill) else None
     return name or image.path or image.root.name
 
 
