@@ -81,7 +81,7 @@ def warm_first_slices(layers: Sequence[LayerData]) -> None:
     seen: set[int] = set()
     for data, kwargs, kind in layers:
         try:
-            if kind != "image":
+            if kind != "image" or kwargs.get("rgb"):
                 continue
             level0 = data[0] if isinstance(data, list | tuple) else data
             hint = getattr(source_reader(level0), "browse", None)
