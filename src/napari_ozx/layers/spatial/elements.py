@@ -143,12 +143,16 @@ def points_layer_data(root: OmeZarr, data: PointsData, system: str, report: Repo
 
 
 def _point_size(coords: np.ndarray) -> float:
-    """A marker size that keeps points apart: a 200th of the data's larger extent."""
+    """A marker size that keeps points apart: half the mean spacing of *coords* spread
+    evenly over their extent (a strided sample measures the extent)."""
     if not len(coords):
         return 1.0
-    step = max(1, len(coords) // 100_000)  # the extent of a strided sample is enough
-    ext = float(np.max(np.ptp(coords[::step, -2:], axis=0)))
-    return max(ext / 200.0, 1e-6) if np.isfinite(ext) and ext > 0 else 1.0
+    step = max(1, len(coords) // 100_000)
+    ext = np.ptp(coords[::step, -2:], axis=0)
+    area = float(np.prod(ext[ext > 0])) if np.any(ext > 0) else 0.0
+    if not np.isfinite(area) or area <= 0:
+        return 1.0
+    return float(np.sqrt(area / len(coords)) / 2)
 
 
 def circles_layer_data(root: OmeZarr, data: Circles, system: str, report: Report) -> LayerData:
