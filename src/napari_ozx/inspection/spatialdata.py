@@ -11,7 +11,7 @@ __all__ = ["spatialdata_facts", "spatialdata_lines"]
 
 def _size(src: Any, el: Any) -> dict[str, Any]:
     from napari_ozx.ngff.read.documents import join_path
-    from napari_ozx.ngff.spatial.elements import _attrs
+    from napari_ozx.ngff.spatial.elements import ome_section
     from napari_ozx.ngff.spatial.points import points_rows
     from napari_ozx.ngff.spatial.shapes import shapes_rows
 
@@ -23,7 +23,7 @@ def _size(src: Any, el: Any) -> dict[str, Any]:
         (obs,) = src.read_docs([join_path(el.path, "obs", "_index")])
         shape = obs.document.get("shape") if obs is not None else None
         return {"rows": int(shape[0]) if isinstance(shape, list) and shape else None}
-    ms = _attrs(el.attributes).get("multiscales")
+    ms = ome_section(el.attributes).get("multiscales")
     first = ms[0] if isinstance(ms, list) and ms and isinstance(ms[0], dict) else {}
     ds = first.get("datasets") if isinstance(first, dict) else None
     if not isinstance(ds, list) or not ds or not isinstance(ds[0], dict):

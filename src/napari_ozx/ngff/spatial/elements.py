@@ -36,6 +36,7 @@ __all__ = [
     "child_names",
     "is_spatialdata",
     "list_elements",
+    "ome_section",
     "spatialdata_version",
     "to_system",
 ]
@@ -46,7 +47,7 @@ CONTAINERS = ("images", "labels", "shapes", "points", "tables")
 ENCODINGS = {"points": "ngff:points", "shapes": "ngff:shapes", "tables": "anndata"}
 
 
-def _attrs(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+def ome_section(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     """The attributes that hold a node's OME metadata: Zarr v3 groups keep theirs under
     ``ome``, Zarr v2 groups at the top level."""
     ome = raw.get("ome")
@@ -96,7 +97,7 @@ class Element:
         """The element's axes (points and shapes: ``axes``; images: their multiscale's)."""
         raw = self.attributes.get("axes")
         if raw is None:
-            ms = _attrs(self.attributes).get("multiscales")
+            ms = ome_section(self.attributes).get("multiscales")
             if isinstance(ms, list) and ms and isinstance(ms[0], Mapping):
                 raw = ms[0].get("axes")
         return tuple(axis_names(raw))
@@ -107,7 +108,7 @@ class Element:
         their multiscale's)."""
         raw = self.attributes.get("coordinateTransformations")
         if raw is None:
-            ms = _attrs(self.attributes).get("multiscales")
+            ms = ome_section(self.attributes).get("multiscales")
             if isinstance(ms, list) and ms and isinstance(ms[0], Mapping):
                 raw = ms[0].get("coordinateTransformations")
         return [t for t in raw if isinstance(t, Mapping)] if isinstance(raw, list) else []
