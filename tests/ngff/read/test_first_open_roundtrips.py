@@ -28,7 +28,7 @@ from tests._support.omegen import write_image
 pytestmark = pytest.mark.network
 
 SHAPE = (2, 9, 64, 96)  # c, z, y, x: napari's first slices at z=0 and z=(9-1)//2=4
-LATENCY = 0.2  # seconds before every answer: a dependency is a gap of a whole latency
+LATENCY = 0.3  # seconds before every answer: a dependency is a gap of a whole latency
 
 
 class _Log(list):
