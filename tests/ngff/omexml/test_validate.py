@@ -44,6 +44,18 @@ def test_series_must_match_the_image_elements(tmp_path: Path) -> None:
     assert "MUST match the order of the Image elements" in f.rule
 
 
+def test_an_xml_without_image_elements_is_a_warning(tmp_path: Path) -> None:
+    # the spec's own bf2raw example (as the real-world corpus builds it) carries an empty
+    # <OME/>: it describes none of the images, so there is no order to contradict
+    empty = b'<?xml version="1.0" encoding="UTF-8"?>'
+    empty += b'<OME xmlns="http://www.openmicroscopy.org/Schemas/OME/2016-06"/>'
+    codes = _codes(b2r_copy(tmp_path, empty))
+    assert "bf2raw-xml-images" not in codes
+    (f,) = codes["bf2raw-xml-no-images"]
+    assert f.severity == "warning" and "no Image elements" in f.message
+    assert "SHOULD have OME metadata representing the entire collection" in f.rule
+
+
 def test_invalid_and_missing_xml(tmp_path: Path) -> None:
     bad = b2r_copy(tmp_path, b"<OME><Image ID='Image:0'>")
     assert _codes(bad)["bf2raw-xml-invalid"][0].severity == "error"

@@ -45,6 +45,12 @@ OMEXML_RULES = {
         "one OME-XML Image in the same order as either the series index or the group numbers.",
         _BF2RAW,
     ),
+    "bf2raw-xml-no-images": Rule(
+        "warning",
+        "SHOULD have OME metadata representing the entire collection of images in a file "
+        "named OME/METADATA.ome.xml.",
+        _BF2RAW,
+    ),
     "bf2raw-plate-series": Rule(
         "warning",
         "If plate metadata is present, images MUST be located at the defined location. "
@@ -120,7 +126,16 @@ def check_ome_xml(walker: Any, g: Any) -> None:
             )
         return
     groups = series if series is not None else walker._numbered_groups(g.path)
-    if len(groups) != n:
+    if n == 0 and groups:
+        # an XML that describes no image at all (a placeholder) has no order to contradict:
+        # it represents none of the collection, which the spec asks for with a SHOULD
+        _add(
+            walker,
+            "bf2raw-xml-no-images",
+            "OME",
+            f"{XML_KEY} has no Image elements for the {len(groups)} images of the collection",
+        )
+    elif len(groups) != n:
         what = "OME/series lists" if series is not None else "the numbered groups are"
         _add(
             walker,
