@@ -321,11 +321,13 @@ def test_remote_tiles_are_read_once_then_from_the_chunk_cache(tmp_path, monkeypa
     from napari_ozx.ozx import store as ozx_store
     from tests._support.httpserver import Server
 
-    # a small archive: the leading bytes fetched at open would hold it whole
+    # the leading bytes fetched at open would hold a small archive whole; the trailing ones
+    # (the index, read with them: 128 KiB) would too, so the data are larger (384 KiB of
+    # noise) and the chunks read below lie outside both
     monkeypatch.setattr(ozx_store, "SPECULATIVE_HEAD", 4096)
 
     rng = np.random.default_rng(2)
-    data = rng.integers(0, 60000, (2, 64, 96), dtype=np.uint16)
+    data = rng.integers(0, 60000, (2, 256, 384), dtype=np.uint16)
     www = tmp_path / "www"
     www.mkdir()
     path = tmp_path / "a.zarr"
