@@ -59,6 +59,9 @@ def _budget(monkeypatch):
     monkeypatch.setattr(ozx_store, "SPECULATIVE_HEAD", 4096)
     set_readahead_mb(None)
     yield
+    # nothing a test planned may still wait or run in the next one (whose counts it would
+    # change): the read-ahead after a test's last reads runs on the shared Later thread
+    _idle()
     set_readahead_mb(None)
 
 
