@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "WRITE_REGION_BYTES",
     "DataWriter",
+    "ExtraMembers",
     "LevelPlan",
     "WriteJob",
     "array_kwargs",
@@ -583,3 +584,16 @@ def write_regions(shape: Sequence[int], step: Sequence[int]) -> list[tuple[slice
 
 #: writes every region of the created arrays: ``(jobs, store, partial directory or None)``
 DataWriter = Callable[[list["WriteJob"], "Store", Path | None], None]
+
+
+class ExtraMembers(Protocol):
+    """What a write keeps beside its hierarchy, through the same store (so a directory
+    and an ``.ozx`` alike, inside their atomic swap): bioformats2raw's ``OME`` group and
+    XML (:mod:`.omexml`). Documents go with the hierarchy's (an ``.ozx`` gets every
+    ``zarr.json`` first, RFC-9), files after every document, before the pixels."""
+
+    def write_documents(self, store: Store, version: str) -> None:
+        """Groups and attributes (the root's may be updated) for OME-Zarr *version*."""
+
+    def write_files(self, store: Store) -> None:
+        """Members that are not metadata documents, byte for byte."""

@@ -62,6 +62,7 @@ from napari_ozx.ngff.write.hierarchy import create_hierarchy
 from napari_ozx.ngff.write.options import WriteOptions
 from napari_ozx.ngff.write.plan import (
     DataWriter,
+    ExtraMembers,
     LevelPlan,
     WriteJob,
     array_kwargs,
@@ -145,6 +146,7 @@ def write_ome_zarr(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     compute: Compute | None = None,
+    extra: ExtraMembers | None = None,
 ) -> Path:
     """Write *image* (with its labels) or standalone *labels* to *target*.
 
@@ -154,6 +156,9 @@ def write_ome_zarr(
     cluster while encoding and writing stay here (:mod:`.cluster` moves the encoding
     and, for directories, the writing to the workers too).
 
+    *extra*: what the write keeps beside the hierarchy (:class:`.plan.ExtraMembers`:
+    bioformats2raw's ``OME`` group and XML), in the same store and atomic swap.
+
     Returns the target path. Raises :class:`WriteCancelled` when *cancel* is set; the
     previous content of *target* is then untouched.
     """
@@ -162,7 +167,7 @@ def write_ome_zarr(
     def write_data(jobs: list[WriteJob], store: Store, tmp_dir: Path | None) -> None:
         _write_data(jobs, opts, progress, cancel, compute or _compute)
 
-    return write_with(target, image, labels, opts, write_data)
+    return write_with(target, image, labels, opts, write_data, extra)
 
 
 def write_with(
@@ -171,6 +176,7 @@ def write_with(
     labels: Sequence[LabelsSpec],
     options: WriteOptions | None,
     write_data: DataWriter,
+    extra: ExtraMembers | None = None,
 ) -> Path:
     """:func:`write_ome_zarr` with the data written by *write_data*: the checks, the
     metadata (created before any data), the temporary target and the atomic swap or
@@ -225,7 +231,11 @@ def write_with(
         store = LocalStore(tmp_dir)
     try:
         jobs = create_hierarchy(store, image, labels if image is None else (), opts)
-        _carry_tables(store, image, opts)
+        if extra is not None:
+            extra.write_documents(store, opts.version)
+        _carry_tables(store, image, opts)  # its documents, then its data
+        if extra is not None:
+            extra.write_files(store)
         write_data(jobs, store, tmp_dir)
     except BaseException as e:
         if tmp_dir is None:
