@@ -35,7 +35,12 @@ from typing import Any, cast
 import numpy as np
 
 from napari_ozx.errors import OzxError
-from napari_ozx.layers.writing import FullLayerData, layer_axes, specs_from_layers
+from napari_ozx.layers.writing import (
+    FullLayerData,
+    layer_axes,
+    specs_from_layers,
+    with_xml_note,
+)
 from napari_ozx.ngff.model.metadata import Axis
 from napari_ozx.ngff.write.options import (
     CODECS,
@@ -436,4 +441,4 @@ def export_layers_summary(
     the images and labels)."""
     image, labels = _specs(layers)
     out = write_ome_zarr(target, image, labels, options, progress=progress, cancel=cancel)
-    return summarize_write(out, image, labels, options)
+    return with_xml_note(summarize_write(out, image, labels, options), layers)

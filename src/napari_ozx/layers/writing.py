@@ -63,6 +63,7 @@ __all__ = [
     "layer_axes",
     "specs_from_layers",
     "stored_pyramid",
+    "with_xml_note",
     "write_layer_data",
     "write_layer_data_summary",
 ]
@@ -479,15 +480,21 @@ def write_layer_data_summary(
     :meth:`~napari_ozx.ngff.write.writer.WriteSummary.message` is File > Save's notification)."""
     image, lspecs = specs_from_layers(layers)
     out = write_ome_zarr(path, image, lspecs, options, progress=progress)
-    summary = summarize_write(out, image, lspecs, options)
+    return with_xml_note(summarize_write(out, image, lspecs, options), layers)
+
+
+def with_xml_note(summary: WriteSummary, layers: Sequence[FullLayerData]) -> WriteSummary:
+    """*summary* of a save of *layers* with the one note (and warning) naming each
+    bioformats2raw source whose OME-XML is not written, and the images it leaves out:
+    saved layers are new images, not the collection the XML describes."""
     from dataclasses import replace
 
-    from napari_ozx.ngff.write.omexml import dropped_xml_note  # bioformats2raw's XML
+    from napari_ozx.ngff.write.omexml import dropped_xml_note
 
-    sources = [
-        src.source
-        for _, meta, _ in layers
-        if (src := LayerSource.from_metadata(meta.get("metadata"))) is not None
-    ]
-    note = dropped_xml_note(sources, out) if sources else None
+    saved: dict[str, list[str]] = {}
+    for _, meta, _ in layers:
+        src = LayerSource.from_metadata(meta.get("metadata"))
+        if src is not None:
+            saved.setdefault(src.source, []).append(src.field_path or src.node)
+    note = dropped_xml_note(saved, summary.target) if saved else None
     return summary if note is None else replace(summary, notes=(*summary.notes, note))

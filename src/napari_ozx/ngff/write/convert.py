@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from napari_ozx.errors import OzxError
 from napari_ozx.ngff.read.open import Image, OmeZarr, open_ome_zarr
 from napari_ozx.ngff.tables.write import source_tables
+from napari_ozx.ngff.write.omexml import carry_ome_xml
 from napari_ozx.ngff.write.writer import (
     Compute,
     ImageSpec,
@@ -308,6 +309,7 @@ def convert_summary(
             if client is not None:
                 raise OzxError(f"converting a {kind} on a dask cluster is not supported yet")
             whole = scene_spec(oz) if kind == "scene" else plate_spec(oz)
+            extra, note = carry_ome_xml(oz, kind, target)
             out = write_ome_zarr(
                 target,
                 whole,
@@ -316,14 +318,16 @@ def convert_summary(
                 progress=progress,
                 cancel=cancel,
                 compute=compute,
+                extra=extra,
             )
-            return _with_xml(summarize_write(out, whole, (), options), oz, out, kind)
+            return _with_note(summarize_write(out, whole, (), options), note)
         images = oz.images()
         if len(images) != 1:
             raise OzxError(
                 f"{source}: holds {len(images)} images; convert writes one image per target"
             )
         (image,) = images
+        _, note = carry_ome_xml(oz, kind, target)  # one image at the root: not the collection
         if image.meta.image_label is not None:
             image_arg, labels = None, [labels_spec(image)]
         else:
@@ -351,15 +355,11 @@ def convert_summary(
                 cancel=cancel,
                 compute=compute,
             )
-        return _with_xml(summarize_write(out, image_arg, labels, options), oz, out, kind)
+        return _with_note(summarize_write(out, image_arg, labels, options), note)
 
 
-def _with_xml(summary: WriteSummary, oz: OmeZarr, out: Path, kind: str) -> WriteSummary:
-    """bioformats2raw's OME-XML kept (a plate into a directory) or, where the write
-    cannot keep it matching its images, a note saying so (:mod:`.omexml`)."""
+def _with_note(summary: WriteSummary, note: str | None) -> WriteSummary:
+    """*summary* with the note of bioformats2raw's OME-XML not kept (:mod:`.omexml`)."""
     from dataclasses import replace
 
-    from napari_ozx.ngff.write.omexml import carry_ome_xml
-
-    note = carry_ome_xml(oz, Path(out), kind)
     return summary if note is None else replace(summary, notes=(*summary.notes, note))
