@@ -21,6 +21,10 @@ Stores:
   (polygons and one MultiPolygon of two parts), table ``table`` annotating ``cells`` and
   ``nuclei`` (instance ids overlap) and table ``spot_table`` annotating ``spots``;
 * ``points_only.zarr``: one points element and nothing else;
+* ``two_systems.zarr``: image ``raw``, labels ``cells``, points ``transcripts``, shapes
+  ``spots`` (circles) and ``cells_poly`` (polygons) in "global" (as in ``blobs.zarr``)
+  and in "aligned" (the same, then :data:`ALIGN`: rotated 90 degrees, scaled 1.5x,
+  moved); labels ``nuclei`` in "global" only;
 * ``legacy_shapes.zarr``: shapes in spatialdata's shapes format 0.1 (ragged ``coords``
   / ``offset*`` / ``Index`` / ``radius`` arrays), written by spatialdata's own
   ``ShapesFormatV01``.
@@ -37,6 +41,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 GENES = ["ACTB", "GAPDH", "MKI67", "CD3E"]
+#: "global" -> "aligned" of ``two_systems.zarr`` over (x, y): x' = 100 - 1.5 y, y' = 10 + 1.5 x
+ALIGN = [[0.0, -1.5, 100.0], [1.5, 0.0, 10.0], [0.0, 0.0, 1.0]]
 
 
 def _points_frame(rng: np.random.Generator, n: int, three_d: bool):
@@ -167,6 +173,59 @@ def blobs(path: Path) -> None:
     ).write(path)
 
 
+def two_systems(path: Path) -> None:
+    import geopandas as gpd
+    from shapely import Point, Polygon
+    from spatialdata import SpatialData
+    from spatialdata.models import Image2DModel, Labels2DModel, PointsModel, ShapesModel
+    from spatialdata.transformations import Affine, Scale, Sequence, Translation
+
+    rng = np.random.default_rng(11)
+    align = Affine(ALIGN, input_axes=("x", "y"), output_axes=("x", "y"))
+
+    def both(to_global):
+        return {"global": to_global, "aligned": Sequence([to_global, align])}
+
+    scale = Scale([2.0, 2.0], axes=("y", "x"))
+    image = Image2DModel.parse(
+        rng.integers(0, 255, (2, 32, 32), dtype=np.uint8),
+        dims=("c", "y", "x"),
+        c_coords=["dapi", "cd3"],
+        transformations=both(scale),
+    )
+    cells = Labels2DModel.parse(_labels(0), dims=("y", "x"), transformations=both(scale))
+    nuclei = Labels2DModel.parse(_labels(1), dims=("y", "x"), transformations={"global": scale})
+    points = PointsModel.parse(
+        _points_frame(rng, 100, False),
+        coordinates={"x": "x", "y": "y"},
+        feature_key="gene",
+        instance_key="cell_id",
+        transformations=both(Translation([1.5, -0.5], axes=("x", "y"))),
+    )
+    spots = ShapesModel.parse(
+        gpd.GeoDataFrame(
+            {"radius": np.linspace(1.0, 3.0, 6)},
+            geometry=[Point(4.0 + 8 * i, 6.0 + 4 * (i % 3)) for i in range(6)],
+        ),
+        transformations=both(Scale([2.0, 2.0], axes=("x", "y"))),
+    )
+    cells_poly = ShapesModel.parse(
+        gpd.GeoDataFrame(
+            geometry=[
+                Polygon([(1, 1), (9, 1), (9, 7), (1, 7)]),
+                Polygon([(20, 20), (30, 22), (26, 34)]),
+            ]
+        ),
+        transformations=both(Scale([2.0, 2.0], axes=("x", "y"))),
+    )
+    SpatialData(
+        images={"raw": image},
+        labels={"cells": cells, "nuclei": nuclei},
+        points={"transcripts": points},
+        shapes={"spots": spots, "cells_poly": cells_poly},
+    ).write(path)
+
+
 def points_only(path: Path) -> None:
     from spatialdata import SpatialData
     from spatialdata.models import PointsModel
@@ -220,6 +279,7 @@ def main() -> None:
     DATA.mkdir(parents=True)
     blobs(DATA / "blobs.zarr")
     points_only(DATA / "points_only.zarr")
+    two_systems(DATA / "two_systems.zarr")
     legacy_shapes(DATA / "legacy_shapes.zarr")
     (DATA / "VERSION.json").write_text(
         json.dumps(
