@@ -5,6 +5,8 @@ scene's coordinate systems (its own first, then each image's as ``path:name``) a
 choice, re-places that scene's layers (:func:`napari_ozx.layers.scene.place_scene`):
 metadata is read again off the GUI thread, the new transforms are set on it, no pixel is
 re-read. Images that cannot reach the chosen system are reported and shown in their own.
+A SpatialData store is listed too (its elements' coordinate systems); its elements with
+no transformation to the chosen system are hidden, named in one message.
 """
 
 from __future__ import annotations
@@ -16,14 +18,18 @@ from superqt.utils import WorkerBase
 
 from napari_ozx._qt.base import OzxDockWidget
 from napari_ozx.errors import OzxError
-from napari_ozx.layers.provenance import LayerSource
-from napari_ozx.layers.scene import apply_placements, scene_placements, scene_sources, systems_of
+from napari_ozx.layers.scene import (
+    Placed,
+    apply_placements,
+    layer_scene,
+    scene_placements,
+    scene_sources,
+    shown_system,
+    systems_of,
+)
 
 if TYPE_CHECKING:
     import napari
-    from napari.layers import Layer
-
-    from napari_ozx.layers.reading import Placement
 
 __all__ = ["SceneDock"]
 
@@ -65,19 +71,14 @@ class SceneDock(OzxDockWidget):
     def _current_source(self) -> str | None:
         if self._viewer is None:
             return None
-        active = self._viewer.layers.selection.active
-        src = LayerSource.of(active) if active is not None else None
-        if src is not None and src.scene_system is not None:
-            return src.source
+        mine = layer_scene(self._viewer.layers.selection.active)
+        if mine is not None:
+            return mine[0]
         found = scene_sources(self._viewer.layers)
         return found[0] if found else None
 
     def _shown_system(self, source: str) -> str | None:
-        for layer in self._viewer.layers:
-            src = LayerSource.of(layer)
-            if src is not None and src.source == source and src.scene_system is not None:
-                return src.scene_system
-        return None
+        return shown_system(self._viewer.layers, source)
 
     def refresh(self, *_: object) -> None:
         source = self._current_source()
@@ -131,7 +132,7 @@ class SceneDock(OzxDockWidget):
         def report(what: str, err: OzxError) -> None:
             problems.append(f"{what}: {err}")
 
-        def done(placements: list[tuple[Layer, Placement, LayerSource]]) -> None:
+        def done(placements: list[Placed]) -> None:
             apply_placements(placements)
             self._select(system)
             self.status.setText(f"Scene {_short(source)}: shown in {system!r}")
