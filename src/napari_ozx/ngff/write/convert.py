@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from napari_ozx.errors import OzxError
 from napari_ozx.ngff.read.open import Image, OmeZarr, open_ome_zarr
 from napari_ozx.ngff.tables.write import source_tables
-from napari_ozx.ngff.write.omexml import carry_ome_xml
+from napari_ozx.ngff.write.omexml import carry_ome_xml, warn_dropped
 from napari_ozx.ngff.write.writer import (
     Compute,
     ImageSpec,
@@ -359,7 +359,11 @@ def convert_summary(
 
 
 def _with_note(summary: WriteSummary, note: str | None) -> WriteSummary:
-    """*summary* with the note of bioformats2raw's OME-XML not kept (:mod:`.omexml`)."""
+    """*summary* with the note of bioformats2raw's OME-XML not kept (:mod:`.omexml`),
+    warned once now that the write is done."""
     from dataclasses import replace
 
-    return summary if note is None else replace(summary, notes=(*summary.notes, note))
+    if note is None:
+        return summary
+    warn_dropped(summary.target, note)
+    return replace(summary, notes=(*summary.notes, note))

@@ -23,7 +23,7 @@ from napari_ozx.ngff.model.omexml import XML_KEY
 if TYPE_CHECKING:
     from zarr.abc.store import Store
 
-__all__ = ["Bf2RawMembers", "carry_ome_xml", "dropped_xml_note"]
+__all__ = ["Bf2RawMembers", "carry_ome_xml", "dropped_xml_note", "warn_dropped"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,13 +79,14 @@ def carry_ome_xml(
 ) -> tuple[Bf2RawMembers | None, str | None]:
     """What a ``convert`` of *oz* (a ``kind`` hierarchy) to *target* keeps of its XML:
     the members to write with it (a plate: every field stays where it was, so the XML,
-    ``series`` and layout still match), or the note saying why not (one warning: an
-    image written alone, at the root, is no longer the collection its XML describes);
-    ``(None, None)`` when the source has no XML."""
+    ``series`` and layout still match), or the note saying why not (an image written
+    alone, at the root, is no longer the collection its XML describes; warned once by
+    :func:`warn_dropped` when the write is done); ``(None, None)`` when the source has
+    no XML."""
     if not _has_xml(oz):
         return None, None
-    xml = _source_xml(oz)  # read whole only when it is kept
-    if kind == "plate" and xml is not None:
+    xml = _source_xml(oz) if kind == "plate" else None  # read whole only when kept
+    if xml is not None:
         raw = (oz.ome_attributes("OME") or {}).get("series")
         series = tuple(s for s in raw if isinstance(s, str)) if isinstance(raw, list) else ()
         return Bf2RawMembers(xml, series, oz.root.meta.bioformats2raw_layout), None
@@ -94,8 +95,12 @@ def carry_ome_xml(
         f"{_DROPPED} not written: the target holds the image alone, not the "
         f"bioformats2raw collection of {n} image{'s' if n != 1 else ''} its XML describes"
     )
-    logger.warning("%s: %s", target, note)
     return None, note
+
+
+def warn_dropped(target: str | os.PathLike[str], note: str) -> None:
+    """The one warning of a write that leaves the XML out (its summary holds *note*)."""
+    logger.warning("%s: %s", target, note)
 
 
 def _has_xml(oz: Any) -> bool:
@@ -145,5 +150,5 @@ def dropped_xml_note(
         f"{_DROPPED} of {'; '.join(parts)} not written: the saved file is not the "
         "bioformats2raw collection the XML describes"
     )
-    logger.warning("%s: %s", target, note)
+    warn_dropped(target, note)
     return note
