@@ -47,3 +47,85 @@ def test_points_only_store_in_napari(make_napari_viewer):
     viewer = make_napari_viewer()
     (layer,) = viewer.open(str(DATA / "points_only.zarr"), plugin="napari-ozx")
     assert layer.name == "transcripts" and len(layer.data) == 500
+
+
+# two_systems.zarr (make_fixtures.py): "aligned" is "global" then x' = 100 - 1.5 y,
+# y' = 10 + 1.5 x; here over napari's (y, x)
+ALIGN_YX = np.array([[0.0, 1.5, 10.0], [-1.5, 0.0, 100.0], [0.0, 0.0, 1.0]])
+SCALE2 = np.diag([2.0, 2.0, 1.0])
+SHIFT = np.array([[1.0, 0.0, -0.5], [0.0, 1.0, 1.5], [0.0, 0.0, 1.0]])  # y -0.5, x +1.5
+
+
+def _choose(qtbot, combo, system: str) -> None:
+    """Pick *system* the way a user does: focus the combo box, arrow keys (Qt emits
+    ``activated`` for a keyboard choice, as for a click in its list)."""
+    from qtpy.QtCore import Qt
+
+    combo.setFocus()
+    step = Qt.Key.Key_Down if combo.findText(system) > combo.currentIndex() else Qt.Key.Key_Up
+    while combo.currentText() != system:
+        qtbot.keyClick(combo, step)
+
+
+def _world(layer, m: np.ndarray, p=(4.0, 5.0)) -> None:
+    """*layer* puts data point *p* (y, x) where the (y, x) matrix *m* does."""
+    np.testing.assert_allclose(layer.data_to_world(p), (m @ [*p, 1.0])[:2], atol=1e-9)
+
+
+def test_scene_dock_re_places_a_spatialdata_store(make_napari_viewer, qtbot, tmp_path, monkeypatch):
+    """Issue 42 item 1: "placed by the element's transformations in the same coordinate
+    system as the images. The scene dock re-places them with the rest." The store's
+    systems are listed in the scene dock; choosing one moves images, labels, points and
+    circles (sizes with them) and polygons by their elements' transformations; the labels
+    element with no transformation to it is hidden, named in one message, and shown
+    again back in "global"."""
+    from napari_ozx._qt.base import OzxDockWidget
+    from napari_ozx._viewer_hooks import SCENE_DOCK_NAME
+    from napari_ozx.layers.spatial.elements import SPATIAL_KEY
+
+    warnings: list[str] = []
+    monkeypatch.setattr(
+        OzxDockWidget, "notify_warning", lambda self, reason, *a, **k: warnings.append(reason)
+    )
+    viewer = make_napari_viewer(show=True)
+    by = {ly.name: ly for ly in viewer.open(str(DATA / "two_systems.zarr"), plugin="napari-ozx")}
+    pts, spots, poly = by["transcripts"], by["spots"], by["cells_poly"]
+    _, dock = viewer.window.add_plugin_dock_widget("napari-ozx", SCENE_DOCK_NAME)
+    combo = dock.system_combo
+    qtbot.waitUntil(lambda: combo.count() == 2, timeout=10_000)
+    assert [combo.itemText(i) for i in range(2)] == ["global", "aligned"]
+    assert combo.currentText() == "global" and combo.isEnabled()
+    _world(pts, SHIFT)
+    _world(by["dapi"], SCALE2)
+
+    _choose(qtbot, combo, "aligned")
+    qtbot.waitUntil(lambda: pts.metadata[SPATIAL_KEY]["system"] == "aligned", timeout=10_000)
+    np.testing.assert_allclose(pts.affine.affine_matrix, ALIGN_YX @ SHIFT, atol=1e-9)
+    np.testing.assert_allclose(spots.affine.affine_matrix, ALIGN_YX @ SCALE2, atol=1e-9)
+    np.testing.assert_allclose(poly.affine.affine_matrix, ALIGN_YX @ SCALE2, atol=1e-9)
+    for layer in (pts, spots, poly):
+        np.testing.assert_allclose(layer.scale, 1.0)
+        np.testing.assert_allclose(layer.translate, 0.0)
+    _world(pts, ALIGN_YX @ SHIFT, tuple(pts.data[7]))
+    # circles: diameters in the element's units, drawn 2 x 1.5 = 3x larger in "aligned"
+    np.testing.assert_allclose(spots.size, 2 * np.asarray(spots.features["radius"]))
+    lin = spots.affine.affine_matrix[:2, :2]
+    assert np.sqrt(abs(np.linalg.det(lin))) == pytest.approx(3.0)
+    # the images and labels moved with them
+    for name in ("dapi", "cd3", "cells"):
+        _world(by[name], ALIGN_YX @ SCALE2)
+    assert all(by[n].visible for n in ("dapi", "cd3", "cells", "transcripts", "spots"))
+    # "nuclei" is in "global" only: hidden, named in one message
+    assert not by["nuclei"].visible
+    assert len(warnings) == 1 and "'nuclei'" in warnings[0] and "'aligned'" in warnings[0]
+    viewer.reset_view()
+    qtbot.wait(50)
+    viewer.screenshot(str(tmp_path / "spatialdata_aligned.png"), canvas_only=False)
+
+    _choose(qtbot, combo, "global")
+    qtbot.waitUntil(lambda: pts.metadata[SPATIAL_KEY]["system"] == "global", timeout=10_000)
+    np.testing.assert_allclose(pts.affine.affine_matrix, SHIFT, atol=1e-9)
+    np.testing.assert_allclose(spots.affine.affine_matrix, SCALE2, atol=1e-9)
+    for name in ("dapi", "cells", "nuclei"):
+        _world(by[name], SCALE2)
+    assert by["nuclei"].visible and len(warnings) == 1
