@@ -45,7 +45,7 @@ class SceneDock(OzxDockWidget):
     ) -> None:
         super().__init__(napari_viewer, parent)
         self.source: str | None = None
-        self.status = QLabel("No OME-Zarr 0.6 scene is open.")
+        self.status = QLabel("No OME-Zarr 0.6 scene or SpatialData store is open.")
         self.status.setWordWrap(True)
         self.status.setMinimumHeight(self.status.fontMetrics().lineSpacing() * 2 + 6)
         self.system_combo = QComboBox()
@@ -89,7 +89,7 @@ class SceneDock(OzxDockWidget):
         self.system_combo.clear()
         self.system_combo.setEnabled(False)
         if source is None:
-            self.status.setText("No OME-Zarr 0.6 scene is open.")
+            self.status.setText("No OME-Zarr 0.6 scene or SpatialData store is open.")
             return
         self.status.setText(f"Scene {_short(source)} (reading its coordinate systems…)")
         self.start_worker(systems_of, source, returned=self._got_systems, errored=self._failed)
