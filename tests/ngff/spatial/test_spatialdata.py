@@ -285,7 +285,7 @@ def test_info_json_lists_every_element(capsys):
 def test_a_store_is_re_placed_in_another_coordinate_system(tmp_path):
     """Issue 42 item 1 ("the scene dock re-places them with the rest"): every layer of a
     store moves to another coordinate system by its transforms; an element without one
-    stays in its own coordinates, named in a message."""
+    is hidden (it belongs to no place there, as in spatialdata), named in a message."""
     from napari.components import ViewerModel
 
     from napari_ozx.layers.spatial.placing import place_spatialdata
@@ -326,3 +326,4 @@ def test_a_store_is_re_placed_in_another_coordinate_system(tmp_path):
     assert any(
         "'spots'" in m and "no transformation to coordinate system 'aligned'" in m for m in messages
     )
+    assert not added["spots"].visible and pts.visible
