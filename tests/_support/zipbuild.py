@@ -7,6 +7,9 @@ parser use too); these wrappers only choose the values a test wants.
 
 from __future__ import annotations
 
+import zipfile
+from pathlib import Path
+
 from napari_ozx.ozx.records import (
     DOS_EPOCH,
     EXTERNAL_ATTR,
@@ -98,3 +101,15 @@ def build_end_records(
     elif count >= U16_MAX or cd_size >= U32_MAX or cd_offset >= U32_MAX:
         raise ValueError("archive needs ZIP64 end records")
     return out + pack_eocd(count, cd_size, cd_offset, comment)
+
+
+def zip_directory(src: Path, dst: Path) -> Path:
+    """*dst*: a STORED ``.ozx`` of the directory *src* made by Python's ``zipfile``,
+    ``zarr.json`` entries first, breadth first (RFC-9's order), as served by the remote
+    read tests."""
+    files = sorted(p for p in src.rglob("*") if p.is_file())
+    files.sort(key=lambda p: (p.name != "zarr.json", len(p.relative_to(src).parts)))
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zf:
+        for p in files:
+            zf.write(p, p.relative_to(src).as_posix())
+    return dst

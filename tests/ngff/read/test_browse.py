@@ -23,6 +23,7 @@ from napari_ozx.ngff.read.lazy import source_reader
 from napari_ozx.ozx import store as ozx_store
 from tests._support.httpserver import Server
 from tests._support.omegen import write_image
+from tests._support.zipbuild import zip_directory
 
 #: every test here talks to a local server (tests/_support/httpserver.py or moto's)
 pytestmark = pytest.mark.network
@@ -32,22 +33,12 @@ pytest.importorskip("aiohttp")
 SHAPE = (2, 8, 64, 96)  # c, z, y, x: 2 x 3 chunks of 32 per plane
 
 
-def _zip_dir(src: Path, dst: Path) -> Path:
-    """A STORED .ozx of a directory, zarr.json entries first (RFC-9 order)."""
-    files = sorted(p for p in src.rglob("*") if p.is_file())
-    files.sort(key=lambda p: (p.name != "zarr.json", len(p.relative_to(src).parts)))
-    with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zf:
-        for p in files:
-            zf.write(p, p.relative_to(src).as_posix())
-    return dst
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("browse")
     data = np.random.default_rng(30).integers(0, 4000, SHAPE, dtype=np.uint16)
     write_image(root / "stack.ome.zarr", data, levels=2, chunks=(1, 1, 32, 32))
-    _zip_dir(root / "stack.ome.zarr", root / "stack.ozx")
+    zip_directory(root / "stack.ome.zarr", root / "stack.ozx")
     with Server(root) as srv:
         srv.latency = 0.01
         yield srv, data

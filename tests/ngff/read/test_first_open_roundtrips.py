@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from napari_ozx.ngff.read.open import open_ome_zarr
 from napari_ozx.ozx import store as ozx_store
 from tests._support.httpserver import FastServer
 from tests._support.omegen import write_image
+from tests._support.zipbuild import zip_directory
 
 pytestmark = pytest.mark.network
 
@@ -47,24 +47,12 @@ class _Log(list):
         super().clear()
 
 
-def _zip_dir(src: Path, dst: Path) -> Path:
-    """A STORED .ozx of a directory, zarr.json entries first (RFC-9 order)."""
-    import zipfile
-
-    files = sorted(p for p in src.rglob("*") if p.is_file())
-    files.sort(key=lambda p: (p.name != "zarr.json", len(p.relative_to(src).parts)))
-    with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zf:
-        for p in files:
-            zf.write(p, p.relative_to(src).as_posix())
-    return dst
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("first-open")
     data = np.random.default_rng(43).integers(0, 4000, SHAPE, dtype=np.uint16)
     write_image(root / "stack.ome.zarr", data, levels=3, chunks=(1, 1, 32, 32))
-    _zip_dir(root / "stack.ome.zarr", root / "stack.ozx")
+    zip_directory(root / "stack.ome.zarr", root / "stack.ozx")
     with FastServer(root) as srv:
         srv.requests = _Log()
         srv.latency = LATENCY

@@ -9,7 +9,6 @@ from typing import Any
 
 from napari_ozx.ngff.model.collection import parse_collection
 from napari_ozx.ngff.validate.rules import Rule
-from napari_ozx.ozx.findings import Finding
 
 __all__ = ["COLLECTION_RULES", "check_collection"]
 
@@ -38,10 +37,7 @@ COLLECTION_RULES = {
 
 
 def _add(walker: Any, code: str, node: str, message: str) -> None:
-    rule = COLLECTION_RULES[code]
-    walker.r.findings.append(
-        Finding(rule.severity, code, message, node or "/", rule.text, rule.section)
-    )
+    walker.r.add(code, node, message, rules=COLLECTION_RULES)
 
 
 def check_collection(walker: Any, g: Any) -> None:

@@ -15,7 +15,6 @@ from typing import Any
 from napari_ozx.errors import OzxError
 from napari_ozx.ngff.model.omexml import XML_KEY, OmeXmlError, parse_ome_xml
 from napari_ozx.ngff.validate.rules import Rule
-from napari_ozx.ozx.findings import Finding
 
 __all__ = ["OMEXML_RULES", "check_ome_xml"]
 
@@ -62,10 +61,7 @@ OMEXML_RULES = {
 
 
 def _add(walker: Any, code: str, node: str, message: str) -> None:
-    rule = OMEXML_RULES[code]
-    walker.r.findings.append(
-        Finding(rule.severity, code, message, node or "/", rule.text, rule.section)
-    )
+    walker.r.add(code, node, message, rules=OMEXML_RULES)
 
 
 def check_ome_xml(walker: Any, g: Any) -> None:

@@ -739,11 +739,22 @@ class Reporter:
 
     findings: list[Finding] = field(default_factory=list)
     _counts: Counter[str] = field(default_factory=Counter)
+    _rules: dict[str, Rule] = field(default_factory=dict)
 
-    def add(self, code: str, node: str, message: str, severity: Severity | None = None) -> None:
+    def add(
+        self,
+        code: str,
+        node: str,
+        message: str,
+        severity: Severity | None = None,
+        rules: Mapping[str, Rule] | None = None,
+    ) -> None:
         """Report rule *code* at *node*; *severity* overrides the rule's where a version
-        makes the same text a SHOULD (e.g. the labels group's version in 0.5)."""
-        rule = RULES[code]
+        makes the same text a SHOULD (e.g. the labels group's version in 0.5). *rules*:
+        the table *code* is in, where not :data:`RULES` (the OME-XML, RFC-8 collection and
+        SpatialData checks keep theirs beside their code)."""
+        rule = (RULES if rules is None else rules)[code]
+        self._rules[code] = rule
         self._counts[code] += 1
         if self._counts[code] <= MAX_PER_CODE:
             self.findings.append(
@@ -759,7 +770,7 @@ class Reporter:
             if n > MAX_PER_CODE:
                 out.append(
                     Finding(
-                        RULES[code].severity,
+                        self._rules[code].severity,
                         "findings-truncated",
                         f"{n - MAX_PER_CODE} more {code!r} findings not listed",
                         "/",

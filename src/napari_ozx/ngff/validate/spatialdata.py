@@ -15,7 +15,6 @@ from typing import Any
 
 from napari_ozx.errors import OzxError
 from napari_ozx.ngff.validate.rules import Rule
-from napari_ozx.ozx.findings import Finding
 
 __all__ = ["SPATIALDATA_RULES", "check_spatialdata"]
 
@@ -53,10 +52,7 @@ SPATIALDATA_RULES = {
 
 
 def _add(walker: Any, code: str, node: str, message: str) -> None:
-    rule = SPATIALDATA_RULES[code]
-    walker.r.findings.append(
-        Finding(rule.severity, code, message, node or "/", rule.text, rule.section)
-    )
+    walker.r.add(code, node, message, rules=SPATIALDATA_RULES)
 
 
 def check_spatialdata(walker: Any, g: Any) -> None:
