@@ -23,6 +23,7 @@ from napari_ozx.ngff.read.lazy import source_reader
 from napari_ozx.ozx import store as ozx_store
 from tests._support.httpserver import Server
 from tests._support.omegen import write_image
+from tests._support.readahead import wait_idle
 from tests._support.zipbuild import zip_directory
 
 #: every test here talks to a local server (tests/_support/httpserver.py or moto's)
@@ -56,30 +57,7 @@ def _budget(monkeypatch):
     set_readahead_mb(None)
 
 
-def _idle(timeout: float = 10.0, delayed: bool = True) -> None:
-    """Wait until every prefetch napari's reads so far have planned was started (the
-    read-ahead's delay passed, unless not ``delayed``; the planner's queue drained: each
-    of its threads reaches a barrier behind it), then until no remote chunk fetch is in
-    flight."""
-    from napari_ozx.ngff.read.browse import PLANNER_THREADS, _planner_pool
-    from napari_ozx.ozx.pools import later
-
-    end = time.monotonic() + timeout
-    while delayed and later().pending():
-        if time.monotonic() > end:
-            raise AssertionError("a read-ahead still waits to start")
-        time.sleep(0.01)
-    barrier = threading.Barrier(PLANNER_THREADS + 1)
-    for _ in range(PLANNER_THREADS):
-        _planner_pool().submit(barrier.wait, timeout)
-    barrier.wait(timeout)
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        with fastread._inflight_lock:
-            if not fastread._inflight:
-                return
-        time.sleep(0.01)
-    raise AssertionError("remote fetches still in flight")
+_idle = wait_idle
 
 
 def _levels(url: str) -> list:

@@ -9,7 +9,6 @@ another was answered depends on it, and the depth of that chain is what is count
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -17,12 +16,12 @@ import pytest
 
 from napari_ozx._reader import read
 from napari_ozx.layers.reading import read_layer_data
-from napari_ozx.ngff.read import fastread
 from napari_ozx.ngff.read.fastpaths import set_readahead_mb
 from napari_ozx.ngff.read.open import open_ome_zarr
 from napari_ozx.ozx import store as ozx_store
 from tests._support.httpserver import FastServer
 from tests._support.omegen import write_image
+from tests._support.readahead import wait_idle
 from tests._support.zipbuild import zip_directory
 
 pytestmark = pytest.mark.network
@@ -83,21 +82,9 @@ def _depth(srv, since: float = 0.0, until: float = float("inf")) -> int:
     return max(depth, default=0)
 
 
-def _idle(timeout: float = 20.0) -> None:
+def _idle() -> None:
     """Until the planner's queue has drained and no remote chunk fetch is in flight."""
-    from napari_ozx.ngff.read.browse import PLANNER_THREADS, _planner_pool
-
-    barrier = threading.Barrier(PLANNER_THREADS + 1)
-    for _ in range(PLANNER_THREADS):
-        _planner_pool().submit(barrier.wait, timeout)
-    barrier.wait(timeout)
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        with fastread._inflight_lock:
-            if not fastread._inflight:
-                return
-        time.sleep(0.01)
-    raise AssertionError("remote fetches still in flight")
+    wait_idle(timeout=20.0, delayed=False)
 
 
 def _view(level, c: int, z: int) -> np.ndarray:
