@@ -8,8 +8,10 @@ names it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,10 +21,12 @@ from napari_ozx.ngff.read.documents import join_path, run_sync
 __all__ = [
     "EXTRA",
     "SpatialDependencyError",
+    "malloc_trim",
     "parquet_parts",
     "parquet_schema",
     "read_parquet",
     "release_unused",
+    "release_when_freed",
     "require",
 ]
 
@@ -127,7 +131,48 @@ def parquet_schema(root: Any, key: str) -> Any:
 
 
 def release_unused() -> None:
-    """Give the memory arrow freed (read buffers, the coordinate columns once copied)
-    back to the system: arrow's allocator otherwise keeps it, as much as the columns."""
+    """Give freed memory back to the system: arrow's (read buffers, the coordinate
+    columns once copied), which its allocator otherwise keeps, as much as the columns;
+    and the C heap's free pages (:func:`malloc_trim`)."""
     pa = require("pyarrow")
     pa.default_memory_pool().release_unused()
+    malloc_trim()
+
+
+def malloc_trim() -> bool:
+    """glibc's ``malloc_trim(0)``: return the heap's free pages to the system.
+
+    glibc serves an allocation of a few MiB from its heap once a freed block of that
+    size has raised its mmap threshold (dynamic, up to 32 MiB), and keeps the pages of
+    such blocks after they are freed: for millions of points, tens of MiB of
+    intermediate copies would stay in the process. False where there is no glibc
+    (macOS, Windows, musl): nothing to do there."""
+    trim = _malloc_trim_function()
+    return bool(trim(0)) if trim is not None else False
+
+
+@functools.cache
+def _malloc_trim_function() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # the process's C library
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+def release_when_freed(*objs: Any) -> None:
+    """Call :func:`release_unused` when each of *objs* is freed.
+
+    For the intermediate arrays a reader hands napari (a features frame napari copies,
+    a colour array it converts): they die only after napari has built its layer, and
+    their memory (and napari's own temporaries) would otherwise stay with the process."""
+    import weakref
+
+    for obj in objs:
+        weakref.finalize(obj, release_unused).atexit = False

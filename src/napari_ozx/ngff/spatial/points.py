@@ -8,6 +8,8 @@ of millions of rows costs one byte or two per row). Nothing is subsampled.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,12 +72,15 @@ def read_points(root: Any, element: Element) -> PointsData:
         raise MetadataError(
             f"the coordinate columns {', '.join(missing) or 'x, y'} are missing {where}"
         )
-    # the coordinates first (freed once copied into one array), then the other columns;
-    # dask's index column (``__null_dask_index__``, the row number) is not read
+    # the coordinates first (freed once copied into one array), then the other columns
     table = read_parquet(root, keys, axes)
     n = table.num_rows
     floats = {str(schema.field(a).type) for a in axes}
-    coords = np.empty((n, len(axes)), dtype=np.float32 if floats == {"float"} else np.float64)
+    # column-major: each axis contiguous, so napari's extent (a min and a max per axis,
+    # computed several times while it builds the layer) reads memory in order: about
+    # 40 times faster than on a row-major (n, d) array of millions of rows
+    dtype = np.float32 if floats == {"float"} else np.float64
+    coords = np.empty((n, len(axes)), dtype=dtype, order="F")
     for i, a in enumerate(axes):
         start = 0
         for chunk in table.column(a).chunks:
@@ -83,10 +88,34 @@ def read_points(root: Any, element: Element) -> PointsData:
             coords[start : start + len(values), i] = values
             start += len(values)
     del table
-    rest = [c for c in schema.names if c not in axes and not c.startswith("__")]
+    unnamed = unnamed_index_columns(schema)
+    rest = [c for c in schema.names if c not in axes and c not in unnamed]
     features = read_parquet(root, keys, rest)
     release_unused()
     return PointsData(element, axes, coords, features)
+
+
+#: the column names pandas and dask give an unnamed index when they write parquet
+_UNNAMED_INDEX = re.compile(r"__null_dask_index__|__index_level_\d+__")
+
+
+def unnamed_index_columns(schema: Any) -> set[str]:
+    """The columns of *schema* that hold an unnamed pandas index, not data.
+
+    dask writes the index of each partition as ``__null_dask_index__`` (pandas as
+    ``__index_level_N__``) and lists it in the ``pandas`` schema metadata's
+    ``index_columns``; spatialdata reads it back as the DataFrame's index, so it is not
+    among the element's columns, and for points it is only a row number. A named index
+    (a real column that was the index) and any other column stay features."""
+    listed: set[str] = set()
+    raw = (schema.metadata or {}).get(b"pandas")
+    if raw:
+        try:
+            cols = json.loads(raw).get("index_columns", [])
+        except (ValueError, AttributeError):
+            cols = []
+        listed = {c for c in cols if isinstance(c, str)}
+    return {c for c in schema.names if _UNNAMED_INDEX.fullmatch(c) and (c in listed or not raw)}
 
 
 def points_rows(root: Any, element: Element) -> int | None:
