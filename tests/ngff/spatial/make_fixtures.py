@@ -27,7 +27,18 @@ Stores:
   moved); labels ``nuclei`` in "global" only;
 * ``legacy_shapes.zarr``: shapes in spatialdata's shapes format 0.1 (ragged ``coords``
   / ``offset*`` / ``Index`` / ``radius`` arrays), written by spatialdata's own
-  ``ShapesFormatV01``.
+  ``ShapesFormatV01``;
+* ``points_table.zarr``: points ``transcripts`` (``cell_id`` 0..9) and ``transcripts_b``
+  (``cell_id`` 3..12), both annotated by table ``cell_table`` (``cell_id`` the
+  instance_key; rows for ids 0..7 of ``transcripts``, 3..12 of ``transcripts_b``: the
+  ids overlap, ``transcripts`` 8 and 9 have no row; its ``quality`` column clashes with
+  the points' own);
+* ``raster_systems.zarr``: image ``raw`` (c, y, x) and labels ``cells`` only, placed in
+  "global" by :data:`REORDER` (an affine over (x, y), so spatialdata writes its output
+  axes ``c, x, y`` after the input's ``c, y, x``) and in "aligned" by a scale.
+
+``python make_fixtures.py NAME ...`` rewrites only the stores named (e.g.
+``points_table``), leaving the others and ``VERSION.json`` as they are.
 """
 
 from __future__ import annotations
@@ -43,6 +54,8 @@ DATA = HERE / "data"
 GENES = ["ACTB", "GAPDH", "MKI67", "CD3E"]
 #: "global" -> "aligned" of ``two_systems.zarr`` over (x, y): x' = 100 - 1.5 y, y' = 10 + 1.5 x
 ALIGN = [[0.0, -1.5, 100.0], [1.5, 0.0, 10.0], [0.0, 0.0, 1.0]]
+#: "global" of ``raster_systems.zarr`` over (x, y): x' = 2 x + 5, y' = 3 y + 7
+REORDER = [[2.0, 0.0, 5.0], [0.0, 3.0, 7.0], [0.0, 0.0, 1.0]]
 
 
 def _points_frame(rng: np.random.Generator, n: int, three_d: bool):
@@ -270,17 +283,102 @@ def legacy_shapes(path: Path) -> None:
     )
 
 
-def main() -> None:
+def points_table(path: Path) -> None:
+    import pandas as pd
+    from anndata import AnnData
+    from spatialdata import SpatialData
+    from spatialdata.models import PointsModel, TableModel
+
+    rng = np.random.default_rng(5)
+    a = _points_frame(rng, 200, False)
+    a["cell_id"] = np.arange(200, dtype=np.int64) % 10
+    b = _points_frame(rng, 80, False)
+    b["cell_id"] = np.arange(80, dtype=np.int64) % 10 + 3
+
+    def parse(frame):
+        return PointsModel.parse(
+            frame,
+            coordinates={"x": "x", "y": "y"},
+            feature_key="gene",
+            instance_key="cell_id",
+        )
+
+    ids_a, ids_b = np.arange(0, 8), np.arange(3, 13)
+    n_a, n_b = len(ids_a), len(ids_b)
+    obs = pd.DataFrame(
+        {
+            "region": pd.Categorical(["transcripts"] * n_a + ["transcripts_b"] * n_b),
+            "cell_id": np.concatenate([ids_a, ids_b]),
+            "area": np.concatenate([ids_a * 10.0 + 1, ids_b * 100.0 + 2]),
+            "cell_type": pd.Categorical([f"a{i}" for i in ids_a] + [f"b{i}" for i in ids_b]),
+            "quality": np.arange(n_a + n_b, dtype=np.float64),
+        },
+        index=[f"c{i}" for i in range(n_a + n_b)],
+    )
+    table = TableModel.parse(
+        AnnData(obs=obs),
+        region=["transcripts", "transcripts_b"],
+        region_key="region",
+        instance_key="cell_id",
+    )
+    SpatialData(
+        points={"transcripts": parse(a), "transcripts_b": parse(b)},
+        tables={"cell_table": table},
+    ).write(path)
+
+
+def raster_systems(path: Path) -> None:
+    from spatialdata import SpatialData
+    from spatialdata.models import Image2DModel, Labels2DModel
+    from spatialdata.transformations import Affine, Scale
+
+    rng = np.random.default_rng(3)
+
+    def systems():
+        return {
+            "global": Affine(REORDER, input_axes=("x", "y"), output_axes=("x", "y")),
+            "aligned": Scale([2.0, 2.0], axes=("y", "x")),
+        }
+
+    image = Image2DModel.parse(
+        rng.integers(0, 255, (2, 16, 24), dtype=np.uint8),
+        dims=("c", "y", "x"),
+        c_coords=["dapi", "cd3"],
+        transformations=systems(),
+    )
+    lab = np.zeros((16, 24), np.uint32)
+    lab[2:6, 3:9] = 1
+    lab[9:14, 12:20] = 2
+    cells = Labels2DModel.parse(lab, dims=("y", "x"), transformations=systems())
+    SpatialData(images={"raw": image}, labels={"cells": cells}).write(path)
+
+
+STORES = {
+    "blobs": blobs,
+    "points_only": points_only,
+    "two_systems": two_systems,
+    "legacy_shapes": legacy_shapes,
+    "points_table": points_table,
+    "raster_systems": raster_systems,
+}
+
+
+def main(names: list[str] | None = None) -> None:
     import anndata
     import spatialdata
 
+    if names:  # only these stores, the others and VERSION.json left as they are
+        for name in names:
+            target = DATA / f"{name}.zarr"
+            if target.exists():
+                shutil.rmtree(target)
+            STORES[name](target)
+        return
     if DATA.exists():
         shutil.rmtree(DATA)
     DATA.mkdir(parents=True)
-    blobs(DATA / "blobs.zarr")
-    points_only(DATA / "points_only.zarr")
-    two_systems(DATA / "two_systems.zarr")
-    legacy_shapes(DATA / "legacy_shapes.zarr")
+    for name, write in STORES.items():
+        write(DATA / f"{name}.zarr")
     (DATA / "VERSION.json").write_text(
         json.dumps(
             {"spatialdata": spatialdata.__version__, "anndata": anndata.__version__}, indent=1
@@ -290,4 +388,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])
