@@ -141,18 +141,19 @@ def test_polygons_keep_every_part_and_hole(blobs):
     np.testing.assert_array_equal(rings[0], first[:, ::-1])
 
 
-def test_many_polygons_become_one_vectors_layer_said_once(monkeypatch):
-    """Above the Shapes layer's limit the same rings are one Vectors layer of their edges
-    (every vertex), said once in a message."""
+def test_many_polygons_become_one_outlines_layer_said_once(monkeypatch):
+    """Above the Shapes layer's limit the same rings are one Surface layer of their
+    outlines (one triangle per edge, every vertex), said once in a message."""
     import napari_ozx.layers.spatial.elements as el
 
     monkeypatch.setattr(el, "SHAPES_LAYER_MAX", 2)
     layers, messages = _read(BLOBS)
-    vectors, _kw, kind = layers["cells_poly"]
-    assert kind == "vectors"
-    assert len(vectors) == 4 + 3 + 4 + 4 + 3 + 4  # every vertex starts one edge
-    np.testing.assert_allclose(vectors[3, 0] + vectors[3, 1], vectors[0, 0])  # ring closed
-    assert sum("Vectors layer" in m for m in messages) == 1
+    (_vertices, faces, _values), _kw, kind = layers["cells_poly"]
+    assert kind == "surface"
+    n = 4 + 3 + 4 + 4 + 3 + 4
+    assert len(faces) == n  # every vertex starts one edge
+    np.testing.assert_array_equal(faces[3, :2], [3, 0])  # the first ring closed
+    assert sum("outlines, one Surface layer" in m for m in messages) == 1
 
 
 def test_legacy_shapes_format_01():

@@ -11,8 +11,8 @@
 * polygons -> a Shapes layer: every ring of every part of every geometry
   (MultiPolygons keep all their parts; holes as outlines, ``hole`` True in the
   features). napari's Shapes layer builds each shape in Python (milliseconds each), so
-  above :data:`SHAPES_LAYER_MAX` rings the same rings become one Vectors layer of their
-  edges (every vertex kept, outlines only), said once in a message;
+  above :data:`SHAPES_LAYER_MAX` rings the same rings become one Surface layer of their
+  outlines (every vertex and edge kept, :mod:`.polygons`), said once in a message;
 * tables (``region`` / ``region_key`` / ``instance_key``): each shapes element gets the
   rows that annotate it, matched by instance id (the GeoDataFrame's index).
 
@@ -51,8 +51,9 @@ Report = Callable[[str, OzxError], None]
 
 #: the key of a SpatialData element's record in ``layer.metadata``
 SPATIAL_KEY = "napari_ozx_spatialdata"
-#: a polygons element with more rings than this is shown as a Vectors layer of its edges
-SHAPES_LAYER_MAX = 5_000
+#: a polygons element with more rings than this is shown as one Surface layer of its
+#: outlines (napari's Shapes layer: ~3 ms per polygon, so about 1.5 s at this size)
+SHAPES_LAYER_MAX = 500
 #: the system SpatialData places elements in unless a store says otherwise
 DEFAULT_SYSTEM = "global"
 
@@ -199,12 +200,13 @@ def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Repo
         report(
             what,
             OzxError(
-                f"{data.n_rings:,} polygon rings shown as one Vectors layer of their edges "
-                f"(every vertex, outlines only): napari's Shapes layer would take minutes "
-                f"for more than {SHAPES_LAYER_MAX:,}"
+                f"{data.n_rings:,} polygon rings shown as their outlines, one Surface layer "
+                f"(every vertex and edge, holes as outlines; per-polygon features in the "
+                f"layer's metadata): napari's Shapes layer takes seconds for more than "
+                f"{SHAPES_LAYER_MAX:,}"
             ),
         )
-        return _edges_layer_data(data, affine, meta, features)
+        return _outlines_layer_data(data, affine, meta, features)
     rings = data.rings()
     kwargs: dict[str, Any] = {
         "name": el.name,
@@ -221,33 +223,28 @@ def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Repo
     return rings, kwargs, "shapes"
 
 
-def _edges_layer_data(
+def _outlines_layer_data(
     data: Polygons, affine: np.ndarray, meta: dict[str, Any], ring_features: dict[str, Any]
 ) -> LayerData:
-    """Every ring's edges (closing edge included) as napari Vectors data."""
-    v, o = data.vertices, data.ring_offsets
-    counts = np.diff(o)
-    ring_of_vertex = np.repeat(np.arange(len(counts)), counts)
-    nxt = np.arange(len(v)) + 1
-    last = o[1:] - 1
-    nxt[last[counts > 0]] = o[:-1][counts > 0]
-    vectors = np.empty((len(v), 2, 2), dtype=np.float64)
-    vectors[:, 0] = v
-    vectors[:, 1] = v[nxt] - v
-    meta[SPATIAL_KEY]["representation"] = "edges"
+    """Every ring's edges (closing edge included) as one napari Surface mesh of thin
+    triangles (:func:`~napari_ozx.layers.spatial.polygons.outline_mesh`)."""
+    from napari_ozx.layers.spatial.polygons import outline_mesh
+
+    vertices, faces = outline_mesh(data.vertices, data.ring_offsets)
+    meta[SPATIAL_KEY]["representation"] = "outlines"
+    meta[SPATIAL_KEY]["ring_offsets"] = data.ring_offsets
+    meta[SPATIAL_KEY]["ring_features"] = {k: np.asarray(c) for k, c in ring_features.items()}
     kwargs: dict[str, Any] = {
         "name": data.element.name,
-        "features": {"ring": ring_of_vertex},
         "affine": affine,
         "axis_labels": ("y", "x"),
-        "edge_width": 0.0,
-        "edge_color": "#ffff00",
-        "vector_style": "line",
+        "colormap": "yellow",
+        "contrast_limits": (0.0, 1.0),
+        "shading": "none",
         "metadata": meta,
-        "ndim": 2,
     }
-    meta[SPATIAL_KEY]["ring_features"] = {k: np.asarray(c) for k, c in ring_features.items()}
-    return vectors, kwargs, "vectors"
+    values = np.ones(len(vertices), dtype=np.float32)
+    return (vertices, faces, values), kwargs, "surface"
 
 
 def images_system(root: OmeZarr) -> str:
@@ -322,7 +319,7 @@ def shapes_table_features(root: OmeZarr, shapes: Mapping[str, LayerData], report
             ids = rows.instances()
             _data, kwargs, kind = shapes[region]
             feats = kwargs["features"]
-            if kind == "vectors":
+            if kind != "shapes":
                 feats = kwargs["metadata"][SPATIAL_KEY]["ring_features"]
             mine = np.asarray(feats["instance_id"])
             order = {int(v): i for i, v in enumerate(ids.tolist())}

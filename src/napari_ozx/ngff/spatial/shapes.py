@@ -213,7 +213,11 @@ def _polygons(
             cols,
             kinds,
         )
-    gtype, xy, offsets = shapely.to_ragged_array(geoms)
+    simple = _simple_polygons(shapely, geoms)
+    if simple is not None:  # Polygons without holes (cell boundaries): no ring objects
+        gtype, xy, offsets = shapely.GeometryType.POLYGON, *simple
+    else:
+        gtype, xy, offsets = shapely.to_ragged_array(geoms)
     if gtype == shapely.GeometryType.POLYGON:
         ring_off, part_off = offsets
         geom_off = np.arange(len(part_off), dtype=np.int64)  # one part per geometry
@@ -246,6 +250,23 @@ def _polygons(
         cols,
         kinds,
     )
+
+
+def _simple_polygons(shapely: Any, geoms: Any) -> tuple[np.ndarray, tuple[np.ndarray, ...]] | None:
+    """``(coordinates, (ring offsets, part offsets))`` as ``to_ragged_array`` gives them
+    when every geometry is a non-empty Polygon without holes (one ring each), from the
+    coordinates alone (``to_ragged_array`` makes a shapely object of every ring first);
+    None otherwise."""
+    if not np.all(shapely.get_type_id(geoms) == shapely.GeometryType.POLYGON):
+        return None
+    if np.any(shapely.get_num_interior_rings(geoms)):
+        return None
+    counts = shapely.get_num_coordinates(geoms)
+    if not np.all(counts > 0):
+        return None
+    ring_off = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ring_off[1:])
+    return shapely.get_coordinates(geoms), (ring_off, np.arange(len(counts) + 1))
 
 
 def shapes_rows(root: Any, element: Element) -> int | None:
