@@ -1,8 +1,9 @@
 """What a read does to the napari viewer it was read into (called by :mod:`._reader`).
 
 * docks the plate navigator when a plate (or well) was read, the scene dock when a 0.6
-  scene was, by their manifest names (one per window; the widgets find their plates and
-  scenes from the layers' :class:`~napari_ozx.layers.provenance.LayerSource`);
+  scene or a SpatialData store of more than one coordinate system was, by their
+  manifest names (one per window; the widgets find their plates and scenes from the
+  layers' :class:`~napari_ozx.layers.provenance.LayerSource` or SpatialData record);
 * keeps the physical time of the current slice in the canvas text overlay;
 * in 3D, renders each multiscale layer from the finest level that fits
   (:mod:`napari_ozx.layers.levels`);
@@ -58,6 +59,9 @@ def after_read(layers: Sequence[LayerData]) -> None:
         show_plate_navigator()
     if any(_is_scene(ld) for ld in layers):
         show_dock(SCENE_DOCK_NAME, lambda src: src.scene_system is not None)
+    stores = _spatialdata_scenes(layers)
+    if stores:  # a SpatialData store with more than one coordinate system
+        show_dock(SCENE_DOCK_NAME, lambda src: src.source in stores)
     if layers:
         show_physical_time()
     if len(layers) > 1:
@@ -353,6 +357,21 @@ def _is_plate(layer_data: LayerData) -> bool:
 def _is_scene(ld: LayerData) -> bool:
     src = _source(ld)
     return src is not None and src.scene_system is not None
+
+
+def _spatialdata_scenes(layers: Sequence[LayerData]) -> set[str]:
+    """The SpatialData stores among *layers* whose elements lie in more than one
+    coordinate system (the ``systems`` of their layers' ``SPATIAL_KEY`` records)."""
+    from napari_ozx.layers.spatial.elements import SPATIAL_KEY
+
+    out: set[str] = set()
+    for ld in layers:
+        meta = ld[1].get("metadata")
+        first = meta[0] if isinstance(meta, list) and meta else meta
+        rec = first.get(SPATIAL_KEY) if isinstance(first, dict) else None
+        if isinstance(rec, dict) and len(rec.get("systems") or ()) > 1:
+            out.add(str(rec.get("source")))
+    return out
 
 
 def show_plate_navigator() -> None:

@@ -163,3 +163,41 @@ def test_rotated_layer_saved_from_the_viewer_reopens_in_place(make_napari_viewer
     (back,) = again.open(str(target), plugin="napari-ozx")
     for p in [(20, 31), (0, 0), (63, 79)]:
         np.testing.assert_allclose(back.data_to_world(p), layer.data_to_world(p), atol=1e-6)
+
+
+def test_spatialdata_store_of_images_and_labels_docks_the_scene_dock(make_napari_viewer, qtbot):
+    """Issue 42 item 1 ("the scene dock re-places them with the rest"): a SpatialData
+    store of images and labels only, in two coordinate systems ("global" first), docks
+    the scene dock as it opens and is offered in it; "aligned" and back re-places its
+    layers. Written by spatialdata 0.7.3 (``tests/ngff/spatial/make_fixtures.py``
+    ``raster_systems.zarr``): "global" is x' = 2 x + 5, y' = 3 y + 7 (an affine whose
+    outputs spatialdata writes as ``c, x, y``), "aligned" a scale of 2."""
+    pytest.importorskip("pyarrow")
+    from napari_ozx._qt.scene import SceneDock
+    from napari_ozx.layers.spatial.elements import SPATIAL_KEY
+    from tests._support.paths import TESTS
+
+    store = TESTS / "ngff" / "spatial" / "data" / "raster_systems.zarr"
+    viewer = make_napari_viewer(show=True)
+    by = {ly.name: ly for ly in viewer.open(str(store), plugin="napari-ozx")}
+    assert set(by) == {"dapi", "cd3", "cells"}
+    docked = [w for w in viewer.window.dock_widgets.values() if isinstance(w, SceneDock)]
+    assert len(docked) == 1
+    dock = docked[0]
+    combo = dock.system_combo
+    qtbot.waitUntil(lambda: combo.count() == 2, timeout=10_000)
+    assert [combo.itemText(i) for i in range(2)] == ["global", "aligned"]
+    assert combo.currentText() == "global" and dock.source == str(store)
+    for layer in by.values():
+        np.testing.assert_allclose(layer.data_to_world((1, 2)), (10.0, 9.0), atol=1e-9)
+
+    with qtbot.waitSignal(by["cells"].events.affine, timeout=10_000):
+        dock.place("aligned")
+    qtbot.waitUntil(lambda: by["dapi"].metadata[SPATIAL_KEY]["system"] == "aligned", timeout=5_000)
+    for layer in by.values():
+        np.testing.assert_allclose(layer.data_to_world((1, 2)), (2.0, 4.0), atol=1e-9)
+    with qtbot.waitSignal(by["cells"].events.affine, timeout=10_000):
+        dock.place("global")
+    qtbot.waitUntil(lambda: combo.currentText() == "global", timeout=5_000)
+    for layer in by.values():  # the dock puts them where the reader did
+        np.testing.assert_allclose(layer.data_to_world((1, 2)), (10.0, 9.0), atol=1e-9)

@@ -142,9 +142,9 @@ def read_layer_data(
     if sd_layers:
         _spatialdata_tables(root, sd_layers, report)
     if root.root.meta.kind == "spatialdata":  # its points and shapes (layers.spatial)
-        from napari_ozx.layers.spatial.elements import spatialdata_layers
+        from napari_ozx.layers.spatial.store import spatialdata_store_layers
 
-        out.extend(spatialdata_layers(root, report))
+        out.extend(spatialdata_store_layers(root, report, raster=out))
     warn_broken_rules(root)
     return out
 
@@ -529,6 +529,10 @@ def placement(
     except OzxError as e:
         (report or _log_report)(what or str(ms.name or "image"), e)
         return out
+    system_ = ms.system(target) if to_world is None else None
+    sys_axes = system_.axes if system_ else None
+    if sys_axes is not None:  # outputs named in another order (SpatialData: c, x, y)
+        m, sys_axes = _in_input_order(m, ms.axes, sys_axes)
     keep = [i for i in range(ms.ndim) if i != c]
     if c is not None and not (
         np.allclose(np.delete(m[c, :], c), 0) and np.allclose(np.delete(m[:, c], c), 0)
@@ -536,8 +540,6 @@ def placement(
         logger.warning("%s: the transformation mixes the channel axis; channels kept apart", what)
     sub = m[np.ix_([*keep, ms.ndim], [*keep, ms.ndim])]
     lin = sub[:-1, :-1]
-    system_ = ms.system(target) if to_world is None else None
-    sys_axes = system_.axes if system_ else None
     if sys_axes is not None and len(sys_axes) == ms.ndim:
         out["axis_labels"] = _drop(_labels(sys_axes), c)
         out["units"] = _drop(_units(sys_axes), c)
@@ -550,6 +552,23 @@ def placement(
     else:
         out["affine"] = sub
     return out
+
+
+def _in_input_order(
+    m: np.ndarray, in_axes: Sequence[Axis], out_axes: Sequence[Axis]
+) -> tuple[np.ndarray, tuple[Axis, ...]]:
+    """*m*'s rows (one per output axis) and the output axes in the order of the input
+    axes of the same names, when the outputs are those axes in another order (SpatialData
+    writes an affine's outputs as ``c, x, y`` over inputs ``c, y, x``): the layer keeps
+    its data's axis order, and the placement is the one the scene dock gives by axis
+    name (:func:`napari_ozx.ngff.spatial.elements.to_system`). Else both unchanged."""
+    names_in, names_out = [a.name for a in in_axes], [a.name for a in out_axes]
+    if names_in == names_out or sorted(names_in) != sorted(names_out):
+        return m, tuple(out_axes)
+    if len(set(names_in)) != len(names_in) or m.shape[0] != len(names_out) + 1:
+        return m, tuple(out_axes)
+    rows = [names_out.index(n) for n in names_in]
+    return m[[*rows, len(rows)], :], tuple(out_axes[i] for i in rows)
 
 
 def image_layer_data(

@@ -13,8 +13,8 @@
   features). napari's Shapes layer builds each shape in Python (milliseconds each), so
   above :data:`SHAPES_LAYER_MAX` rings the same rings become one Surface layer of their
   outlines (every vertex and edge kept, :mod:`.polygons`), said once in a message;
-* tables (``region`` / ``region_key`` / ``instance_key``): each shapes element gets the
-  rows that annotate it, matched by instance id (the GeoDataFrame's index).
+* tables (``region`` / ``region_key`` / ``instance_key``): each shapes and points
+  element gets the rows that annotate it, matched by instance id (:mod:`.tables`).
 
 An element that cannot be shown is reported once, naming it; nothing vanishes silently.
 """
@@ -22,7 +22,7 @@ An element that cannot be shown is reported once, naming it; nothing vanishes si
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -106,7 +106,7 @@ def _features_frame(table: Any) -> Any:
     numbers converted without a copy where arrow allows; arrow's temporaries given back)."""
     from napari_ozx.ngff.spatial.files import release_unused
 
-    frame = table.to_pandas(split_blocks=True)
+    frame = table.to_pandas(split_blocks=True, use_threads=False)
     release_unused()
     return frame
 
@@ -300,55 +300,15 @@ def spatialdata_element_layers(
     return out, by_name
 
 
-def shapes_table_features(root: OmeZarr, shapes: Mapping[str, LayerData], report: Report) -> None:
-    """The store's tables on its shapes elements: each gets the rows that annotate it,
-    matched by instance id (changed in place: a column per table column)."""
-    from napari_ozx.ngff.tables.read import read_table, spatialdata_tables
-
-    for info in spatialdata_tables(root):
-        targets = [r for r in info.regions if r in shapes]
-        if info.error is not None or not targets or not info.small():
-            continue
-        try:
-            table = read_table(root, info)
-        except OzxError as e:
-            report(f"{root.source} (table {info.name!r})", e)
-            continue
-        for region in targets:
-            rows = table.for_region(region)
-            ids = rows.instances()
-            _data, kwargs, kind = shapes[region]
-            feats = kwargs["features"]
-            if kind != "shapes":
-                feats = kwargs["metadata"][SPATIAL_KEY]["ring_features"]
-            mine = np.asarray(feats["instance_id"])
-            order = {int(v): i for i, v in enumerate(ids.tolist())}
-            where = np.array([order.get(int(v), -1) for v in mine.tolist()], dtype=np.int64)
-            skip = {info.instance_key, info.region_key}
-            for name, col in rows.columns.items():
-                if name in skip:
-                    continue
-                col = np.asarray(col)
-                vals = np.empty(len(mine), dtype=object if col.dtype.kind in "OUS" else float)
-                vals[:] = None if vals.dtype == object else np.nan
-                ok = where >= 0
-                vals[ok] = col[where[ok]]
-                feats[f"{name}" if name not in feats else f"{info.name}.{name}"] = vals
-
-
 def spatialdata_layers(root: OmeZarr, report: Report, system: str | None = None) -> list[LayerData]:
-    """The reader's hook: the store's shapes and points as layer data, its tables on the
-    shapes; nothing here stops the read (each problem is reported, naming the element)."""
+    """The store's shapes and points as layer data (the reader's hook,
+    :func:`.store.spatialdata_store_layers`, adds their tables); nothing here stops the
+    read (each problem is reported, naming the element)."""
     try:
-        layers, shapes = spatialdata_element_layers(root, report, system)
+        layers, _shapes = spatialdata_element_layers(root, report, system)
     except OzxError as e:
         report(f"{root.source} (points and shapes)", e)
         return []
-    if shapes:
-        try:
-            shapes_table_features(root, shapes, report)
-        except OzxError as e:
-            report(f"{root.source} (tables)", e)
     if layers:
         from napari_ozx.ngff.spatial.files import release_unused
 

@@ -1,8 +1,9 @@
 """Re-place an opened SpatialData store's layers in another of its coordinate systems.
 
 The images and labels through the reader's :func:`~napari_ozx.layers.reading.placement`,
-the points and shapes through their elements' transformations (their layers' metadata
-names store and element): transforms only, no data read again.
+the points and shapes through their elements' transformations (every layer of the store
+names store and element in its metadata, :mod:`.store`): transforms only, no data read
+again.
 
 An element with no transformation to the chosen system has no place in it (SpatialData's
 own rule: an element belongs to the systems it is transformed to), so its layers are
@@ -20,6 +21,7 @@ from typing import Any
 
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.spatial.elements import SPATIAL_KEY, Report, _affine
+from napari_ozx.layers.spatial.store import spatialdata_systems
 
 logger = logging.getLogger(__name__)
 
@@ -37,19 +39,6 @@ HIDDEN_KEY = "napari_ozx_spatialdata_hidden"
 
 #: ``(layer, what to set: affine, scale, translate, visible, metadata)``
 Placed = tuple[Any, dict[str, Any]]
-
-
-def spatialdata_systems(root: Any) -> list[str]:
-    """The coordinate systems of the SpatialData store *root* (an opened
-    :class:`~napari_ozx.ngff.read.open.OmeZarr`): the one its images are shown in first,
-    then every other its images, labels, points and shapes are transformed to."""
-    from napari_ozx.layers.spatial.elements import images_system
-    from napari_ozx.ngff.spatial.elements import list_elements
-
-    out = [images_system(root)]
-    for el in list_elements(root, ("images", "labels", "shapes", "points")):
-        out.extend(s for s in el.systems if s not in out)
-    return out
 
 
 def _log(what: str, err: OzxError) -> None:
@@ -99,9 +88,10 @@ def spatialdata_placements(
             if HIDDEN_KEY in meta:
                 kw["visible"] = True
             if rec is not None:
-                axes = tuple(rec.get("axes", ("y", "x")))
-                kw["affine"] = _affine(el, system, axes, report, what)
                 new_meta[SPATIAL_KEY] = {**rec, "system": system}
+            if el.kind not in ("images", "labels"):
+                axes = tuple(rec.get("axes", ("y", "x")) if rec is not None else ("y", "x"))
+                kw["affine"] = _affine(el, system, axes, report, what)
             else:
                 # level 0 to the image's own system, then the element's transformation
                 # matched by axis name (spatialdata writes an affine's outputs as x, y)
