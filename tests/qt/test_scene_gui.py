@@ -201,3 +201,18 @@ def test_spatialdata_store_of_images_and_labels_docks_the_scene_dock(make_napari
     qtbot.waitUntil(lambda: combo.currentText() == "global", timeout=5_000)
     for layer in by.values():  # the dock puts them where the reader did
         np.testing.assert_allclose(layer.data_to_world((1, 2)), (10.0, 9.0), atol=1e-9)
+
+
+def test_only_a_store_in_several_coordinate_systems_docks_the_scene_dock():
+    """The reader docks the scene dock for a SpatialData store whose elements lie in
+    more than one coordinate system (``raster_systems.zarr``: "global", "aligned"),
+    not for one in "global" only (``blobs.zarr``)."""
+    pytest.importorskip("pyarrow")
+    from napari_ozx._viewer_hooks import _spatialdata_scenes
+    from napari_ozx.layers.reading import read_layer_data
+    from tests._support.paths import TESTS
+
+    data = TESTS / "ngff" / "spatial" / "data"
+    two, one = data / "raster_systems.zarr", data / "blobs.zarr"
+    assert _spatialdata_scenes(read_layer_data(str(two), lambda w, e: None)) == {str(two)}
+    assert _spatialdata_scenes(read_layer_data(str(one), lambda w, e: None)) == set()
