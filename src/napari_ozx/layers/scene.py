@@ -7,8 +7,8 @@ system of the same scene by changing only their transforms (``scale``, ``transla
 image that cannot reach the chosen system is shown in its own intrinsic system and
 reported, never drawn where its metadata does not put it.
 
-A SpatialData store's layers (its points and shapes name their store in their metadata,
-``SPATIAL_KEY``) are a scene too: its coordinate systems are its elements', and a choice
+A SpatialData store's layers (each of them, images and labels included, names its store
+in its metadata, ``SPATIAL_KEY``) are a scene too: its coordinate systems are its elements', and a choice
 re-places images, labels, points and shapes through
 :func:`~napari_ozx.layers.spatial.placing.spatialdata_placements` (elements with no
 transformation to the system are hidden, named in one message).
@@ -64,7 +64,7 @@ def _spatial_record(layer: Layer) -> Mapping[str, Any] | None:
 
 def layer_scene(layer: Layer | None) -> tuple[str, str | None] | None:
     """``(source, system shown)`` of the scene *layer* belongs to: a 0.6 scene's layer,
-    or a SpatialData store's points or shapes (system None while the layer is hidden
+    or any layer of a SpatialData store (system None while the layer is hidden
     for having no transformation to the system shown); None for any other layer."""
     from napari_ozx.layers.spatial.placing import HIDDEN_KEY
 
