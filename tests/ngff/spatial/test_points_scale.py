@@ -188,3 +188,20 @@ def test_memory_of_the_handed_arrays_goes_back_when_napari_is_done(store, monkey
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert files._malloc_trim_function() is not None
         assert isinstance(files.malloc_trim(), bool)
+
+
+def test_the_same_points_from_a_single_file_ozx(store, tmp_path):
+    """Inside a ``.ozx`` (read through the store, not memory-mapped) the points and
+    their features are those of the directory."""
+    import zipfile
+
+    files = sorted(p for p in store.rglob("*") if p.is_file())
+    files.sort(key=lambda p: (p.name != "zarr.json", len(p.relative_to(store).parts)))
+    ozx = tmp_path / "pts.ozx"
+    with zipfile.ZipFile(ozx, "w", zipfile.ZIP_STORED) as z:
+        for p in files:
+            z.write(p, p.relative_to(store).as_posix())
+    data, kw, _ = _read(ozx)
+    ref, ref_kw, _ = _read(store)
+    np.testing.assert_array_equal(data, ref)
+    assert kw["features"].equals(ref_kw["features"])

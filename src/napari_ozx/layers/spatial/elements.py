@@ -104,9 +104,10 @@ def _affine(
 def _features_frame(table: Any) -> Any:
     """A pyarrow Table as the pandas DataFrame napari keeps (categories stay categories;
     numbers converted without a copy where arrow allows; arrow's temporaries given back)."""
-    from napari_ozx.ngff.spatial.files import release_unused
+    from napari_ozx.ngff.spatial.files import memory_pool, release_unused
 
-    frame = table.to_pandas(split_blocks=True, use_threads=False)
+    # one thread, malloc's pool: what arrow's own allocator frees, it partly keeps
+    frame = table.to_pandas(split_blocks=True, use_threads=False, memory_pool=memory_pool())
     release_unused()
     return frame
 

@@ -22,6 +22,7 @@ __all__ = [
     "EXTRA",
     "SpatialDependencyError",
     "malloc_trim",
+    "memory_pool",
     "parquet_parts",
     "parquet_schema",
     "read_parquet",
@@ -92,28 +93,41 @@ def parquet_parts(root: Any, path: str) -> list[str]:
 
 
 def read_parquet(root: Any, keys: Sequence[str], columns: Sequence[str] | None = None) -> Any:
-    """The parquet files *keys* as one pyarrow Table (only *columns* when given)."""
+    """The parquet files *keys* as one pyarrow Table (only *columns* when given), its
+    buffers from :func:`memory_pool`, decoded on this thread."""
     pa = require("pyarrow")
-    pq = require("pyarrow.parquet")
+    ds = require("pyarrow.dataset")
     local = _local_root(root.store)
+    fmt = ds.ParquetFileFormat()
+    fs = require("pyarrow.fs").LocalFileSystem(use_mmap=True) if local is not None else None
     tables = []
     for key in keys:
         if local is not None:
-            source: Any = os.path.join(local, key)
+            fragment = fmt.make_fragment(os.path.join(local, key), filesystem=fs)
         else:
             from napari_ozx.ngff.tables.read import _get
 
-            source = pa.BufferReader(_get(root.store, key))
+            fragment = fmt.make_fragment(pa.BufferReader(_get(root.store, key)))
         tables.append(
-            pq.read_table(
-                source,
+            fragment.to_table(
                 columns=list(columns) if columns is not None else None,
-                memory_map=local is not None,
+                use_threads=False,
+                memory_pool=memory_pool(),
             )
         )
     if not tables:
         raise MetadataError(f"no parquet file in {keys!r}")
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def memory_pool() -> Any:
+    """The arrow memory pool points and shapes are read into: the C library's malloc.
+
+    arrow's default allocator (mimalloc) keeps part of what is freed (tens of MiB for
+    millions of points, varying from run to run, and more from its worker threads'
+    heaps, hence one thread) even when asked to release it; malloc's free pages go
+    back to the system (:func:`release_unused`)."""
+    return require("pyarrow").system_memory_pool()
 
 
 def parquet_schema(root: Any, key: str) -> Any:
