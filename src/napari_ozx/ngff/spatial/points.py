@@ -1,9 +1,11 @@
 """SpatialData points: every row of ``points/<name>/points.parquet/``.
 
 The coordinate columns (the element's ``axes``: ``x``, ``y`` and ``z`` when present)
-become one ``(n, d)`` float array in napari's axis order (``z``, ``y``, ``x``); the
-other columns stay a pyarrow Table (categories stay dictionary-encoded, so a gene column
-of millions of rows costs one byte or two per row). Nothing is subsampled.
+become one ``(n, d)`` float array in napari's axis order (``z``, ``y``, ``x``),
+column-major; the other columns stay a pyarrow Table (categories stay
+dictionary-encoded, so a gene column of millions of rows costs one byte or two per
+row), all but dask's unnamed index column (:func:`unnamed_index_columns`). Nothing is
+subsampled.
 """
 
 from __future__ import annotations
