@@ -211,3 +211,20 @@ def test_polygons_without_holes_read_as_the_general_path_reads_them(stores, monk
     general = read()
     for name in ("vertices", "ring_offsets", "geometry_of", "part_of", "ring_is_hole"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(general, name), err_msg=name)
+
+
+def test_below_the_limit_holes_are_closed_outlines_with_a_width(stores, monkeypatch):
+    """Under ``SHAPES_LAYER_MAX`` rings (napari's Shapes layer) a hole is a path back to
+    its first vertex (all its edges), and the outlines have a width (drawn)."""
+    import napari_ozx.layers.spatial.elements as el
+
+    monkeypatch.setattr(el, "SHAPES_LAYER_MAX", 10_000)
+    store, geoms = stores["mixed"]
+    (rings, kw, kind), _messages = _open(store)
+    assert kind == "shapes"
+    expected = _expected_rings(geoms)
+    assert len(rings) == len(expected)
+    for ring, shape_type, (_g, _p, hole, yx) in zip(rings, kw["shape_type"], expected):
+        assert shape_type == ("path" if hole else "polygon")
+        np.testing.assert_allclose(ring, np.vstack([yx, yx[:1]]) if hole else yx)
+    assert kw["edge_width"] > 0

@@ -208,7 +208,13 @@ def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Repo
             ),
         )
         return _outlines_layer_data(data, affine, meta, features)
-    rings = data.rings()
+    from napari_ozx.layers.spatial.polygons import outline_width
+
+    # a hole is an open path to napari: closed here, its last edge drawn too
+    rings = [
+        np.vstack([r, r[:1]]) if h and len(r) else r
+        for r, h in zip(data.rings(), data.ring_is_hole.tolist(), strict=True)
+    ]
     kwargs: dict[str, Any] = {
         "name": el.name,
         "shape_type": ["path" if h else "polygon" for h in data.ring_is_hole.tolist()],
@@ -217,7 +223,8 @@ def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Repo
         "axis_labels": ("y", "x"),
         "face_color": "#ffffff33",
         "edge_color": "#ffff00",
-        "edge_width": 0.0,
+        # outlines as wide as the outlines layer's: holes (paths) drawn, not covered
+        "edge_width": outline_width(data.vertices, data.ring_offsets),
         "metadata": meta,
         "ndim": 2,
     }

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["OUTLINE_WIDTH", "outline_mesh"]
+__all__ = ["OUTLINE_WIDTH", "outline_mesh", "outline_width"]
 
 #: an outline's width at a vertex, as a fraction of the median edge of the element
 #: (never more than a third of the way to its ring's centre)
@@ -36,40 +36,63 @@ def next_vertex(ring_offsets: np.ndarray, n: int) -> np.ndarray:
     return nxt
 
 
+def _width(edge: np.ndarray) -> float:
+    sample = edge[:: max(1, len(edge) // 100_000)]
+    sample = sample[sample > 0]
+    return OUTLINE_WIDTH * (float(np.median(sample)) if len(sample) else 1.0)
+
+
+def outline_width(vertices: np.ndarray, ring_offsets: np.ndarray) -> float:
+    """The width :func:`outline_mesh` draws the rings' outlines with, in their units
+    (for a Shapes layer of the same rings: its ``edge_width``)."""
+    v = np.asarray(vertices, dtype=np.float64)
+    nxt = next_vertex(ring_offsets, len(v))
+    return _width(np.hypot(*(v[nxt] - v).T)) if len(v) else 1.0
+
+
 def outline_mesh(vertices: np.ndarray, ring_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(mesh vertices (2n, 2) float32 column-major, faces (n, 3) int32)``: one
     triangle per edge of every ring (its closing edge included), see the module's
     docstring."""
-    v = np.asarray(vertices, dtype=np.float64)
-    n = len(v)
+    n = len(vertices)
     if n == 0:
         return np.zeros((0, 2), np.float32), np.zeros((0, 3), np.int32)
+    # one contiguous column per axis: each step below is one pass over plain arrays
+    y = np.ascontiguousarray(vertices[:, 0], dtype=np.float64)
+    x = np.ascontiguousarray(vertices[:, 1], dtype=np.float64)
     o = np.asarray(ring_offsets, dtype=np.int64)
     counts = np.diff(o)
     nxt = next_vertex(o, n)
-    edge = np.hypot(*(v[nxt] - v).T)
-    positive = edge[edge > 0]
-    width = OUTLINE_WIDTH * (float(np.median(positive)) if len(positive) else 1.0)
-    starts = o[:-1][counts > 0]
-    centre = np.add.reduceat(v, starts, axis=0) / counts[counts > 0, None]
-    inward = np.repeat(centre, counts[counts > 0], axis=0) - v
-    dist = np.hypot(*inward.T)
+    dy, dx = y[nxt] - y, x[nxt] - x
+    edge = np.hypot(dy, dx)
+    width = _width(edge)
+    full = counts > 0
+    per_ring = counts[full]
+    starts = o[:-1][full]
+    iy = np.repeat(np.add.reduceat(y, starts) / per_ring, per_ring) - y  # towards the
+    ix = np.repeat(np.add.reduceat(x, starts) / per_ring, per_ring) - x  # ring's centre
+    dist = np.hypot(iy, ix)
     step = np.minimum(width, dist / 3.0)
     scale = np.divide(step, dist, out=np.zeros_like(dist), where=dist > 0)
-    inner = v + inward * scale[:, None]
-    # an edge whose inner corner would fall on it (a ring of one or two vertices, a
-    # vertex at its ring's centre): moved across the edge instead, so it is drawn
-    d = v[nxt] - v
-    flat = np.abs(d[:, 0] * inward[:, 1] - d[:, 1] * inward[:, 0]) * scale <= 1e-12 * (1 + edge)
+    iy *= scale
+    ix *= scale
+    # an edge whose inner corner would fall on its line (a ring of one or two vertices,
+    # a vertex at its ring's centre): the corner moved across the edge instead
+    height = np.abs(dy * ix - dx * iy)  # the triangle's doubled area
+    flat = height <= 1e-6 * edge * width
     if np.any(flat):
-        perp = np.stack([-d[flat, 1], d[flat, 0]], axis=1)
-        length = np.where(edge[flat] > 0, edge[flat], 1.0)[:, None]
-        inner[flat] = v[flat] + perp / length * width
+        length = np.where(edge[flat] > 0, edge[flat], 1.0)
+        iy[flat] = dx[flat] / length * width
+        ix[flat] = -dy[flat] / length * width
     # column-major: napari takes the layer's extent (min and max over axis 0) several
     # times while adding it, ~100 times faster over columns than over (y, x) rows
     mesh = np.empty((2 * n, 2), dtype=np.float32, order="F")
-    mesh[:n] = v
-    mesh[n:] = inner
-    i = np.arange(n, dtype=np.int32)
-    faces = np.stack([i, nxt.astype(np.int32), i + np.int32(n)], axis=1)
+    mesh[:n, 0] = y
+    mesh[:n, 1] = x
+    mesh[n:, 0] = y + iy
+    mesh[n:, 1] = x + ix
+    faces = np.empty((n, 3), dtype=np.int32)
+    faces[:, 0] = np.arange(n, dtype=np.int32)
+    faces[:, 1] = nxt
+    faces[:, 2] = faces[:, 0] + np.int32(n)
     return mesh, faces
