@@ -8,8 +8,8 @@ image that cannot reach the chosen system is shown in its own intrinsic system a
 reported, never drawn where its metadata does not put it.
 
 A SpatialData store's layers (each of them, images and labels included, names its store
-in its metadata, ``SPATIAL_KEY``) are a scene too: its coordinate systems are its elements', and a choice
-re-places images, labels, points and shapes through
+in its metadata, ``SPATIAL_KEY``) are a scene too: its coordinate systems are its
+elements', and a choice re-places images, labels, points and shapes through
 :func:`~napari_ozx.layers.spatial.placing.spatialdata_placements` (elements with no
 transformation to the system are hidden, named in one message).
 
