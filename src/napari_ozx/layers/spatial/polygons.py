@@ -51,7 +51,7 @@ def outline_width(vertices: np.ndarray, ring_offsets: np.ndarray) -> float:
 
 
 def outline_mesh(vertices: np.ndarray, ring_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(mesh vertices (2n, 2) float32 column-major, faces (n, 3) int32)``: one
+    """``(mesh vertices (2n, 2) float32, faces (n, 3) int32)``, both column-major: one
     triangle per edge of every ring (its closing edge included), see the module's
     docstring."""
     n = len(vertices)
@@ -64,14 +64,14 @@ def outline_mesh(vertices: np.ndarray, ring_offsets: np.ndarray) -> tuple[np.nda
     counts = np.diff(o)
     nxt = next_vertex(o, n)
     dy, dx = y[nxt] - y, x[nxt] - x
-    edge = np.hypot(dy, dx)
+    edge = np.sqrt(dy * dy + dx * dx)  # (np.hypot: twice as slow)
     width = _width(edge)
     full = counts > 0
     per_ring = counts[full]
     starts = o[:-1][full]
     iy = np.repeat(np.add.reduceat(y, starts) / per_ring, per_ring) - y  # towards the
     ix = np.repeat(np.add.reduceat(x, starts) / per_ring, per_ring) - x  # ring's centre
-    dist = np.hypot(iy, ix)
+    dist = np.sqrt(iy * iy + ix * ix)
     step = np.minimum(width, dist / 3.0)
     scale = np.divide(step, dist, out=np.zeros_like(dist), where=dist > 0)
     iy *= scale
@@ -91,7 +91,7 @@ def outline_mesh(vertices: np.ndarray, ring_offsets: np.ndarray) -> tuple[np.nda
     mesh[:n, 1] = x
     mesh[n:, 0] = y + iy
     mesh[n:, 1] = x + ix
-    faces = np.empty((n, 3), dtype=np.int32)
+    faces = np.empty((n, 3), dtype=np.int32, order="F")  # written column by column
     faces[:, 0] = np.arange(n, dtype=np.int32)
     faces[:, 1] = nxt
     faces[:, 2] = faces[:, 0] + np.int32(n)
