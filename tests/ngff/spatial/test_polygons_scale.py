@@ -228,3 +228,22 @@ def test_below_the_limit_holes_are_closed_outlines_with_a_width(stores, monkeypa
         assert shape_type == ("path" if hole else "polygon")
         np.testing.assert_allclose(ring, np.vstack([yx, yx[:1]]) if hole else yx)
     assert kw["edge_width"] > 0
+
+
+def test_degenerate_rings_are_drawn_too():
+    """A ring of two vertices, a ring whose vertices are collinear and a ring with a
+    vertex at its centre (zero area) still get a triangle with an area per edge."""
+    from napari_ozx.layers.spatial.polygons import outline_mesh
+
+    rings = [
+        [[0.0, 0.0], [0.0, 4.0]],
+        [[10.0, 0.0], [10.0, 2.0], [10.0, 6.0]],
+        [[20.0, 0.0], [22.0, 2.0], [24.0, 0.0], [22.0, -2.0], [22.0, 0.0]],
+    ]
+    vertices = np.concatenate(rings)
+    offsets = np.cumsum([0] + [len(r) for r in rings])
+    mesh, faces = outline_mesh(vertices, offsets)
+    np.testing.assert_array_equal(mesh[: len(vertices)], vertices)
+    tri = np.asarray(mesh, dtype=np.float64)[faces]
+    area = np.abs(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])) / 2
+    assert len(faces) == len(vertices) and np.all(area > 0)
