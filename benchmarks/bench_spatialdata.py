@@ -3,6 +3,7 @@ memory, pan / zoom frame times, and napari-spatialdata on the same store where i
 
     xvfb-run -a .venv/bin/python benchmarks/bench_spatialdata.py [--points 2000000]
         [--polygons 100000] [--repeats 3] [--peer /path/to/python]
+        [--no-frames] [--only points|polygons] [--zoom-in 16] [--baseline JSON]
 
 The large store is generated with pyarrow and shapely in spatialdata's layout, the
 layout taken from the small store spatialdata 0.7.3 wrote
@@ -21,8 +22,19 @@ the medians are printed. Measured:
 * **polygons**: the same for the polygons element (shown as one Vectors layer of its
   edges above ``SHAPES_LAYER_MAX`` rings), and napari's own Shapes layer on the first
   2,000 polygons, as a per-polygon rate;
-* **frames**: in a napari window, each step of a pan / zoom sequence timed from the
-  camera change to the end of the canvas's draw (median and worst);
+* **window** (skipped by ``--no-frames``), in a napari window (``show=True``) of its own:
+
+  - the **freeze**: a 10 ms ``QTimer`` ticks in napari's GUI thread while
+    ``viewer.open(store, plugin="napari-ozx")`` runs and until the first frame drawn after
+    it has reached the window; the longest gap between ticks is the longest time napari's
+    event loop was blocked, and the time to that frame is "open until drawn";
+  - the **frames**: 5 pan steps (40 screen pixels) and 5 zoom steps (x1.25), each timed
+    from the camera change until Qt has drawn and composed the frame (median and worst,
+    and the process's CPU time, all threads: llvmpipe's, which the machine's load
+    does not inflate), once with the whole element in view (zoomed out) and once zoomed
+    in ``--zoom-in`` times;
+  - ``--baseline JSON``: points layer kwargs that replace the reader's in alternate
+    children (e.g. ``'{"antialiasing": 1}'``), so a change is compared in one run;
 * **napari-spatialdata** (``--peer``: a Python with napari-spatialdata 0.7 installed,
   e.g. its own virtual environment): ``Interactive(sdata)`` on the same store, the time
   and memory until its layers are in the viewer.
@@ -204,37 +216,80 @@ vm.add_shapes(data[:n], shape_type=kw["shape_type"][:n], face_color=kw["face_col
 print(json.dumps({"shapes": n, "seconds": time.perf_counter() - t}))
 """
 
-CHILD_FRAMES = r"""
-import json, sys, time
+CHILD_WINDOW = r"""
+import json, statistics, sys, time
 import numpy as np
 import napari
+from qtpy.QtCore import QTimer
 from qtpy.QtWidgets import QApplication
+override = json.loads(sys.argv[2])
+if override:  # the baseline: the reader's points kwargs as they were
+    import napari_ozx.layers.spatial.elements as el
+    made = el.points_layer_data
+    def patched(*a, **k):
+        data, kw, kind = made(*a, **k)
+        return data, {**kw, **override}, kind
+    el.points_layer_data = patched
 viewer = napari.Viewer(show=True)
 viewer.window.resize(1200, 900)
 app = QApplication.instance()
-layers = viewer.open(sys.argv[1], plugin="napari-ozx")
-viewer.reset_view()
-for _ in range(5):
-    app.processEvents(); time.sleep(0.05)
 canvas = viewer.window._qt_viewer.canvas._scene_canvas  # the canvas's draw event
 drawn = []
 canvas.events.draw.connect(lambda e: drawn.append(time.perf_counter()), position="last")
+ticks = []  # the GUI thread's timer: a gap between ticks is a freeze
+timer = QTimer()
+timer.setInterval(10)
+timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+timer.start()
+viewer.open(sys.argv[4], plugin="napari-ozx")  # imports, plugin discovery, shaders warmed
+for _ in range(20):
+    app.processEvents(); time.sleep(0.02)
+viewer.layers.clear()
+for _ in range(20):
+    app.processEvents(); time.sleep(0.02)
+# freeze: viewer.open until the first frame drawn with the layer has reached the window
+inserted = []
+viewer.layers.events.inserted.connect(lambda e: inserted.append(time.perf_counter()))
+def first_draw():
+    return next((d for d in drawn if inserted and d > inserted[0]), None)
+t0 = time.perf_counter(); ticks.append(t0)
+layers = viewer.open(sys.argv[1], plugin="napari-ozx")
+t_open = time.perf_counter()
+while time.perf_counter() - t_open < 600:  # (napari may have drawn it inside viewer.open)
+    d = first_draw()
+    if d is not None and ticks[-1] > d:
+        break  # the loop ticked again: the frame is composed, napari is free
+    app.processEvents()
+t_end = ticks[-1]
+gaps = np.diff([t for t in ticks if t >= t0])
+freeze = {"open_s": t_open - t0, "drawn_s": t_end - t0, "max_freeze_s": float(gaps.max())}
+timer.stop()
+# frames: camera change -> processEvents until the frame is drawn and composed
+viewer.reset_view()
+for _ in range(5):
+    app.processEvents(); time.sleep(0.05)
 cam = viewer.camera
 c0, z0 = np.array(cam.center), cam.zoom
-steps = [("pan", (0, 40 * i)) for i in range(1, 11)] + [("zoom", 1.25 ** i) for i in range(1, 11)]
-times = []
-for kind, v in steps:
+def frame(center, zoom):
     n = len(drawn)
-    t = time.perf_counter()
-    if kind == "pan":
-        cam.center = tuple(c0[:-2]) + (c0[-2] + v[0] / z0, c0[-1] + v[1] / z0)
-    else:
-        cam.zoom = z0 * v
+    t, c = time.perf_counter(), time.process_time()
+    cam.zoom = zoom
+    cam.center = tuple(c0[:-2]) + tuple(center)
     canvas.update()
-    while len(drawn) == n and time.perf_counter() - t < 30:
+    while len(drawn) == n and time.perf_counter() - t < 120:
         app.processEvents()
-    times.append(drawn[-1] - t)
-print(json.dumps({"frames_ms": [round(1000 * x, 1) for x in times]}))
+    return time.perf_counter() - t, time.process_time() - c
+frames = {}
+for view, zin in (("out", 1.0), ("in", float(sys.argv[3]))):
+    z = z0 * zin
+    y, x = c0[-2], c0[-1]
+    frame((y, x), z)  # the jump to this view, not counted
+    steps = [((y, x + 40 * i / z), z) for i in range(1, 6)]  # pan 40 screen px a step
+    steps += [((y, x), z * 1.25 ** i) for i in (1, 2, 1, 0, -1)]  # zoom in and back out
+    fr = [frame(c, zz) for c, zz in steps]
+    frames[view] = {"ms": [round(1000 * w, 1) for w, _ in fr],
+                    "cpu_ms": [round(1000 * p, 1) for _, p in fr]}
+print(json.dumps({**freeze, "frames": frames}))
 viewer.close()
 """
 
@@ -282,6 +337,48 @@ def _median(runs: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
 
+def _window(py: str, store: str, kind: str, args: argparse.Namespace) -> None:
+    """The window measurements (freeze, frames), interleaved with the baseline's."""
+    configs = [("", "{}")]
+    if args.baseline and kind == "points":
+        configs = [("baseline " + args.baseline + ": ", args.baseline), ("now: ", "{}")]
+    runs: dict[str, list[dict]] = {label: [] for label, _ in configs}
+    for _ in range(args.window_repeats):
+        for label, override in configs:
+            r = _child(
+                py,
+                CHILD_WINDOW,
+                store,
+                override,
+                str(args.zoom_in),
+                str(SMALL.parent / "points_only.zarr"),
+                timeout=1800,
+            )
+            if isinstance(r, dict):
+                runs[label].append(r)
+            else:
+                print(f"  {label}window: not measured ({r})")
+    for label, ok in runs.items():
+        if not ok:
+            continue
+        print(
+            f"  {label}window: open until drawn {_median(ok, 'drawn_s'):.2f} s "
+            f"(viewer.open {_median(ok, 'open_s'):.2f} s), longest freeze of napari's "
+            f"event loop {_median(ok, 'max_freeze_s'):.2f} s (median of {len(ok)})"
+        )
+        for view, what in (
+            ("out", "zoomed out (whole element)"),
+            ("in", f"zoomed in x{args.zoom_in:g}"),
+        ):
+            ms = [m for r in ok for m in r["frames"][view]["ms"]]
+            cpu = [m for r in ok for m in r["frames"][view]["cpu_ms"]]
+            print(
+                f"  {label}pan / zoom, {what}: {len(ms)} steps, frame median "
+                f"{statistics.median(ms):.0f} ms, worst {max(ms):.0f} ms "
+                f"(process CPU per frame, median {statistics.median(cpu):.0f} ms)"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--points", type=int, default=2_000_000)
@@ -290,6 +387,17 @@ def main() -> None:
     ap.add_argument("--peer", help="a Python with napari-spatialdata 0.7 installed")
     ap.add_argument("--no-frames", action="store_true", help="skip the napari window")
     ap.add_argument("--only", choices=("points", "polygons"), help="measure one kind")
+    ap.add_argument(
+        "--zoom-in", type=float, default=16.0, help="the zoomed-in view: x the whole element's zoom"
+    )
+    ap.add_argument(
+        "--window-repeats", type=int, default=1, help="window children per configuration"
+    )
+    ap.add_argument(
+        "--baseline",
+        help="points layer kwargs to compare with, e.g. '{\"antialiasing\": 1}': the window "
+        "measurements alternate between them and the reader's own",
+    )
     args = ap.parse_args()
     py = sys.executable
     tmp = Path(tempfile.mkdtemp(prefix="bench-sd-"))
@@ -327,15 +435,7 @@ def main() -> None:
                         f"{per * n:.0f} s for {n:,})"
                     )
             if not args.no_frames:
-                fr = _child(py, CHILD_FRAMES, str(store))
-                if isinstance(fr, dict):
-                    ms = fr["frames_ms"]
-                    print(
-                        f"  pan / zoom: {len(ms)} steps, frame median "
-                        f"{statistics.median(ms):.0f} ms, worst {max(ms):.0f} ms"
-                    )
-                else:
-                    print(f"  pan / zoom: not measured ({fr})")
+                _window(py, str(store), kind, args)
             if args.peer:
                 element = "transcripts" if kind == "points" else "cells"
                 peer = _child(args.peer, CHILD_PEER, str(store), element)
