@@ -126,6 +126,11 @@ def points_layer_data(root: OmeZarr, data: PointsData, system: str, report: Repo
         # halves those two arrays (15 MiB for 2,000,000 points)
         "size": np.float32(_point_size(data.coords)),
         "border_width": np.float32(0),
+        # no antialiasing fringe: vispy draws each marker as a quad of its size plus 6 px
+        # for it (8 x 8 px for a 2 px marker); without it, 2 x 2 px. Software OpenGL
+        # (llvmpipe) then draws 2,000,000 zoomed-out points in about half the time, and
+        # each point keeps its own colour instead of a blend of its neighbours'
+        "antialiasing": 0,
         "metadata": _meta(root, el, system, points=len(data), axes=list(data.axes)),
         "ndim": len(data.axes),
     }
