@@ -88,7 +88,20 @@ def stores(tmp_path_factory):
             shapely.Polygon(_square(1400, 1000, 10)),
         ]
     )
-    mixed = np.concatenate([simple[:300], np.array([holed, multi], dtype=object), simple[300:]])
+    # a U: not star-shaped (no point inside sees both arms' tops)
+    u = shapely.Polygon(
+        [
+            (1500, 1000),
+            (1530, 1000),
+            (1530, 1030),
+            (1520, 1030),
+            (1520, 1010),
+            (1510, 1010),
+            (1510, 1030),
+            (1500, 1030),
+        ]
+    )
+    mixed = np.concatenate([simple[:300], np.array([holed, multi, u], dtype=object), simple[300:]])
     return {
         "simple": (_write_store(tmp, "simple.zarr", simple), simple),
         "mixed": (_write_store(tmp, "mixed.zarr", mixed), mixed),
@@ -118,18 +131,24 @@ def _expected_rings(geoms):
 @pytest.mark.parametrize("case", ["simple", "mixed"])
 def test_every_ring_vertex_and_edge_is_drawn(stores, case):
     """Every vertex of every ring of every part is a mesh vertex, in the rings' order,
-    and each ring's edges (its closing edge included) are the long sides of triangles
-    with an area (drawn); said once in a message."""
+    and each ring's edges (its closing edge included) are sides of triangles with an
+    area (drawn), one triangle per edge; said once in a message, with how many rings
+    were filled and how many drawn as outlines."""
     store, geoms = stores[case]
     ((vertices, faces, values), kw, kind), messages = _open(store)
     assert kind == "surface"
-    assert sum("one Surface layer" in m and "cells_poly" in m for m in messages) == 1
     rings = _expected_rings(geoms)
     rec = kw["metadata"]["napari_ozx_spatialdata"]
     offsets = np.asarray(rec["ring_offsets"])
-    assert len(offsets) - 1 == len(rings) == rec["rings"]
+    filled = np.asarray(rec["filled"])
+    assert len(offsets) - 1 == len(rings) == rec["rings"] == len(filled)
+    n_filled = int(filled.sum())
+    (message,) = [m for m in messages if "one Surface layer" in m and "cells_poly" in m]
+    assert f"{n_filled:,} filled" in message
+    assert f"{len(rings) - n_filled:,} as outlines" in message
     n = int(offsets[-1])
-    assert len(faces) == n and len(vertices) == 2 * n == len(values)
+    outline_vertices = int(np.sum(np.diff(offsets)[~filled]))
+    assert len(faces) == n and len(vertices) == n + n_filled + outline_vertices == len(values)
     for i, (_g, _p, _h, yx) in enumerate(rings):
         a, b = offsets[i], offsets[i + 1]
         np.testing.assert_allclose(vertices[a:b], yx, rtol=1e-6)
@@ -140,6 +159,39 @@ def test_every_ring_vertex_and_edge_is_drawn(stores, case):
     area = np.abs(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])) / 2
     assert np.all(area > 0)
     assert np.all(faces[:, 2] >= n)  # the third corner is never another ring's vertex
+    np.testing.assert_array_equal(values[:n], 1)  # bright at every ring vertex
+
+
+def test_star_shaped_rings_are_filled_exactly_the_others_outlined(stores):
+    """A filled ring's triangles fan from one point (value 0: transparent) and tile its
+    polygon exactly: each lies inside it and their areas add up to its area, so nothing
+    is drawn outside a polygon. Holes, the outer rings of polygons with holes and a ring
+    that is not star-shaped (a U) keep one outline triangle per edge (value 1)."""
+    store, geoms = stores["mixed"]
+    ((vertices, faces, values), kw, _kind), _messages = _open(store)
+    rec = kw["metadata"]["napari_ozx_spatialdata"]
+    offsets = np.asarray(rec["ring_offsets"])
+    filled = np.asarray(rec["filled"])
+    rings = _expected_rings(geoms)
+    tri = np.asarray(vertices, dtype=np.float64)[faces]
+    for i, (g, p, hole, yx) in enumerate(rings):
+        a, b = offsets[i], offsets[i + 1]
+        polygon = shapely.Polygon(yx)
+        if hole or len(shapely.get_rings(shapely.get_parts(geoms[g])[p])) > 1:
+            assert not filled[i], i
+        if filled[i]:
+            assert len(set(faces[a:b, 2].tolist())) == 1  # one centre
+            assert values[faces[a, 2]] == 0
+            triangles = shapely.polygons(tri[a:b])
+            assert np.all(shapely.contains(polygon.buffer(1e-3), triangles))
+            drawn = shapely.Polygon(tri[a:b, 1])  # the ring as drawn (float32 vertices)
+            np.testing.assert_allclose(shapely.area(triangles).sum(), drawn.area, rtol=1e-6)
+        else:
+            assert len(set(faces[a:b, 2].tolist())) == b - a  # a corner per edge
+            np.testing.assert_array_equal(values[faces[a:b, 2]], 1)
+    u = len(rings) - 1 - (N_SIMPLE - 300)  # the U: the last ring before the simple ones
+    assert len(rings[u][3]) == 8 and not filled[u]
+    assert filled.sum() > N_SIMPLE // 2  # most of the random star-shaped rings
 
 
 def test_parts_holes_and_features_per_polygon(stores):
@@ -233,7 +285,7 @@ def test_below_the_limit_holes_are_closed_outlines_with_a_width(stores, monkeypa
 def test_degenerate_rings_are_drawn_too():
     """A ring of two vertices, a ring whose vertices are collinear and a ring with a
     vertex at its centre (zero area) still get a triangle with an area per edge."""
-    from napari_ozx.layers.spatial.polygons import outline_mesh
+    from napari_ozx.layers.spatial.polygons import outline_mesh, ring_mesh
 
     rings = [
         [[0.0, 0.0], [0.0, 4.0]],
@@ -247,3 +299,10 @@ def test_degenerate_rings_are_drawn_too():
     tri = np.asarray(mesh, dtype=np.float64)[faces]
     area = np.abs(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])) / 2
     assert len(faces) == len(vertices) and np.all(area > 0)
+    # the first two cannot be filled by a fan (flat triangles): outlines; the third's
+    # vertex mean is its vertex (22, 0) but its centroid sees every edge: filled
+    mesh, faces, _values, filled = ring_mesh(vertices, offsets)
+    assert filled.tolist() == [False, False, True] and len(mesh) == len(vertices) + 5 + 1
+    tri = np.asarray(mesh, dtype=np.float64)[faces]
+    area = np.abs(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])) / 2
+    assert np.all(area > 0)

@@ -203,16 +203,7 @@ def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Repo
         **{k: np.asarray(v)[g] for k, v in data.features.items()},
     }
     if data.n_rings > SHAPES_LAYER_MAX:
-        report(
-            what,
-            OzxError(
-                f"{data.n_rings:,} polygon rings shown as their outlines, one Surface layer "
-                f"(every vertex and edge, holes as outlines; per-polygon features in the "
-                f"layer's metadata): napari's Shapes layer takes seconds for more than "
-                f"{SHAPES_LAYER_MAX:,}"
-            ),
-        )
-        return _outlines_layer_data(data, affine, meta, features)
+        return _outlines_layer_data(data, affine, meta, features, report, what)
     from napari_ozx.layers.spatial.polygons import outline_width
 
     # a hole is an open path to napari: closed here, its last edge drawn too
@@ -237,26 +228,48 @@ def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Repo
 
 
 def _outlines_layer_data(
-    data: Polygons, affine: np.ndarray, meta: dict[str, Any], ring_features: dict[str, Any]
+    data: Polygons,
+    affine: np.ndarray,
+    meta: dict[str, Any],
+    ring_features: dict[str, Any],
+    report: Report,
+    what: str,
 ) -> LayerData:
-    """Every ring's edges (closing edge included) as one napari Surface mesh of thin
-    triangles (:func:`~napari_ozx.layers.spatial.polygons.outline_mesh`)."""
-    from napari_ozx.layers.spatial.polygons import outline_mesh
+    """Every ring as one napari Surface mesh, one triangle per edge (closing edge
+    included): star-shaped rings filled by a fan from their centre, bright at the ring
+    and transparent at the centre, the others (holes and their polygons included) as
+    outlines (:func:`~napari_ozx.layers.spatial.polygons.ring_mesh`)."""
+    from napari_ozx.layers.spatial.polygons import ring_mesh
 
-    vertices, faces = outline_mesh(data.vertices, data.ring_offsets)
+    vertices, faces, values, filled = ring_mesh(data.vertices, data.ring_offsets, data.ring_is_hole)
+    n_filled = int(np.count_nonzero(filled))
+    report(
+        what,
+        OzxError(
+            f"{data.n_rings:,} polygon rings shown as one Surface layer, one triangle per "
+            f"edge (every vertex and edge): {n_filled:,} filled from their centre, bright "
+            f"at their edges; {data.n_rings - n_filled:,} as outlines (holes and their "
+            f"polygons, rings not star-shaped); per-polygon features in the layer's "
+            f"metadata: napari's Shapes layer takes seconds for more than "
+            f"{SHAPES_LAYER_MAX:,}"
+        ),
+    )
     meta[SPATIAL_KEY]["representation"] = "outlines"
+    meta[SPATIAL_KEY]["filled"] = filled
     meta[SPATIAL_KEY]["ring_offsets"] = data.ring_offsets
     meta[SPATIAL_KEY]["ring_features"] = {k: np.asarray(c) for k, c in ring_features.items()}
     kwargs: dict[str, Any] = {
         "name": data.element.name,
         "affine": affine,
         "axis_labels": ("y", "x"),
-        "colormap": "yellow",
+        # opaque yellow at the rings, transparent at the fans' centres: the image
+        # shows through each cell; no depth test (a 2D layer over and under others)
+        "colormap": {"colors": [[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 1.0]], "name": "ozx_rings"},
+        "blending": "translucent_no_depth",
         "contrast_limits": (0.0, 1.0),
         "shading": "none",
         "metadata": meta,
     }
-    values = np.ones(len(vertices), dtype=np.float32)
     return (vertices, faces, values), kwargs, "surface"
 
 
