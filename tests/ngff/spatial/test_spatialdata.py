@@ -153,7 +153,7 @@ def test_many_polygons_become_one_outlines_layer_said_once(monkeypatch):
     n = 4 + 3 + 4 + 4 + 3 + 4
     assert len(faces) == n  # every vertex starts one edge
     np.testing.assert_array_equal(faces[3, :2], [3, 0])  # the first ring closed
-    assert sum("outlines, one Surface layer" in m for m in messages) == 1
+    assert sum("shown as one Surface layer" in m for m in messages) == 1
 
 
 def test_legacy_shapes_format_01():
