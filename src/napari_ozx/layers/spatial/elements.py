@@ -11,8 +11,9 @@
 * polygons -> a Shapes layer: every ring of every part of every geometry
   (MultiPolygons keep all their parts; holes as outlines, ``hole`` True in the
   features). napari's Shapes layer builds each shape in Python (milliseconds each), so
-  above :data:`SHAPES_LAYER_MAX` rings the same rings become one Surface layer of their
-  outlines (every vertex and edge kept, :mod:`.polygons`), said once in a message;
+  above :data:`SHAPES_LAYER_MAX` rings the same rings become one Surface layer, star-
+  shaped rings filled, the others outlined (every vertex and edge kept, :mod:`.polygons`),
+  said once in a message;
 * tables (``region`` / ``region_key`` / ``instance_key``): each shapes and points
   element gets the rows that annotate it, matched by instance id (:mod:`.tables`).
 

@@ -1,17 +1,23 @@
-"""Many polygon rings as one napari Surface mesh of their outlines (numpy only).
+"""Many polygon rings as one napari Surface mesh, one triangle per edge (numpy only).
 
 napari's Shapes layer builds each shape in Python (milliseconds each) and its Vectors
 layer keeps several copies of every edge (its extent, slice, thumbnail and vispy mesh
 are each recomputed from them: seconds for a million edges). Here every ring's every
-edge becomes one thin triangle, ``(p[i], p[i + 1], q[i])``, whose long side is the
-edge itself and whose third corner ``q[i]`` is ``p[i]`` moved a little towards its
-ring's centre: the mesh's outer boundary is exactly the rings (every vertex, every
-edge, holes as outlines), drawn with a visible width, one triangle per edge, in one
-Surface layer whose vispy mesh is a single draw.
+edge becomes one triangle, in one Surface layer whose vispy mesh is a single draw:
+
+* a *filled* ring (:func:`ring_mesh`: star-shaped, not a hole nor the outer ring of a
+  polygon with holes): ``(p[i], p[i + 1], c)`` with ``c`` a point of the ring's kernel
+  (its vertex mean or centroid, checked), so the fan tiles the polygon exactly; value 1
+  at the ring's vertices and 0 at ``c``: the colormap draws a bright edge fading to a
+  transparent centre;
+* an *outline* (every other ring; every ring in :func:`outline_mesh`): a thin triangle
+  ``(p[i], p[i + 1], q[i])`` whose long side is the edge itself and whose third corner
+  ``q[i]`` is ``p[i]`` moved a little towards its ring's centre: the mesh's outer
+  boundary is exactly the ring, drawn with a visible width.
 
 The mesh's vertices are every ring vertex (``vertices[:n]``, in the rings' order)
-followed by their inner copies (``vertices[n:]``); ``faces[i]`` is the edge leaving
-ring vertex ``i``.
+followed by the filled rings' centres, then the outlines' inner corners;
+``faces[i]`` is the edge leaving ring vertex ``i``.
 """
 
 from __future__ import annotations
