@@ -285,7 +285,7 @@ def test_below_the_limit_holes_are_closed_outlines_with_a_width(stores, monkeypa
 def test_degenerate_rings_are_drawn_too():
     """A ring of two vertices, a ring whose vertices are collinear and a ring with a
     vertex at its centre (zero area) still get a triangle with an area per edge."""
-    from napari_ozx.layers.spatial.polygons import outline_mesh, ring_mesh
+    from napari_ozx.layers.spatial.polygons import ring_mesh
 
     rings = [
         [[0.0, 0.0], [0.0, 4.0]],
@@ -294,7 +294,9 @@ def test_degenerate_rings_are_drawn_too():
     ]
     vertices = np.concatenate(rings)
     offsets = np.cumsum([0] + [len(r) for r in rings])
-    mesh, faces = outline_mesh(vertices, offsets)
+    # every ring as an outline (each taken for a hole: never filled)
+    mesh, faces, _values, filled = ring_mesh(vertices, offsets, np.ones(len(rings), bool))
+    assert not filled.any()
     np.testing.assert_array_equal(mesh[: len(vertices)], vertices)
     tri = np.asarray(mesh, dtype=np.float64)[faces]
     area = np.abs(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])) / 2

@@ -10,7 +10,7 @@ edge becomes one triangle, in one Surface layer whose vispy mesh is a single dra
   (its vertex mean or centroid, checked), so the fan tiles the polygon exactly; value 1
   at the ring's vertices and 0 at ``c``: the colormap draws a bright edge fading to a
   transparent centre;
-* an *outline* (every other ring; every ring in :func:`outline_mesh`): a thin triangle
+* an *outline* (every other ring): a thin triangle
   ``(p[i], p[i + 1], q[i])`` whose long side is the edge itself and whose third corner
   ``q[i]`` is ``p[i]`` moved a little towards its ring's centre: the mesh's outer
   boundary is exactly the ring, drawn with a visible width.
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["OUTLINE_WIDTH", "outline_mesh", "outline_width", "ring_mesh"]
+__all__ = ["OUTLINE_WIDTH", "outline_width", "ring_mesh"]
 
 #: an outline's width at a vertex, as a fraction of the median edge of the element
 #: (never more than a third of the way to its ring's centre)
@@ -49,7 +49,7 @@ def _width(edge: np.ndarray) -> float:
 
 
 def outline_width(vertices: np.ndarray, ring_offsets: np.ndarray) -> float:
-    """The width :func:`outline_mesh` draws the rings' outlines with, in their units
+    """The width :func:`ring_mesh` draws the rings' outlines with, in their units
     (for a Shapes layer of the same rings: its ``edge_width``)."""
     v = np.asarray(vertices, dtype=np.float64)
     nxt = next_vertex(ring_offsets, len(v))
@@ -196,30 +196,3 @@ def _inner_corners(
         ix[flat] = -dy[flat] / length * width
     iy += y32
     ix += x32
-
-
-def outline_mesh(vertices: np.ndarray, ring_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(mesh vertices (2n, 2) float32, faces (n, 3) int32)``, column-major: every
-    ring as outline triangles only (see the module's docstring)."""
-    n = len(vertices)
-    if n == 0:
-        return np.zeros((0, 2), np.float32), np.zeros((0, 3), np.int32)
-    o = np.asarray(ring_offsets, dtype=np.int64)
-    counts = np.diff(o)
-    nxt = next_vertex(o, n)
-    y = np.asarray(vertices[:, 0], dtype=np.float64)
-    x = np.asarray(vertices[:, 1], dtype=np.float64)
-    full = counts > 0
-    per_ring = counts[full]
-    starts = o[:-1][full]
-    cy = np.repeat(np.add.reduceat(y, starts) / per_ring, per_ring)
-    cx = np.repeat(np.add.reduceat(x, starts) / per_ring, per_ring)
-    mesh = np.empty((2 * n, 2), dtype=np.float32, order="F")
-    mesh[:n, 0] = y
-    mesh[:n, 1] = x
-    _inner_corners(y, x, nxt, cy, cx, None, mesh[n:])
-    faces = np.empty((n, 3), dtype=np.int32, order="F")
-    faces[:, 0] = np.arange(n, dtype=np.int32)
-    faces[:, 1] = nxt
-    faces[:, 2] = faces[:, 0] + np.int32(n)
-    return mesh, faces
