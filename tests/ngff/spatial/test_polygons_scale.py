@@ -28,6 +28,12 @@ BLOBS = TESTS / "ngff" / "spatial" / "data" / "blobs.zarr"
 N_SIMPLE = 600  # more rings than SHAPES_LAYER_MAX
 
 
+def _triangle_areas(tri: np.ndarray) -> np.ndarray:
+    """The areas of (n, 3, 2) triangles (numpy 2 refuses np.cross on 2-vectors)."""
+    a, b = tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]
+    return np.abs(a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]) / 2
+
+
 def _blob_rings(rng, n: int, centre_spread: float = 500.0):
     """*n* star-shaped (often concave) rings of 5 to 14 vertices, closed."""
     out = []
@@ -156,7 +162,7 @@ def test_every_ring_vertex_and_edge_is_drawn(stores, case):
         np.testing.assert_array_equal(faces[a:b, 0], np.arange(a, b))
         np.testing.assert_array_equal(faces[a:b, 1], a + (np.arange(m) + 1) % m)
     tri = np.asarray(vertices, dtype=np.float64)[faces]
-    area = np.abs(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])) / 2
+    area = _triangle_areas(tri)
     assert np.all(area > 0)
     assert np.all(faces[:, 2] >= n)  # the third corner is never another ring's vertex
     np.testing.assert_array_equal(values[:n], 1)  # bright at every ring vertex
@@ -299,12 +305,12 @@ def test_degenerate_rings_are_drawn_too():
     assert not filled.any()
     np.testing.assert_array_equal(mesh[: len(vertices)], vertices)
     tri = np.asarray(mesh, dtype=np.float64)[faces]
-    area = np.abs(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])) / 2
+    area = _triangle_areas(tri)
     assert len(faces) == len(vertices) and np.all(area > 0)
     # the first two cannot be filled by a fan (flat triangles): outlines; the third's
     # vertex mean is its vertex (22, 0) but its centroid sees every edge: filled
     mesh, faces, _values, filled = ring_mesh(vertices, offsets)
     assert filled.tolist() == [False, False, True] and len(mesh) == len(vertices) + 5 + 1
     tri = np.asarray(mesh, dtype=np.float64)[faces]
-    area = np.abs(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])) / 2
+    area = _triangle_areas(tri)
     assert np.all(area > 0)
