@@ -286,6 +286,12 @@ def test_below_the_limit_holes_are_closed_outlines_with_a_width(stores, monkeypa
         assert shape_type == ("path" if hole else "polygon")
         np.testing.assert_allclose(ring, np.vstack([yx, yx[:1]]) if hole else yx)
     assert kw["edge_width"] > 0
+    # a polygon with holes is not filled (napari's fill would cover its holes)
+    with_holes = {(g, p) for g, p, hole, _yx in expected if hole}
+    assert with_holes and len(with_holes) < len(expected)
+    alpha = np.asarray(kw["face_color"])[:, 3]
+    for a, (g, p, hole, _yx) in zip(alpha, expected, strict=True):
+        assert (a == 0) == ((g, p) in with_holes), (g, p, hole)
 
 
 def test_degenerate_rings_are_drawn_too():

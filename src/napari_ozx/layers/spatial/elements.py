@@ -212,13 +212,20 @@ def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Repo
         np.vstack([r, r[:1]]) if h and len(r) else r
         for r, h in zip(data.rings(), data.ring_is_hole.tolist(), strict=True)
     ]
+    # napari's polygons have no holes: a polygon with holes is drawn as its outlines
+    # (no fill, as in the outlines layer), so that its fill does not cover them
+    hole = np.asarray(data.ring_is_hole, dtype=bool)
+    holed = hole.copy()
+    holed[:-1] |= hole[1:]  # a hole, or an outer ring followed by its holes
+    face = np.tile(np.array([1.0, 1.0, 1.0, 0.2], dtype=np.float32), (len(hole), 1))
+    face[holed, 3] = 0.0
     kwargs: dict[str, Any] = {
         "name": el.name,
-        "shape_type": ["path" if h else "polygon" for h in data.ring_is_hole.tolist()],
+        "shape_type": ["path" if h else "polygon" for h in hole.tolist()],
         "features": features,
         "affine": affine,
         "axis_labels": ("y", "x"),
-        "face_color": "#ffffff33",
+        "face_color": face,
         "edge_color": "#ffff00",
         # outlines as wide as the outlines layer's: holes (paths) drawn, not covered
         "edge_width": outline_width(data.vertices, data.ring_offsets),
