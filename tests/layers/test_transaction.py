@@ -59,6 +59,7 @@ def test_put_delete_and_delete_prefix_are_applied(tmp_path, suffix):
     before = _contents(path)
     with EditTransaction(path) as tx:
         assert tx.exists("a/x/c/0/0") and not tx.exists("new/zarr.json")
+        tx.delete_prefix("new")  # absent: its new content is all there will be
         tx.put("new/zarr.json", GROUP)  # a new group
         tx.put("new/data/0", b"\x01\x02")
         tx.put("a/x/c/0/0", b"new chunk")  # a member replaced

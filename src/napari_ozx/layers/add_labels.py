@@ -7,19 +7,13 @@ chunks and shards like the image's, ``image-label`` with the layer's colours and
 ``source.image: "../../"``, the file's OME version and Zarr format; its name is appended
 to the ``labels`` group's list (the group is created when absent).
 
-What is written, and what is not:
-
-* **directory** — nothing existing is rewritten except the ``labels`` group document:
-  the new arrays are written under a hidden temporary name inside ``labels/`` and
-  renamed into place; the group document is then replaced atomically (a temporary file
-  beside it, ``os.replace``). A failure removes what was written.
-* **.ozx** — a new archive beside the old one: every existing member is copied byte for
-  byte (``OzxWriter.add_copy_from``, as a label save-back does), the ``labels`` group
-  document replaced, the new label members added, all metadata first in RFC-9's
-  breadth-first order (the writer sorts it); the archive comment is kept and the new
-  file renamed onto the old one. Layers reading the old archive are re-pointed at the
-  new one (their members are the same bytes), so a later save-back of another label
-  image of that file is not refused as "changed since opened".
+One :class:`~napari_ozx.layers.transaction.EditTransaction` writes it, all or nothing:
+the new label image's documents and levels (streamed by the writer at commit) and the
+``labels`` group's document; nothing existing is rewritten but that document. In a
+directory the new label image (or a new ``labels`` group) is built beside its place and
+renamed in before the group document lists it; an ``.ozx`` is rebuilt beside itself,
+every existing member copied byte for byte, and the layers reading it follow the new
+file. A labels group changed by someone else since it was read is refused.
 
 Afterwards the layer reads the saved label image copy-on-write (an
 :class:`~napari_ozx.layers.editable.EditableLabels`) and carries its
@@ -36,37 +30,30 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import shutil
-import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import numpy as np
 
 from napari_ozx.layers.provenance import LayerSource
-from napari_ozx.layers.saveback import SaveBackError, refusal, save_errors
+from napari_ozx.layers.transaction import SaveBackError, check_node_name, group_transaction, refusal
 from napari_ozx.ngff.model.versions import version_key
-from napari_ozx.ozx.atomic import fsync_tree, replace_files
-from napari_ozx.ozx.edit import Fingerprint
+from napari_ozx.ngff.read.documents import join_path
 
 if TYPE_CHECKING:
     from napari.layers import Layer
 
+    from napari_ozx.layers.transaction import EditTransaction
     from napari_ozx.ngff.model.metadata import Axis
     from napari_ozx.ngff.read.open import GroupNode, OmeZarr
     from napari_ozx.ngff.read.open import Image as OmeImage
     from napari_ozx.ngff.write.specs import ArrayData
-    from napari_ozx.ngff.write.writer import LabelLevel, LabelsSpec, PreparedLabels
-    from napari_ozx.ozx.store import OzxStore
-    from napari_ozx.ozx.writer import OzxWriter
+    from napari_ozx.ngff.write.writer import LabelLevel, LabelsSpec
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["add_labels_to_image", "image_source_of"]
-
-_NAME_OK = re.compile(r"^[\w][\w.\-]*$")
 
 _T = TypeVar("_T")
 
@@ -96,8 +83,7 @@ def add_labels_to_image(
     src, target = local_image_target(
         image, f"labels {lname!r}", "open it with napari-ozx, or save both with File > Save"
     )
-    with save_errors(f"saving labels {lname!r} into", target):
-        return _add(labels_layer, src, target, name)
+    return _add(labels_layer, src, target, name)
 
 
 def local_image_target(
@@ -142,68 +128,59 @@ def _drop(seq: Iterable[_T], axis: int | None) -> tuple[_T, ...]:
 
 
 def _add(layer: Layer, src: LayerSource, target: Path, name: str | None) -> Path:
-    from napari_ozx.ngff.read.open import open_ome_zarr
-
     lname = getattr(layer, "name", None) or "labels"
     data = _level0(layer)
     if not np.issubdtype(np.dtype(data.dtype), np.integer):
         raise refusal(target, f"labels {lname!r} are not integers ({np.dtype(data.dtype)})")
-    if not target.exists():
-        raise refusal(target, "the image's file no longer exists")
-    oz = open_ome_zarr(str(target))
-    try:
-        return _add_opened(oz, layer, data, src, target, name)
-    finally:
-        oz.close()
+    lpath = join_path(src.node, "labels")
+    with group_transaction(target, lpath, f"saving labels {lname!r} into") as (tx, oz):
+        node = _stage(tx, oz, layer, data, src, lpath, name)
+        tx.commit()
+        _adopt(layer, target, node)
+    logger.info("saved labels %r into %s as %s", lname, target, node)
+    return target
 
 
-def _add_opened(
+def _stage(
+    tx: EditTransaction,
     oz: OmeZarr,
     layer: Layer,
     data: ArrayData,
     src: LayerSource,
-    target: Path,
+    lpath: str,
     name: str | None,
-) -> Path:
+) -> str:
+    """Stage the new label image (its documents, its levels written at commit) and the
+    labels group's document listing it; returns its node path."""
     from napari_ozx.ngff.write.options import WriteOptions
     from napari_ozx.ngff.write.writer import prepare_labels
 
+    target = tx.target
     lname = getattr(layer, "name", None) or "labels"
     image, axes = _target_image(oz, data, src, target, lname)
     spec = _labels_spec(layer, data, axes, name, target, lname)
     name = spec.name
-
     zf = oz.zarr_format or 2
     version = _label_version(zf, image.multiscale.version)
-    lpath = f"{src.node}/labels" if src.node else "labels"
-    group = oz._group_or_none(lpath)
+    (docs,) = oz.read_docs([lpath])
+    group = None if docs is None else oz.make_group(lpath, docs)
     listed = list(group.meta.labels) if group is not None else []
-    if name in listed or _exists(oz, target, f"{lpath}/{name}"):
+    node = join_path(lpath, name)
+    if name in listed or tx.exists_group(node):
         raise refusal(
             target,
             f"labels {name!r} already exist in the image {src.node or '/'!r}; to change "
             "them, open them and use 'Save labels back into the file', or choose another name",
         )
-    _check_writable(target, target / lpath if target.is_dir() else target)
-
     levels, separator = _label_levels(image, zf)
     prepared = prepare_labels(spec, levels, WriteOptions(version=version), separator)
     attrs = _group_attributes(group, listed, name, zf, version)
-    group_docs = _group_documents(attrs, zf, existing=group is not None)
-
-    if target.is_dir():
-        _commit_directory(target, lpath, name, prepared, group_docs)
-    else:
-        from napari_ozx.layers.editable import repoint_archive
-
-        before = Fingerprint.of(target)
-        _commit_ozx(target, cast("OzxStore", oz.store), lpath, name, prepared, group_docs)
-        oz.close()  # before the others move: nothing of ours holds the old file
-        repoint_archive(target, before)
-    node = f"{lpath}/{name}"
-    _adopt(layer, target, node)
-    logger.info("saved labels %r into %s as %s", lname, target, node)
-    return target
+    for key, doc in prepared.documents.items():
+        tx.put(join_path(node, key), doc)
+    tx.put_writer(node, prepared.write_data)
+    for key, doc in _group_documents(attrs, zf, existing=group is not None).items():
+        tx.put(join_path(lpath, key), doc)
+    return node
 
 
 def _target_image(
@@ -250,12 +227,7 @@ def _labels_spec(
     spec = labels_spec_from_layer((data, meta, "labels"), set())
     spec.axes = list(axes)
     if name is not None:
-        if not _NAME_OK.match(name):
-            raise refusal(
-                target,
-                f"{name!r} is not a label name (letters, digits, '_', '-', '.'; "
-                "not starting with '.')",
-            )
+        check_node_name(target, name, "label")
         spec.name = name
     spec.data = data
     return spec
@@ -319,25 +291,6 @@ def _group_attributes(
     return attrs
 
 
-def _exists(oz: OmeZarr, target: Path, path: str) -> bool:
-    if target.is_dir():
-        return (target / path).exists()
-    index = getattr(oz.store, "index", None)
-    if index is None:
-        return False
-    lead = path + "/"
-    return any(n == path or n.startswith(lead) for n in index.by_name)
-
-
-def _check_writable(target: Path, where: Path) -> None:
-    if target.is_dir():
-        d = where if where.exists() else target
-        if not os.access(d, os.W_OK):
-            raise refusal(target, "the image's folder is read-only (no write permission)")
-    elif not os.access(target.parent, os.W_OK) or not os.access(target, os.W_OK):
-        raise refusal(target, "the file or its folder is read-only")
-
-
 def _group_documents(
     attrs: Mapping[str, object], zarr_format: int, existing: bool
 ) -> dict[str, bytes]:
@@ -352,101 +305,6 @@ def _group_documents(
     if existing and zarr_format == 2:
         out.pop(".zgroup", None)  # there already: nothing but the attributes changes
     return out
-
-
-# ----------------------------------------------------------------------- commit
-
-
-def _commit_directory(
-    root: Path, lpath: str, name: str, prepared: PreparedLabels, group_docs: dict[str, bytes]
-) -> None:
-    from zarr.storage import LocalStore
-
-    ldir = root / lpath
-    made_group = not ldir.exists()
-    ldir.mkdir(exist_ok=True)
-    tmp = ldir / f".{name}.{uuid.uuid4().hex[:8]}.partial"
-    final = ldir / name
-    renamed = False
-    try:
-        tmp.mkdir()
-        for key, doc in prepared.documents.items():
-            p = tmp / key
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(doc)
-        prepared.write_data(LocalStore(tmp), "")
-        fsync_tree(tmp)  # on disk before the group document lists it
-        os.rename(tmp, final)  # refuses to replace a non-empty directory made meanwhile
-        renamed = True
-        # .zgroup before .zattrs (v2): the attributes make it a labels group last
-        for key in sorted(group_docs, key=lambda k: k != ".zgroup"):
-            replace_files({ldir / key: group_docs[key]})
-    except BaseException:
-        shutil.rmtree(final if renamed else tmp, ignore_errors=True)
-        if made_group:
-            shutil.rmtree(ldir, ignore_errors=True)
-        raise
-
-
-def _commit_ozx(
-    target: Path,
-    base_store: OzxStore,
-    lpath: str,
-    name: str,
-    prepared: PreparedLabels,
-    group_docs: dict[str, bytes],
-) -> None:
-    """A new archive: the old metadata (but the labels group document), the new label
-    image's and the updated group's documents, every old data member copied byte for
-    byte, then the new label chunks; renamed onto *target*."""
-    from napari_ozx.ozx.write_store import OzxWriteStore
-
-    prefix = f"{lpath}/{name}"
-    documents = {f"{prefix}/{k}": v for k, v in prepared.documents.items()}
-    documents.update({f"{lpath}/{k}": v for k, v in group_docs.items()})
-    rebuild_archive(
-        target,
-        base_store,
-        replaced=lambda member: member in documents,
-        documents=documents,
-        write_data=lambda writer: prepared.write_data(OzxWriteStore(writer), prefix),
-    )
-
-
-def rebuild_archive(
-    target: Path,
-    base_store: OzxStore,
-    replaced: Callable[[str], bool],
-    documents: Mapping[str, bytes],
-    write_data: Callable[[OzxWriter], None],
-) -> None:
-    """Rebuild the ``.ozx`` *target* (opened as *base_store*) with new members: every old
-    member but the *replaced* ones copied byte for byte (its metadata first, RFC-9), the
-    new metadata *documents* after the old metadata, the old data, then what
-    *write_data* adds through the :class:`~napari_ozx.ozx.writer.OzxWriter` it is given;
-    the new file renamed onto *target* (nothing left behind on failure)."""
-    from napari_ozx.ozx.rfc9 import is_metadata_name
-    from napari_ozx.ozx.writer import OzxWriter
-
-    entries = sorted(
-        (e for e in base_store.index.by_name.values() if not e.is_dir and not replaced(e.name)),
-        key=lambda e: e.header_offset,
-    )
-    writer = OzxWriter(target, comment=base_store.comment or None)
-    try:
-        for e in entries:
-            if is_metadata_name(e.name):
-                writer.copy_member(base_store, e.name)
-        for key, doc in documents.items():
-            writer.add(key, doc)
-        for e in entries:
-            if not is_metadata_name(e.name):
-                writer.copy_member(base_store, e.name)
-        write_data(writer)
-        writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
 
 
 # ---------------------------------------------------------------- afterwards

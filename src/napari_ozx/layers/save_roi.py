@@ -27,11 +27,11 @@ format: v2 for OME-Zarr 0.4, v3 for 0.5 / 0.6), so ngio reads it back with the s
   ``_3`` ...; ``x_micrometer_original`` / ``y_micrometer_original`` (stage positions) are
   kept when the features have them.
 
-Atomic, like :func:`~napari_ozx.layers.add_labels.add_labels_to_image`: in a directory
-the table is written under a hidden temporary name inside ``tables/`` and renamed into
-place (an overwritten table swapped), then the ``tables`` group document replaced
-(temporary file + rename); an ``.ozx`` is rebuilt beside itself, every other member copied
-byte for byte, metadata first in RFC-9's order, then renamed onto the old file. A failure
+Atomic, through one :class:`~napari_ozx.layers.transaction.EditTransaction` (as
+:func:`~napari_ozx.layers.add_labels.add_labels_to_image`): the table's keys and the
+``tables`` group's document are staged; in a directory the table is built beside its
+place and renamed (an overwritten table swapped) in before the group document lists it;
+an ``.ozx`` is rebuilt beside itself, every other member copied byte for byte. A failure
 leaves the file as it was and nothing beside it.
 
 Refused with one :class:`~napari_ozx.layers.saveback.SaveBackError` (reason first, then
@@ -46,40 +46,30 @@ napari-ozx: they are shown, and carried over by ``convert``, but never written f
 from __future__ import annotations
 
 import logging
-import os
 import re
-import shutil
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from napari_ozx.layers.add_labels import (
-    _check_writable,
-    _exists,
-    local_image_target,
-    rebuild_archive,
-)
+from napari_ozx.layers.add_labels import local_image_target
 from napari_ozx.layers.provenance import LayerSource
-from napari_ozx.layers.saveback import SaveBackError, refusal, save_errors
-from napari_ozx.ozx.atomic import fsync_tree, replace_files, swap_directory
-from napari_ozx.ozx.edit import Fingerprint
+from napari_ozx.layers.transaction import SaveBackError, check_node_name, group_transaction, refusal
+from napari_ozx.ngff.read.documents import join_path
 
 if TYPE_CHECKING:
     import pandas as pd
     from napari.layers import Image, Layer, Shapes
 
+    from napari_ozx.layers.transaction import EditTransaction
     from napari_ozx.ngff.read.open import Image as OmeImage
-    from napari_ozx.ozx.store import OzxStore
-    from napari_ozx.ozx.writer import OzxWriter
+    from napari_ozx.ngff.read.open import OmeZarr
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["roi_columns_from_shapes", "save_roi_table"]
 
-_NAME_OK = re.compile(r"^[\w][\w.\-]*$")
 #: a corner within this many pixels of the box's edge is on it (napari's float vertices)
 _TOL = 1e-3
 #: pixel positions are rounded to this many decimals
@@ -123,8 +113,7 @@ def save_roi_table(
         )
     src, target = local_image_target(image_layer, f"ROIs {sname!r}", "open it with napari-ozx")
     table = name if name is not None else _safe_name(sname)
-    with save_errors(f"saving ROIs {sname!r} into", target):
-        return _save(shapes_layer, image_layer, src, target, table, overwrite)
+    return _save(shapes_layer, image_layer, src, target, table, overwrite)
 
 
 # ----------------------------------------------------------------------- geometry
@@ -292,125 +281,56 @@ def _names(features: pd.DataFrame | None, n: int) -> list[str]:
 def _save(
     shapes: Shapes, image_layer: Image, src: LayerSource, target: Path, table: str, overwrite: bool
 ) -> Path:
-    from napari_ozx.ngff.read.documents import join_path
-    from napari_ozx.ngff.read.open import open_ome_zarr
-    from napari_ozx.ngff.tables.write import roi_table_keys, tables_group_keys
-
-    if not _NAME_OK.match(table):
-        raise refusal(
-            target,
-            f"{table!r} is not a table name (letters, digits, '_', '-', '.'; not starting "
-            "with '.')",
-        )
-    if not target.exists():
-        raise refusal(target, "the image's file no longer exists")
-    oz = open_ome_zarr(str(target))
-    try:
-        image = oz.image(src.node)
-        if image.meta.image_label is not None:
-            raise refusal(target, f"{src.node!r} is a label image; ROI tables go into an image")
-        names, columns = roi_columns_from_shapes(shapes, image_layer, image, target)
-        zf = oz.zarr_format or 2
-        tpath = join_path(src.node, "tables")
-        (docs,) = oz.read_docs([tpath])
-        attrs = dict(docs.attributes) if docs is not None and docs.error is None else None
-        if docs is not None and docs.error is not None:
-            raise refusal(target, f"the image's tables group cannot be read: {docs.error}")
-        listed = attrs.get("tables") if attrs is not None else None
-        listed = list(listed) if isinstance(listed, list) else []
-        exists = table in listed or _exists(oz, target, f"{tpath}/{table}")
-        if exists and not overwrite:
-            raise refusal(
-                target,
-                f"a table {table!r} already exists in the image {src.node or '/'!r} "
-                "(save with overwrite=True to replace it, or choose another name)",
-            )
-        _check_writable(target, target / tpath if target.is_dir() else target)
-        keys = roi_table_keys(names, columns, zf)
-        group_docs = {} if table in listed else tables_group_keys(attrs, table, zf)
-        if target.is_dir():
-            _commit_directory(target, tpath, table, keys, group_docs)
-        else:
-            from napari_ozx.layers.editable import repoint_archive
-
-            before = Fingerprint.of(target)
-            _commit_ozx(target, cast("OzxStore", oz.store), tpath, table, keys, group_docs)
-            oz.close()  # before the others move: nothing of ours holds the old file
-            repoint_archive(target, before)
-    finally:
-        oz.close()
-    _adopt(shapes, target, src.node, table, len(names))
-    logger.info(
-        "saved %d ROIs of %r into %s as %s/%s", len(names), shapes.name, target, tpath, table
-    )
+    check_node_name(target, table, "table")
+    tpath = join_path(src.node, "tables")
+    action = f"saving ROIs {_layer_name(shapes)!r} into"
+    with group_transaction(target, tpath, action) as (tx, oz):
+        rows = _stage_table(tx, oz, shapes, image_layer, src.node, tpath, table, overwrite)
+        tx.commit()
+        _adopt(shapes, target, src.node, table, rows)
+    logger.info("saved %d ROIs of %r into %s as %s/%s", rows, shapes.name, target, tpath, table)
     return target
 
 
-def _commit_directory(
-    root: Path, tpath: str, table: str, keys: Mapping[str, bytes], group_docs: Mapping[str, bytes]
-) -> None:
-    tdir = root / tpath
-    made_group = not tdir.exists()
-    tdir.mkdir(exist_ok=True)
-    tmp = tdir / f".{table}.{uuid.uuid4().hex[:8]}.partial"
-    final = tdir / table
-    replaced = final.exists()
-    placed = False
-    try:
-        tmp.mkdir()
-        for key, data in keys.items():
-            p = tmp / key
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(data)
-        fsync_tree(tmp)  # on disk before the group document lists it
-        if replaced:
-            swap_directory(tmp, final)  # the old table removed once swapped out
-        else:
-            os.rename(tmp, final)  # refuses a non-empty directory made meanwhile
-        placed = True
-        # .zgroup before .zattrs (v2): the attributes make it list the table last
-        for key in sorted(group_docs, key=lambda k: k != ".zgroup"):
-            replace_files({tdir / key: group_docs[key]})
-    except BaseException:
-        if not placed:
-            shutil.rmtree(tmp, ignore_errors=True)
-        elif not replaced:
-            shutil.rmtree(final, ignore_errors=True)
-        if made_group:
-            shutil.rmtree(tdir, ignore_errors=True)
-        raise
-
-
-def _commit_ozx(
-    target: Path,
-    base_store: OzxStore,
+def _stage_table(
+    tx: EditTransaction,
+    oz: OmeZarr,
+    shapes: Shapes,
+    image_layer: Image,
+    image_node: str,
     tpath: str,
     table: str,
-    keys: Mapping[str, bytes],
-    group_docs: Mapping[str, bytes],
-) -> None:
-    """A new archive: the old members (but a table of that name, and the tables group's
-    documents when they change) byte for byte, the new table's and the group's documents
-    with the metadata, the new table's chunks after the old data; renamed onto *target*."""
-    from napari_ozx.ozx.rfc9 import is_metadata_name
+    overwrite: bool,
+) -> int:
+    """Stage the ROI table *table* of the rectangles of *shapes* (replacing one of that
+    name when *overwrite*) and the tables group's document listing it; returns its rows."""
+    from napari_ozx.ngff.tables.write import roi_table_keys, tables_group_keys
 
-    lead = f"{tpath}/{table}/"
-    groups = {f"{tpath}/{k}": v for k, v in group_docs.items()}
-    documents = {lead + k: v for k, v in keys.items() if is_metadata_name(k)}
-    documents.update(groups)
-
-    def write_data(writer: OzxWriter) -> None:
-        for key, data in keys.items():
-            if not is_metadata_name(key):
-                writer.add(lead + key, data)
-
-    rebuild_archive(
-        target,
-        base_store,
-        replaced=lambda member: member.startswith(lead) or member in groups,
-        documents=documents,
-        write_data=write_data,
-    )
+    image = oz.image(image_node)
+    if image.meta.image_label is not None:
+        raise refusal(tx.target, f"{image_node!r} is a label image; ROI tables go into an image")
+    names, columns = roi_columns_from_shapes(shapes, image_layer, image, tx.target)
+    zf = oz.zarr_format or 2
+    (docs,) = oz.read_docs([tpath])
+    attrs = dict(docs.attributes) if docs is not None and docs.error is None else None
+    if docs is not None and docs.error is not None:
+        raise refusal(tx.target, f"the image's tables group cannot be read: {docs.error}")
+    listed = attrs.get("tables") if attrs is not None else None
+    listed = list(listed) if isinstance(listed, list) else []
+    node = join_path(tpath, table)
+    if (table in listed or tx.exists_group(node)) and not overwrite:
+        raise refusal(
+            tx.target,
+            f"a table {table!r} already exists in the image {image_node or '/'!r} "
+            "(save with overwrite=True to replace it, or choose another name)",
+        )
+    tx.delete_prefix(node)  # an overwritten table is replaced as a whole
+    for key, data in roi_table_keys(names, columns, zf).items():
+        tx.put(join_path(node, key), data)
+    if table not in listed:
+        for key, doc in tables_group_keys(attrs, table, zf).items():
+            tx.put(join_path(tpath, key), doc)
+    return len(names)
 
 
 def _adopt(layer: Layer, target: Path, node: str, table: str, rows: int) -> None:

@@ -24,10 +24,12 @@ zarr-python writes, without its event loop; ~20 ms for a few strokes where zarr'
 shard writes took ~100 ms) for the layouts it reproduces exactly (Zarr v3, ``bytes`` +
 ``zstd`` / ``crc32c``, sharded or not); anything else is encoded by zarr through
 :class:`_StagingStore` (reads the file, keeps writes to itself), as is everything when
-``NAPARI_OZX_FAST_PATHS=0``. Then, for a directory, each changed key goes to a temporary
-file beside it, all are flushed, then renamed into place (a full disk fails while
-writing the temporaries, which are removed: the original is untouched); for ``.ozx`` the
-new archive is one temporary file renamed at the end.
+``NAPARI_OZX_FAST_PATHS=0``. The staged keys are then committed by one
+:class:`~napari_ozx.layers.transaction.EditTransaction`: for a directory each changed key
+goes to a temporary file beside it, all are flushed, then renamed into place (a full disk
+fails while writing the temporaries, which are removed: the original is untouched); for
+``.ozx`` the new archive is one temporary file renamed at the end, its unchanged members
+copied ahead while the chunks are encoded.
 
 The lower levels are recomputed by taking every 2nd (n-th) pixel: napari-ozx's label
 pyramids are written that way, and ``nearest`` never invents a label value.
@@ -40,7 +42,6 @@ type that does not match the stored level 0, labels with a channel axis.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
@@ -51,15 +52,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from napari_ozx.errors import OzxError
-from napari_ozx.layers.editable import (
-    EditableLabels,
-    Fingerprint,
-    array_on_store,
-    chunk_reader,
-    fingerprint,
-    repoint_archive,
-)
-from napari_ozx.ozx.atomic import replace_files
+from napari_ozx.layers.editable import EditableLabels, array_on_store, chunk_reader, fingerprint
+from napari_ozx.layers.transaction import EditTransaction, SaveBackError, refusal, save_errors
 
 if TYPE_CHECKING:
     import threading
@@ -72,7 +66,6 @@ if TYPE_CHECKING:
     from napari_ozx.ngff.read.fastread import FastReader
     from napari_ozx.ngff.read.open import Image as OmeImage
     from napari_ozx.ngff.read.open import OmeZarr
-    from napari_ozx.ozx.store import OzxStore
 
 logger = logging.getLogger(__name__)
 
@@ -81,10 +74,6 @@ __all__ = ["SaveBackError", "save_labels_back"]
 #: one codec step of a chunk's bytes (encode, or decode) in :class:`_Direct`
 Encoder = Callable[[bytes], bytes]
 Decoder = Callable[[bytes | memoryview], bytes]
-
-
-class SaveBackError(OzxError):
-    """Labels could not be saved back; the file is untouched."""
 
 
 # ---------------------------------------------------------------- staging store
@@ -213,26 +202,6 @@ def save_labels_back(layer: Layer) -> Path:
         return _save_back(target, node, data, name)
 
 
-def refusal(target: Path, reason: str) -> SaveBackError:
-    """A save refused before anything is written: the reason, then the file."""
-    return SaveBackError(f"{reason}: {target} (nothing was written)")
-
-
-@contextlib.contextmanager
-def save_errors(action: str, target: Path) -> Iterator[None]:
-    """Every failure of a label save as one :class:`SaveBackError`, reason first:
-    our own errors as they are, a file-system error by its reason (the file is unchanged:
-    saves write beside it and rename)."""
-    try:
-        yield
-    except SaveBackError:
-        raise
-    except OzxError as e:
-        raise SaveBackError(f"{e} ({action} {target})") from e
-    except OSError as e:
-        raise SaveBackError(f"{e.strerror or e} ({action} {target}; the file is unchanged)") from e
-
-
 def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path:
     from napari_ozx.ngff.read.open import open_ome_zarr
 
@@ -240,13 +209,10 @@ def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path
         raise refusal(target, f"labels {name!r} are not integers ({data.dtype})")
     if not target.exists():
         raise refusal(target, "the source no longer exists")
-    opened = getattr(data, "opened", None)
-    if opened is not None and fingerprint(data) != opened:
-        raise refusal(target, f"the file changed since labels {name!r} were opened")
     dirty = data.dirty_items()
-    if not dirty:
-        return target
-    # an .ozx: reuse the descriptor the layer already reads (checked unchanged above)
+    opened = data.opened
+    # an .ozx: reuse the descriptor the layer already reads (once the transaction has
+    # found the file unchanged since it was opened)
     reader = chunk_reader(data.base)
     store: Any = reader.array.store_path.store if reader is not None else None
     store_path = getattr(store, "path", None)
@@ -257,16 +223,21 @@ def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path
         and opened is not None
         and not getattr(store, "closed", True)
     )
-    oz = open_ome_zarr(store if same else str(target))
-    try:
-        return _stage_and_commit(oz, target, node, data, name, dirty)
-    finally:
-        # an .ozx save replaced the file these read: the last close of its descriptor
-        # frees the old file's pages and blocks (~35 ms for 143 MiB on tmpfs), which
-        # nobody needs to wait for; readers still on the old file keep it open
-        box = [oz, store]
-        del oz, store, reader
-        _release_later(box)
+    action = f"saving labels {name!r} back into"
+    with EditTransaction(target, action=action, expect=opened, store=store if same else None) as tx:
+        if not dirty:
+            return target
+        oz = open_ome_zarr(store if same else str(target))
+        try:
+            _stage_and_commit(tx, oz, node, data, name, dirty)
+        finally:
+            # an .ozx save replaced the file these read: the last close of its descriptor
+            # frees the old file's pages and blocks (~35 ms for 143 MiB on tmpfs), which
+            # nobody needs to wait for; readers still on the old file keep it open
+            box = [oz, store]
+            del oz, store, reader
+            _release_later(box)
+    return target
 
 
 _releasing: list[threading.Thread] = []  # threads closing replaced archives (see _release_later)
@@ -316,18 +287,20 @@ def _block_any(mask: np.ndarray, f: list[int], out_shape: tuple[int, ...]) -> np
 
 
 def _stage_and_commit(
+    tx: EditTransaction,
     oz: OmeZarr,
-    target: Path,
     node: str,
     data: EditableLabels,
     name: str,
     dirty: list[tuple[tuple[slice, ...], np.ndarray]],
-) -> Path:
+) -> None:
+    """Check the edits against the stored labels, stage their changed keys in *tx* and
+    commit; *data* then reads the saved file and has no edits left."""
+    target = tx.target
     image = oz.image(node)
     if image.multiscale.channel_axis is not None:
         raise refusal(target, f"labels {name!r} have a channel axis (not supported here)")
     arrays = [a.array for a in image.arrays]
-    docs = [a.path for a in image.arrays]
     lvl0 = arrays[0]
     if tuple(lvl0.shape) != data.shape:
         raise refusal(
@@ -338,41 +311,20 @@ def _stage_and_commit(
     for _, v in dirty:
         if v.size and not _fits(v, np.dtype(lvl0.dtype)):
             raise refusal(target, f"label values of {name!r} do not fit {lvl0.dtype}")
-    if target.is_dir():
-        for p in docs:
-            d = target / p
-            if not os.access(d if d.exists() else target, os.W_OK):
-                raise refusal(target, "the labels are read-only (no write permission)")
-    elif not os.access(target.parent, os.W_OK) or not os.access(target, os.W_OK):
-        raise refusal(target, "the file or its folder is read-only")
-
-    base_store = arrays[0].store_path.store
     # .ozx: the members no save-back changes (everything but the label arrays' chunks)
     # are copied into the new archive while the changed shards are encoded
-    early = None if target.is_dir() else _EarlyCopy(target, cast("OzxStore", base_store), docs)
-    try:
-        staged = _stage(image, arrays, base_store, dirty)
-    except BaseException:
-        if early is not None:
-            early.abort()
-        raise
-    if early is None:
-        _commit_directory(target, staged)
-    else:
-        before = data.opened
-        _commit_ozx(early, early.base_store, staged)
-        _repoint_ozx(data, target, before)
-    if target.is_dir():
-        # same store, new shard files: the fast path's cached shard indexes are stale
-        from napari_ozx.ngff.read.live import set_array
-
-        base_reader = chunk_reader(data.base)
-        if base_reader is not None:
-            set_array(base_reader, base_reader.array)
-        data.clear_dirty()
+    tx.copy_ahead([a.path for a in image.arrays])
+    staged = _stage(image, arrays, arrays[0].store_path.store, dirty)
+    for key, value in staged.items():
+        if value is None:
+            tx.delete(key)
+        else:
+            tx.put(key, value)
+    reader = chunk_reader(data.base)
+    tx.commit(follow=[data], changed=reader.array.path if reader is not None else None)
+    data.clear_dirty()
     data.opened = fingerprint(data)
     logger.info("saved %d changed keys of %r back into %s", len(staged), name, target)
-    return target
 
 
 def _stage(
@@ -870,99 +822,3 @@ def _merge(boxes: list[tuple[slice, ...]]) -> list[tuple[slice, ...]]:
     for b in boxes:
         seen.setdefault(tuple((s.start, s.stop) for s in b), b)
     return list(seen.values())
-
-
-# ----------------------------------------------------------------------- commit
-
-
-def _commit_directory(root: Path, staged: dict[str, bytes | None]) -> None:
-    replace_files({root / k: v for k, v in staged.items() if v is not None})
-    for key, value in staged.items():
-        if value is None:
-            (root / key).unlink(missing_ok=True)
-
-
-class _EarlyCopy:
-    """The new ``.ozx`` (an :class:`~napari_ozx.ozx.writer.OzxWriter` beside *target*),
-    its leading members copied on a thread while the changed shards are encoded.
-
-    Members are copied in the archive's order (RFC-9's order is kept) up to the first
-    that a save-back may change: a chunk or shard of one of the label arrays (*arrays*,
-    their paths). Metadata documents and every other array's members never change."""
-
-    def __init__(self, target: Path, base_store: OzxStore, arrays: list[str]) -> None:
-        import threading
-
-        from napari_ozx.ozx.rfc9 import is_metadata_name
-        from napari_ozx.ozx.writer import OzxWriter
-
-        self.base_store = base_store
-        self.entries = sorted(
-            (e for e in base_store.index.by_name.values() if not e.is_dir),
-            key=lambda e: e.header_offset,
-        )
-        prefixes = tuple(p.strip("/") + "/" for p in arrays)
-        self.may_change = lambda name: name.startswith(prefixes) and not is_metadata_name(name)
-        self.writer = OzxWriter(target, comment=base_store.comment or None)
-        self.copied = 0  # entries[:copied] are in the new archive
-        self._error: BaseException | None = None
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="napari-ozx save-back copy")
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            for e in self.entries:
-                if self.may_change(e.name) or self._stopping.is_set():
-                    return
-                self.writer.copy_member(self.base_store, e.name)
-                self.copied += 1
-        except BaseException as e:  # re-raised by join() on the saving thread
-            self._error = e
-
-    def join(self) -> None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-    def abort(self) -> None:
-        """Stop copying (after the member being copied) and remove the new archive."""
-        self._stopping.set()
-        self._thread.join()
-        self.writer.abort()
-
-
-def _commit_ozx(early: _EarlyCopy, base_store: OzxStore, staged: dict[str, bytes | None]) -> None:
-    """The rest of the new archive beside the target: staged members written, every
-    other member copied byte for byte, fsynced, renamed onto the target."""
-    writer = early.writer
-    try:
-        early.join()
-        done = early.entries[: early.copied]
-        if any(e.name in staged for e in done):  # pragma: no cover - our invariant
-            raise OzxError("a member copied early was changed by the save (not saved)")
-        names = {e.name for e in early.entries}
-        for e in early.entries[early.copied :]:
-            if e.name in staged:
-                value = staged[e.name]
-                if value is not None:
-                    writer.add(e.name, value)
-                continue
-            writer.copy_member(base_store, e.name)
-        for key, value in staged.items():
-            if key not in names and value is not None:
-                writer.add(key, value)
-        writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-
-
-def _repoint_ozx(data: EditableLabels, target: Path, before: Fingerprint | None) -> None:
-    """The editable layer's base reads the replaced archive (its descriptor keeps the
-    old inode): point it at the new file so the base holds the saved edits; the other
-    label images opened from that archive follow (:func:`.editable.repoint_archive`)."""
-    reader = chunk_reader(data.base)
-    changed = reader.array.path if reader is not None else None
-    repoint_archive(target, before, [data], changed)
-    data.clear_dirty()

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from napari_ozx.errors import OzxError
@@ -45,6 +45,7 @@ from napari_ozx.ozx.edit import (
 
 if TYPE_CHECKING:
     from napari_ozx.layers.editable import EditableLabels
+    from napari_ozx.ngff.read.open import OmeZarr
     from napari_ozx.ozx.store import OzxStore
 
 __all__ = [
@@ -52,9 +53,14 @@ __all__ = [
     "Fingerprint",
     "SaveBackError",
     "WriteData",
+    "check_node_name",
+    "group_transaction",
     "refusal",
     "save_errors",
 ]
+
+
+_NODE_NAME = re.compile(r"^[\w][\w.\-]*$")
 
 
 class SaveBackError(OzxError):
@@ -64,6 +70,17 @@ class SaveBackError(OzxError):
 def refusal(target: Path, reason: str) -> SaveBackError:
     """A save refused before anything is written: the reason, then the file."""
     return SaveBackError(f"{reason}: {target} (nothing was written)")
+
+
+def check_node_name(target: Path, name: str, what: str) -> None:
+    """Refuse *name* for a new node (a label image, a table: *what*) unless it is letters,
+    digits, ``_``, ``-`` and ``.``, not starting with ``.``."""
+    if not _NODE_NAME.match(name):
+        raise refusal(
+            target,
+            f"{name!r} is not a {what} name (letters, digits, '_', '-', '.'; not starting "
+            "with '.')",
+        )
 
 
 @contextlib.contextmanager
@@ -128,13 +145,8 @@ class EditTransaction:
         self.check()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if not self._done:
+    def __exit__(self, *exc_info: object) -> None:
+        if not self._done:  # left without commit(), or by an exception
             self.abort()
 
     def check(self) -> None:
@@ -275,3 +287,24 @@ class EditTransaction:
                 return self.target
         finally:
             self.abort()
+
+
+@contextlib.contextmanager
+def group_transaction(
+    target: Path, group: str, action: str
+) -> Iterator[tuple[EditTransaction, OmeZarr]]:
+    """An :class:`EditTransaction` of *target* that adds to its group *group* (an
+    image's ``labels`` or ``tables``), and the file opened (closed afterwards). Its
+    fingerprint is the group's document as read now: a save that changed it meanwhile is
+    refused rather than lost. Every failure in the block is one :class:`SaveBackError`
+    (:func:`save_errors`)."""
+    from napari_ozx.ngff.read.documents import join_path
+    from napari_ozx.ngff.read.open import open_ome_zarr
+
+    opened = Fingerprint.of(target, [join_path(group, d) for d in ("zarr.json", ".zattrs")])
+    with save_errors(action, target), EditTransaction(target, action=action, expect=opened) as tx:
+        oz = open_ome_zarr(str(target))
+        try:
+            yield tx, oz
+        finally:
+            oz.close()

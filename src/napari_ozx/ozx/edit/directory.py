@@ -201,17 +201,22 @@ def commit_directory(
         raise
     for g in built:
         g.finish()
-    _delete(root, edit, {g.key for g in groups if g.replace})
+    _delete(root, edit, {g.key for g in groups})
     for d in {(root / k).parent for k in [*files, *(g.key for g in groups)]}:
         fsync_dir(d)
 
 
-def _delete(root: Path, edit: StagedEdit, swapped: set[str]) -> None:
-    """The deleted keys and groups removed (those inside a swapped group went with it)."""
+def _delete(root: Path, edit: StagedEdit, placed: set[str]) -> None:
+    """The deleted keys and groups removed, but for those in a group just placed (it
+    holds only what the edit put there)."""
+
+    def is_new(key: str) -> bool:
+        return any(key == p or under(key, p) for p in placed)
+
     for key in edit.deleted:
-        if not any(key == p or under(key, p) for p in swapped):
+        if not is_new(key):
             (root / key).unlink(missing_ok=True)
     for prefix in edit.deleted_prefixes:
-        if prefix not in swapped and (root / prefix).is_dir():
+        if not is_new(prefix) and (root / prefix).is_dir():
             shutil.rmtree(root / prefix)
     logger.debug("edited %s: %d keys deleted", root, len(edit.deleted))

@@ -63,21 +63,17 @@ class StagedEdit:
 
     def put(self, key: str, data: bytes | bytearray | memoryview) -> None:
         key = check_key(key)
-        self._refuse_inside_writer(key)
         self.deleted.discard(key)
         self.puts[key] = data if isinstance(data, bytes) else bytes(data)
 
     def put_writer(self, prefix: str, write_data: WriteData) -> None:
         """The group *prefix* (absent from the store, or deleted by this edit) is
-        written by *write_data* at commit."""
+        written by *write_data* at commit, with the keys put under it (which it must
+        not write itself: its documents, say)."""
         prefix = check_key(prefix)
         for p in self.writers:
             if p == prefix or under(p, prefix) or under(prefix, p):
                 raise EditError(f"{prefix!r} overlaps the group {p!r} written by this edit")
-        if any(under(k, prefix) for k in self.puts):
-            raise EditError(
-                f"keys under {prefix!r} were put by this edit; let its function write them"
-            )
         self.writers[prefix] = write_data
 
     def delete(self, key: str) -> None:
@@ -97,11 +93,6 @@ class StagedEdit:
             p for p in self.deleted_prefixes if p != prefix and not under(p, prefix)
         }
         self.deleted_prefixes.add(prefix)
-
-    def _refuse_inside_writer(self, key: str) -> None:
-        for p in self.writers:
-            if under(key, p):
-                raise EditError(f"{key!r} lies in the group {p!r} written by a function")
 
     # ------------------------------------------------------------------ queries
 
