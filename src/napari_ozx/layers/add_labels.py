@@ -20,7 +20,7 @@ Afterwards the layer reads the saved label image copy-on-write (an
 :class:`~napari_ozx.layers.provenance.LayerSource`, so later edits are saved with
 :func:`~napari_ozx.layers.saveback.save_labels_back`.
 
-Refused with one :class:`~napari_ozx.layers.saveback.SaveBackError` (reason first, the
+Refused with one :class:`~napari_ozx.layers.transaction.SaveBackError` (reason first, the
 file named, nothing written): a name that already exists (save-back is the way to change
 it), a shape that is not the image's level 0 without its channel axis, a non-integer
 layer, a read-only target, a remote source.

@@ -34,7 +34,7 @@ place and renamed (an overwritten table swapped) in before the group document li
 an ``.ozx`` is rebuilt beside itself, every other member copied byte for byte. A failure
 leaves the file as it was and nothing beside it.
 
-Refused with one :class:`~napari_ozx.layers.saveback.SaveBackError` (reason first, then
+Refused with one :class:`~napari_ozx.layers.transaction.SaveBackError` (reason first, then
 the file or layer; nothing written): not a Shapes layer, an empty layer, a shape that is not
 a rectangle or whose rectangle is rotated against the image's pixel grid, an image layer
 not opened from a local OME-Zarr file, a table name that exists (unless ``overwrite``).

@@ -3,8 +3,9 @@
 One home per concern: ``records`` (ZIP record layouts), ``rfc9`` (the RFC-9 rules, quoted),
 ``_zip`` (parser), ``store`` (read-only zarr store), ``members`` (a member's bytes: data
 offsets, CRC checks, inflating within limits), ``lookalikes`` (why a key is missing),
-``writer`` (archive writer), ``write_store`` (append-only zarr store over it), ``validate``
-(findings), ``protocol`` (what the OME layer may ask of a container).
+``writer`` (archive writer), ``write_store`` (append-only zarr store over it), ``edit`` (a
+store edited in place, all or nothing), ``validate`` (findings), ``protocol`` (what the OME
+layer may ask of a container).
 
 Names are imported lazily, so ``import napari_ozx.ozx`` costs nothing and the ZIP parser
 and validator never load zarr.
