@@ -217,6 +217,32 @@ def test_a_failure_in_the_middle_of_a_commit_leaves_nothing(tmp_path, suffix):
     _nothing_beside(tmp_path, path)
 
 
+def test_a_failure_while_renaming_into_place_undoes_the_groups_placed(tmp_path, monkeypatch):
+    """Directory: the new group and the swapped group are already in place when the
+    document's rename fails; both are undone, the old group is back, nothing is left."""
+    path = _store(tmp_path, ".ome.zarr")
+    before = _contents(path)
+    real_replace = os.replace
+
+    def replace(a: Any, b: Any) -> None:
+        if Path(b).name == "zarr.json":
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(a, b)
+
+    with pytest.raises(SaveBackError, match=r"^Input/output error"):
+        with EditTransaction(path) as tx:
+            tx.put("a/cells/zarr.json", GROUP)  # a new group
+            tx.delete_prefix("b")
+            tx.put("b/zarr.json", GROUP)  # a group swapped
+            tx.put("a/zarr.json", GROUP)  # the document listing them, last
+            monkeypatch.setattr(os, "replace", replace)
+            tx.commit()
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert _contents(path) == before
+    assert not (path / "a" / "cells").exists()
+    _nothing_beside(tmp_path, path)
+
+
 @pytest.mark.parametrize("suffix", KINDS)
 def test_a_file_changed_since_its_fingerprint_is_refused(tmp_path, suffix):
     path = _store(tmp_path, suffix)
