@@ -129,6 +129,31 @@ def test_put_writer_streams_a_group_through_a_zarr_store(tmp_path, suffix):
     _nothing_beside(tmp_path, path)
 
 
+@pytest.mark.parametrize("suffix", KINDS)
+def test_put_writer_replaces_a_group_only_when_it_was_deleted(tmp_path, suffix):
+    path = _store(tmp_path, suffix)
+    before = _contents(path)
+
+    def write_data(store: Any, prefix: str) -> None:
+        import zarr
+
+        zarr.open_group(store, mode="a", path=prefix, zarr_format=3)
+
+    with EditTransaction(path) as tx:
+        with pytest.raises(SaveBackError, match="'a' exists"):
+            tx.put_writer("a", write_data)  # would mix old and new keys
+        tx.delete_prefix("b")
+        tx.put("b/zarr.json", GROUP)
+        tx.put_writer("b/inner", write_data)  # inside a deleted group: its new content
+        tx.commit()
+    after = _contents(path)
+    assert {k for k in after if k.startswith("b/")} == {"b/zarr.json", "b/inner/zarr.json"}
+    assert {k: v for k, v in after.items() if not k.startswith("b/")} == {
+        k: v for k, v in before.items() if not k.startswith("b/")
+    }
+    _nothing_beside(tmp_path, path)
+
+
 def test_a_new_group_is_on_disk_before_the_document_that_lists_it(tmp_path, monkeypatch):
     """Directory: the new group is built beside its place, renamed in, and only then is
     the parent's document replaced."""
@@ -325,3 +350,33 @@ def test_an_archive_saved_over_the_viewed_file_keeps_the_layers_right(tmp_path):
     with zipfile.ZipFile(path) as zf:
         assert "extra/zarr.json" in zf.namelist()
     np.testing.assert_array_equal(np.asarray(labels_layer.data[0, :2, :2]), [[5, 0], [0, 0]])
+
+
+def test_a_directory_saved_under_the_viewed_layer_reads_the_saved_pixels(tmp_path):
+    """Sharded labels in a directory, read (their shard indexes cached), saved back twice
+    into the same shard: each time the layer reads exactly what was saved."""
+    pytest.importorskip("napari")
+    from napari.layers import Labels
+
+    from napari_ozx.layers.saveback import save_labels_back
+    from napari_ozx.layers.writing import layer_axes
+    from napari_ozx.ngff.write.writer import ImageSpec, LabelsSpec, WriteOptions, write_ome_zarr
+
+    img = np.zeros((1, 2, 64, 64), np.uint16)
+    lab = np.zeros((2, 64, 64), np.uint32)
+    lab[:, 5:20, 5:30] = 3
+    path = tmp_path / "view.ome.zarr"
+    spec = ImageSpec(img, layer_axes(["z", "y", "x"], None, 3, True), channels=[])
+    labels = LabelsSpec("cells", lab, layer_axes(["z", "y", "x"], None, 3, False))
+    opts = WriteOptions(chunk_yx=16, shard_yx=64, shard_z=2, pyramid_levels=1)
+    write_ome_zarr(path, spec, [labels], opts)
+    layer = next(lyr for lyr in _open(path).layers if isinstance(lyr, Labels))
+    expected = lab.copy()
+    for value, (y, x) in [(7, (40, 50)), (9, (2, 60))]:
+        np.testing.assert_array_equal(np.asarray(layer.data[1]), expected[1])
+        layer.data[1, y : y + 3, x : x + 3] = value
+        expected[1, y : y + 3, x : x + 3] = value
+        save_labels_back(layer)
+        assert not layer.data.dirty_chunks  # what is shown now comes from the file
+        np.testing.assert_array_equal(np.asarray(layer.data[1]), expected[1])
+        np.testing.assert_array_equal(np.asarray(layer.data[0]), expected[0])

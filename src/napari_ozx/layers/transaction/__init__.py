@@ -204,7 +204,7 @@ class EditTransaction:
         the group is. Its chunks go straight to disk, never all in memory. For an
         ``.ozx`` it creates its arrays before writing their chunks (zarr does)."""
         check_key(prefix)
-        if self.exists_group(prefix) and prefix not in self._edit.deleted_prefixes:
+        if self.exists_group(prefix) and self._edit.deleted_group(prefix) is None:
             raise refusal(
                 self.target, f"{prefix!r} exists; delete it first to write it anew (a bug)"
             )
