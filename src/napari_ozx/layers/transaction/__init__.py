@@ -263,7 +263,11 @@ class EditTransaction:
         members changed); *follow* are editable labels that count as having opened the
         new file (they hold the saved edits). Raises :class:`SaveBackError`.
         """
-        from napari_ozx.layers.transaction.viewer import after_archive, after_directory
+        from napari_ozx.layers.transaction.viewer import (
+            after_archive,
+            after_directory,
+            keep_for_readers,
+        )
 
         if self._done:
             raise SaveBackError(f"this edit of {self.target} is already finished")
@@ -274,8 +278,6 @@ class EditTransaction:
                     return self.target
                 self._check_writable()
                 if not self.is_archive:
-                    from napari_ozx.layers.transaction.viewer import keep_for_readers
-
                     commit_directory(self.target, self._edit, before_replace=keep_for_readers)
                     after_directory(self.target, self._edit)
                     return self.target
