@@ -518,16 +518,12 @@ def _with_region(info: TableInfo, attrs: Mapping[str, Any], image: str) -> Table
     path = region.get("path") if isinstance(region, Mapping) else None
     if not isinstance(path, str):
         raise TableError(f'region {_short(region)} is not {{"path": "../labels/<name>"}}')
-    parts = [p for p in join_path(image, "tables").split("/") if p]
-    for seg in path.split("/"):
-        if seg in ("", "."):
-            continue
-        if seg == "..":
-            if not parts:
-                raise TableError(f"region path {path!r} leaves the hierarchy")
-            parts.pop()
-        else:
-            parts.append(seg)
+    from napari_ozx.ngff.model.graph import resolve_path
+
+    target = resolve_path(join_path(image, "tables"), path)
+    if target is None:
+        raise TableError(f"region path {path!r} leaves the hierarchy")
+    parts = [p for p in target.split("/") if p]
     labels = [p for p in join_path(image, "labels").split("/") if p]
     name = parts[-1] if parts[:-1] == labels and len(parts) == len(labels) + 1 else None
     return replace(info, regions=(name,) if name else (), region_path=path)
