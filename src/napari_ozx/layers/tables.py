@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from napari_ozx.errors import OzxError, Report, TableError, log_report
-from napari_ozx.layers.provenance import TABLE_KEY
+from napari_ozx.layers.provenance import TABLE_KEY, LayerData
 from napari_ozx.ngff.tables.read import (
     OPEN_MAX_ROWS,
     ROI_TYPES,
@@ -80,8 +80,6 @@ __all__ = [
     "well_condition_points",
     "zoom_to_roi",
 ]
-
-LayerData = tuple[Any, dict[str, Any], str]
 
 #: the metadata key of an image layer listing the image's tables
 TABLES_KEY = "napari_ozx_tables"

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_ozx.errors import OzxError, Report
+from napari_ozx.layers.provenance import LayerData
 
 if TYPE_CHECKING:
     from napari_ozx.ngff.read.open import OmeZarr
@@ -46,8 +47,6 @@ __all__ = [
     "polygons_layer_data",
     "spatialdata_element_layers",
 ]
-
-LayerData = tuple[Any, dict[str, Any], str]
 
 #: the key of a SpatialData element's record in ``layer.metadata``
 SPATIAL_KEY = "napari_ozx_spatialdata"

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_ozx.errors import OzxError, Report
-from napari_ozx.layers.spatial.elements import SPATIAL_KEY, LayerData
+from napari_ozx.layers.provenance import LayerData
+from napari_ozx.layers.spatial.elements import SPATIAL_KEY
 
 if TYPE_CHECKING:
     from napari_ozx.ngff.read.open import OmeZarr
