@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["cancel", "level_view", "refine", "refining"]
+__all__ = ["cancel", "flush", "level_view", "refine", "refining"]
 
 #: layer -> the stop flag of its read in flight and the level it reads (one per layer)
 _IN_FLIGHT: weakref.WeakKeyDictionary[Any, tuple[threading.Event, int]] = (
@@ -92,8 +92,9 @@ def _finished(layer: Layer | None, stop: threading.Event) -> None:
 
 
 def refine(viewer: Viewer, layer: Layer, level: int) -> None:
-    """Lock *layer* on its coarsest level now, read *level* off the GUI thread, then lock
-    it on *level*. A coarsest *level* is locked at once. Never raises."""
+    """Show *layer* from its coarsest level now (napari's own choice in 3D), read *level*
+    off the GUI thread, then lock it on *level*, together with the viewer's other layers
+    read meanwhile (one redraw). A coarsest *level* is locked at once. Never raises."""
     from napari.qt.threading import create_worker
 
     from napari_ozx.ngff.read import lazy
@@ -110,7 +111,8 @@ def refine(viewer: Viewer, layer: Layer, level: int) -> None:
         logger.warning("napari-ozx: 3D view of %s not planned", layer.name, exc_info=True)
         layer.locked_data_level = level
         return
-    layer.locked_data_level = coarsest
+    if layer.locked_data_level is not None or layer.data_level != coarsest:
+        layer.locked_data_level = coarsest  # napari shows the coarsest already: no reslice
     stop = threading.Event()
     _IN_FLIGHT[layer] = (stop, level)
     ref = weakref.ref(layer)
@@ -118,10 +120,11 @@ def refine(viewer: Viewer, layer: Layer, level: int) -> None:
     def done(ok: object) -> None:
         lay = ref()
         _finished(lay, stop)
-        if lay is None or ok is not True or stop.is_set() or not _still_3d(viewer, lay):
+        if lay is None or ok is not True or stop.is_set():
             lazy.forget_prepared(view)
-            return
-        lay.locked_data_level = level
+        else:
+            _READY.append((ref, level, view, stop))
+        flush(viewer)
 
     def failed(exc: BaseException) -> None:
         lay = ref()
@@ -133,8 +136,33 @@ def refine(viewer: Viewer, layer: Layer, level: int) -> None:
             getattr(lay, "name", "?"),
             exc,
         )
+        flush(viewer)
 
     worker = create_worker(lazy.prepare_view, view, stop.is_set, _start_thread=False)
     worker.returned.connect(done)
     worker.errored.connect(failed)
     worker.start()
+
+
+#: reads finished while others of the same viewer were in flight: (layer, level, view, stop)
+_READY: list[tuple[weakref.ref[Any], int, Any, threading.Event]] = []
+
+
+def flush(viewer: Viewer) -> None:
+    """Once none of *viewer*'s layers is being read, lock every layer read meanwhile on
+    its level in one go (one redraw), or drop what was read for a layer no longer wanted.
+    GUI thread; never raises."""
+    from napari_ozx.ngff.read import lazy
+
+    try:
+        if any(lay in viewer.layers for lay in list(_IN_FLIGHT)):
+            return
+        ready, _READY[:] = list(_READY), []
+        for ref, level, view, stop in ready:
+            lay = ref()
+            if lay is None or stop.is_set() or not _still_3d(viewer, lay):
+                lazy.forget_prepared(view)
+            else:
+                lay.locked_data_level = level
+    except Exception:
+        logger.warning("napari-ozx: 3D levels not applied", exc_info=True)

@@ -267,8 +267,7 @@ def apply_3d_levels(viewer: Viewer) -> None:
         try:
             if not three_d:
                 cancel_refine(layer)
-                if layer.metadata.get(LOCKED_3D_KEY):
-                    layer.metadata.pop(LOCKED_3D_KEY, None)
+                if layer.metadata.pop(LOCKED_3D_KEY, None) and layer.locked_data_level is not None:
                     layer.locked_data_level = None
                 continue
             pinned = layer.metadata.get(LEVEL_3D_KEY)
@@ -349,9 +348,12 @@ def show_physical_time() -> None:
                 apply_3d_levels(v)
 
         def on_removed(event: Event) -> None:
-            from napari_ozx._refine3d import cancel
+            from napari_ozx._refine3d import cancel, flush
 
             cancel(getattr(event, "value", None))  # a 3D read in flight stops
+            v = ref()
+            if v is not None:
+                flush(v)  # the other layers' reads, if they waited for this one
             update()
 
         viewer.dims.events.point.connect(update)

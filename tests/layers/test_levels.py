@@ -50,7 +50,7 @@ def test_3d_view_renders_the_finest_level_that_fits(
     viewer.dims.ndisplay = 2
     assert layer.locked_data_level is None  # napari's own choice in 2D
     viewer.dims.ndisplay = 3
-    assert layer.locked_data_level == 2  # the coarsest at once, while level 0 is read
+    assert layer.data_level == 2  # the coarsest at once, while level 0 is read
     qtbot.waitUntil(lambda: layer.locked_data_level == 0)  # 128 kB fits 1 MiB
     viewer.dims.ndisplay = 2
     layer.metadata["napari_ozx_3d_level"] = 1  # pinned by the user

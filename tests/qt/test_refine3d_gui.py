@@ -69,8 +69,8 @@ def test_3d_shows_the_coarsest_level_at_once_then_the_budget_level(
     monkeypatch.setattr(lazy, "_take_prepared", take)
     viewer, layer = _open(make_napari_viewer, volume)
     viewer.dims.ndisplay = 3
-    # before anything of level 0 is read, napari draws level 2
-    assert layer.locked_data_level == 2 and layer.data_level == 2
+    # before anything of level 0 is read, napari draws level 2 (its own choice in 3D)
+    assert layer.data_level == 2 and layer.locked_data_level is None
     assert _refine3d.refining(layer) == 0
     gate.set()
     qtbot.waitUntil(lambda: gate.finished == [True], timeout=20_000)
@@ -124,3 +124,26 @@ def test_prepare_view_reads_exactly_the_box_and_hands_it_over_once(volume):
     assert not lazy.prepare_view(level[0:4], cancelled=lambda: True)
     assert src.prepared is None
     assert not lazy.prepare_view(np.zeros(3))  # not a level view: nothing to do
+
+
+def test_the_channels_refine_together_in_one_redraw(make_napari_viewer, qtbot, tmp_path, gate):
+    rng = np.random.default_rng(4)
+    path = tmp_path / "two.zarr"
+    write_image(path, rng.integers(0, 900, (2, 8, 32, 32), dtype=np.uint16), levels=3)
+    viewer = make_napari_viewer()
+    layers = viewer.open(str(path), plugin="napari-ozx")
+    assert len(layers) == 2
+    seen = []  # at each lock: the levels both layers are locked on, and reads in flight
+    for lay in layers:
+        lay.events.locked_data_level.connect(
+            lambda _e: seen.append(
+                ([ly.locked_data_level for ly in layers], [_refine3d.refining(ly) for ly in layers])
+            )
+        )
+    viewer.dims.ndisplay = 3
+    assert [_refine3d.refining(ly) for ly in layers] == [0, 0]
+    gate.set()
+    qtbot.waitUntil(lambda: [ly.locked_data_level for ly in layers] == [0, 0], timeout=20_000)
+    # the first lock came when neither layer was still being read
+    assert seen[0][1] == [None, None]
+    assert seen[-1][0] == [0, 0]
