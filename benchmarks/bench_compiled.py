@@ -15,7 +15,9 @@ repeat, medians):
   hands to napari (``.ozx`` and directory; "napari" rows slice them in napari's steps
   with task fusion off, as napari's slicer does), against zarrista (ZipStore on the ``.ozx``,
   FilesystemStore on the directory), tensorstore (directory) and zarr-python
-  (LocalStore, OzxStore);
+  (LocalStore, OzxStore); with zarr >= 3.4 also zarr's own synchronous codec path
+  (``FusedCodecPipeline.read_sync`` called directly, and ``zarr.Array`` configured with
+  it), against the same direct reads without dask (``fastread``);
 * opening the many-entry archive in a fresh process: time and RSS growth of
   ``OzxStore`` against ``zarr.storage.ZipStore`` (which parses with ``zipfile``);
 * writing an OME-Zarr 0.4 directory with small (64x64) chunks against zarr-python
@@ -170,6 +172,7 @@ def _readers() -> dict[str, tuple[Callable[[int, int, int, int], object], Callab
             lambda c, z, y, x, a=a: a[c, z, y : y + 256, x : x + 256],
             lambda z, a=a: a[:, z],
         )
+    out.update(_zarr_sync_readers())
     try:
         from zarrista import Array
         from zarrista.store import FilesystemStore, ZipStore
@@ -202,6 +205,73 @@ def _readers() -> dict[str, tuple[Callable[[int, int, int, int], object], Callab
         )
     except ImportError:
         print("tensorstore not installed (pip install tensorstore): skipped")
+    return out
+
+
+class _ZarrReadSync:
+    """``array[sel]`` through zarr-python's own synchronous codec path (zarr >= 3.4's
+    ``FusedCodecPipeline.read_sync``), called directly as ``_get_selection`` calls it,
+    without its event-loop and thread hops: what napari-ozx could use instead of
+    ``ngff.read.fastread``."""
+
+    def __init__(self, array: object) -> None:
+        from zarr.core.array_spec import ArraySpec
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.codec_pipeline import _resolve_max_workers
+
+        aa = array.async_array  # type: ignore[attr-defined]
+        self.aa, self.md, self.proto = aa, aa.metadata, default_buffer_prototype()
+        self.spec = ArraySpec(
+            shape=aa._chunk_grid.chunk_shape,
+            dtype=self.md.dtype,
+            fill_value=self.md.fill_value,
+            config=aa.config,
+            prototype=self.proto,
+        )
+        self.workers = _resolve_max_workers()
+
+    def __getitem__(self, sel: tuple) -> np.ndarray:
+        from zarr.core.indexing import BasicIndexer
+
+        aa, md = self.aa, self.md
+        indexer = BasicIndexer(sel, shape=md.shape, chunk_grid=aa._chunk_grid)
+        out = self.proto.nd_buffer.empty(
+            shape=indexer.shape, dtype=md.dtype.to_native_dtype(), order=aa.config.order
+        )
+        batch = [
+            (aa.store_path / md.encode_chunk_key(cc), self.spec, csel, osel, whole)
+            for cc, csel, osel, whole in indexer
+        ]
+        aa.codec_pipeline.read_sync(batch, out, indexer.drop_axes, max_workers=self.workers)
+        return out.as_ndarray_like()
+
+
+def _zarr_sync_readers() -> dict[str, tuple[Callable[..., object], Callable[..., object]]]:
+    """zarr-python's synchronous path (zarr >= 3.4), directly (``read_sync``) and through
+    ``zarr.Array`` with the ``FusedCodecPipeline`` configured."""
+    import zarr
+
+    from napari_ozx.ozx.store import OzxStore
+
+    try:
+        from zarr.core.codec_pipeline import FusedCodecPipeline
+    except ImportError:
+        print(f"zarr {zarr.__version__}: no synchronous codec pipeline (zarr >= 3.4): skipped")
+        return {}
+    out: dict[str, tuple[Callable[..., object], Callable[..., object]]] = {}
+    path = f"{FusedCodecPipeline.__module__}.{FusedCodecPipeline.__name__}"
+    for where, store in (
+        ("dir", zarr.storage.LocalStore(DIR, read_only=True)),
+        ("ozx", OzxStore(OZX)),
+    ):
+        with zarr.config.set({"codec_pipeline.path": path}):
+            a = zarr.open_array(store, path="0", mode="r")
+        r = _ZarrReadSync(a)
+        for name, src in ((f"zarr read_sync {where}", r), (f"zarr fused Array {where}", a)):
+            out[name] = (
+                lambda c, z, y, x, s=src: np.asarray(s[c, z, y : y + 256, x : x + 256]),
+                lambda z, s=src: np.asarray(s[:, z]),
+            )
     return out
 
 
@@ -369,6 +439,18 @@ def main() -> None:
             bars.append(
                 (f"{k} layers ozx / layers dir", m["layers ozx"][k] / m["layers dir"][k], 1.2)
             )
+        for where in ("dir", "ozx"):  # informative: zarr's own sync path against ours
+            if f"zarr read_sync {where}" in m:
+                for k in ("tile", "plane"):
+                    ours = m[f"fastread {where} (no dask)"][k]
+                    sync_, fused = (
+                        m[f"zarr read_sync {where}"][k],
+                        m[f"zarr fused Array {where}"][k],
+                    )
+                    print(
+                        f"{k} {where}: zarr read_sync / fastread {sync_ / ours:.2f}, "
+                        f"zarr fused Array / fastread {fused / ours:.2f}"
+                    )
     if "open" not in args.skip:
         o = bench_open(generate_many(args.entries), args.open_repeats)
         bars.append(("open many: OzxStore / ZipStore time", o["ours time"] / o["zip time"], 0.2))

@@ -296,7 +296,6 @@ def chunk_layout(array: zarr.Array) -> ChunkLayout | str:
     if md.zarr_format == 2:
         return _v2_layout(array, md, dtype)
     from zarr.codecs import Crc32cCodec, ShardingCodec
-    from zarr.codecs.sharding import ShardingCodecIndexLocation
 
     grid = md.to_dict().get("chunk_grid", {})  # the document's own words
     if not isinstance(grid, dict) or grid.get("name") != "regular":
@@ -326,7 +325,8 @@ def chunk_layout(array: zarr.Array) -> ChunkLayout | str:
             outer,
             stored,
             steps,
-            index_end=sc.index_location == ShardingCodecIndexLocation.end,
+            # an enum before zarr 3.4, then a str
+            index_end=getattr(sc.index_location, "value", sc.index_location) == "end",
             index_crc=len(idx) == 2,
         )
     stored = _stored_dtype(codecs[0], dtype) if codecs else None

@@ -222,7 +222,7 @@ class FastReader:
         size = lo.index_size
         rng = SuffixByteRequest(size) if lo.index_end else RangeByteRequest(0, size)
         raw = self._get(self._key(coords), rng)
-        index = None if raw is None else self._decode_index(raw)
+        index = None if raw is None else self.layout.decode_index(raw)
         self._indexes.put(coords, index)  # type: ignore[arg-type]  # (None: no shard)
         return index
 
@@ -235,12 +235,6 @@ class FastReader:
                 self._sizes.clear()
             self._sizes[coords] = size
         return size
-
-    def _decode_index(self, raw: bytes | memoryview) -> np.ndarray:
-        return self.layout.decode_index(raw)
-
-    def _decode(self, raw: bytes | memoryview) -> np.ndarray:
-        return self.layout.decode(raw)
 
     # ------------------------------------------------------------------ reads
 
@@ -335,7 +329,7 @@ class FastReader:
             if raw is None:
                 out[tuple(dst)] = self.fill
                 return
-            decoded = raw if isinstance(raw, np.ndarray) else self._decode(raw)
+            decoded = raw if isinstance(raw, np.ndarray) else self.layout.decode(raw)
             out[tuple(dst)] = decoded[tuple(src)]
 
         if self._cache is not None:
@@ -461,7 +455,7 @@ class FastReader:
             if futures[cc].done():
                 return
             try:
-                value = None if raw is None else self._decode(raw)
+                value = None if raw is None else self.layout.decode(raw)
                 if value is not None:
                     # uncompressed chunks are views of the request's buffer: keep a copy
                     value = value if self.layout.decoders else value.copy()
