@@ -268,6 +268,26 @@ def test_a_failure_while_renaming_into_place_undoes_the_groups_placed(tmp_path, 
     _nothing_beside(tmp_path, path)
 
 
+def test_an_archive_copied_ahead_keeps_every_member_and_refuses_one_it_copied(tmp_path):
+    """``.ozx``: members are copied into the new archive while the edit is computed, up
+    to the first data member of the groups the edit changes; the rest follow at commit.
+    An edit of a member already copied is refused, and nothing is left."""
+    path = _store(tmp_path, ".ozx")
+    before = _contents(path)
+    with EditTransaction(path) as tx:
+        tx.copy_ahead(["b/y"])  # a/x's chunks come first in the archive: copied ahead
+        tx.put("b/y/c/0", b"new")
+        tx.commit()
+    assert _contents(path) == {**before, "b/y/c/0": b"new"}
+    before = _contents(path)
+    with pytest.raises(SaveBackError, match="copied ahead"), EditTransaction(path) as tx:
+        tx.copy_ahead(["b/y"])
+        tx.put("a/x/c/0/0", b"too late")
+        tx.commit()
+    assert _contents(path) == before
+    _nothing_beside(tmp_path, path)
+
+
 @pytest.mark.parametrize("suffix", KINDS)
 def test_a_file_changed_since_its_fingerprint_is_refused(tmp_path, suffix):
     path = _store(tmp_path, suffix)
