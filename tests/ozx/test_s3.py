@@ -327,7 +327,7 @@ def _server_requests(caplog, bucket: str) -> list[tuple[str, str]]:
 
 
 def test_public_bucket_policy_both_routes_one_request_per_object(s3, monkeypatch, caplog):
-    # issue 43, item 1: a public folder opens as a public .ozx does; each document and
+    # a public folder opens as a public .ozx does; each document and
     # chunk of the folder is one GET (s3fs sent a HEAD before each whole-object GET: a
     # second round trip, and refused by a store that grants reads but not HEAD)
     endpoint, data = s3
@@ -345,7 +345,7 @@ def test_public_bucket_policy_both_routes_one_request_per_object(s3, monkeypatch
 
 @pytest.mark.parametrize("name", NAMES)
 def test_refusal_is_one_message_and_not_retried(s3, monkeypatch, caplog, name):
-    # issue 43, item 1: no credentials anywhere, a bucket that is not public: one clear
+    # no credentials anywhere, a bucket that is not public: one clear
     # message saying what to set, at the first refusal (it was retried 4 times as a
     # network fault: "reading zarr.json failed: PermissionError: Forbidden (after 4 attempts)")
     endpoint, _ = s3
