@@ -93,7 +93,8 @@ def _axis_entry(a: Any) -> dict[str, Any]:
 
 
 class _Docs:
-    """The inspection's cached document reads as a :class:`~..ngff.tables.TableSource`."""
+    """The inspection's cached document reads as a
+    :class:`~napari_ozx.ngff.tables.read.TableSource`."""
 
     def __init__(self, insp: Inspection) -> None:
         self.insp = insp

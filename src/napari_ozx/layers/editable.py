@@ -110,7 +110,7 @@ class EditableLabels:
             else ()
         )
         self._dirty: dict[Chunk, np.ndarray] = {}
-        #: the source's fingerprint when opened (see :func:`..saveback.fingerprint`)
+        #: the source's fingerprint when opened (see :func:`fingerprint`)
         self.opened: Fingerprint | None = None
         self._lock = threading.RLock()
 
@@ -442,11 +442,11 @@ def repoint_archive(
     """napari-ozx replaced the ``.ozx`` *target* (fingerprint *before*) by a new archive
     whose members are the old ones byte for byte, except below the level-0 array
     *changed* (a save-back's labels; ``None`` when nothing changed). Every open lazy
-    level reading the old file now reads the new one (:func:`..ngff.live.follow_archive`:
-    the old file's space is not held), and every live editable array that had opened it
-    as *before*, and *arrays*, counts as having opened the new one. Without this a
-    save-back of one label image made every other label image of the archive refuse to
-    save ("the file changed since ... opened"). Arrays opened separately on *changed*
+    level reading the old file now reads the new one
+    (:func:`~napari_ozx.ngff.read.live.follow_archive`: the old file's space is not held), and every
+    live editable array that had opened it as *before*, and *arrays*, counts as having opened the
+    new one. Without this a save-back of one label image made every other label image of the archive
+    refuse to save ("the file changed since ... opened"). Arrays opened separately on *changed*
     keep the old file (and still refuse to save over the change). Returns the new store.
     """
     from napari_ozx.ngff.read.live import follow_archive, set_array

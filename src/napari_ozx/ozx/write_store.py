@@ -25,7 +25,7 @@ written document is never possible).
 What zarr's generic store contract asks and an append-only archive cannot give (a
 second write of a data key, deleting written keys, ``clear``) raises
 :class:`~napari_ozx.ozx.writer.DuplicateEntryError` / ``OzxOrderError``;
-``tests/test_store_conformance.py`` runs zarr's ``StoreTests`` against this store and
+``tests/ozx/test_store_conformance.py`` runs zarr's ``StoreTests`` against this store and
 states, test by test, which of those it refuses and why.
 """
 

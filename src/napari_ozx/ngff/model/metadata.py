@@ -20,8 +20,8 @@ older versions are parsed into the same shape, once, here:
 
 Every model also serialises itself (``to_json(version)``; :meth:`NodeMetadata.to_attributes`
 for a whole group) for 0.4, 0.5 or 0.6, so the writer builds models and never JSON by hand,
-and parse -> serialise -> parse gives the same model (tests/test_model_serialise.py, on the
-real-world corpus too). Writing an image whose transformations 0.4/0.5 cannot express to
+and parse -> serialise -> parse gives the same model (tests/ngff/model/test_model_serialise.py, on
+the real-world corpus too). Writing an image whose transformations 0.4/0.5 cannot express to
 those versions raises :class:`MetadataError` naming the transformation.
 
 Why our own models and not a maintained library (yaozarrs, ome-zarr-models; compared by

@@ -27,7 +27,8 @@ round trip each; local ones directly, see below). Per node:
   concurrent event-loop path: there each document is a request;
 * each document must be a JSON object; ``zarr.json`` must say ``zarr_format: 3``;
 * a ``zarr.json`` goes through the ZEP 10 must-understand pass
-  (:func:`.extensions.read_extensions`), which gives the copy zarr-python accepts.
+  (:func:`~napari_ozx.ngff.model.extensions.read_extensions`), which gives the copy zarr-python
+  accepts.
 
 A problem with one node's documents does not stop the batch: it becomes that node's
 :attr:`NodeDocuments.error` (the opener raises it when the node is used, the inspector

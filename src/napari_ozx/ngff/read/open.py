@@ -2,11 +2,11 @@
 
 ``open_ome_zarr(source)`` reads metadata only: each node's ``zarr.json`` (or ``.zattrs``
 / ``.zarray`` for Zarr v2) once, concurrently where there are several, through our own
-metadata pass (:mod:`.extensions`) and typed models (:mod:`.models`). Arrays are built
-from those parsed documents, so zarr-python does not read them again, and every pyramid
-level is exposed as a dask array whose chunks follow the Zarr (inner) chunks. Nothing
-reads pixel data until a chunk is computed; then :mod:`.fastread` reads it directly
-where it can (zarr-python otherwise).
+metadata pass (:mod:`~napari_ozx.ngff.model.extensions`) and typed models
+(:mod:`~napari_ozx.ngff.model.metadata`). Arrays are built from those parsed documents, so
+zarr-python does not read them again, and every pyramid level is exposed as a dask array whose
+chunks follow the Zarr (inner) chunks. Nothing reads pixel data until a chunk is computed; then
+:mod:`.fastread` reads it directly where it can (zarr-python otherwise).
 """
 
 from __future__ import annotations
@@ -748,7 +748,7 @@ class OmeZarr:
     @cached_property
     def transform_graph(self) -> Any:
         """The coordinate systems of the hierarchy (a scene's and its images') linked by
-        their transformations: :class:`~.graph.TransformGraph`. Raises
+        their transformations: :class:`~napari_ozx.ngff.model.graph.TransformGraph`. Raises
         :class:`~napari_ozx.errors.TransformError` for a path that leaves the root, a
         transformation that does not fit its systems, or a cycle that disagrees."""
         from napari_ozx.ngff.model.graph import graph_from_hierarchy
@@ -884,9 +884,10 @@ def transform_points(
     source: str | os.PathLike[str] | Store, src: str, dst: str, points: Any
 ) -> np.ndarray:
     """Map *points* (``(n, D)``) from coordinate system *src* to *dst* of the hierarchy
-    at *source* (a scene's or an image's systems, named as :func:`.graph.parse_key`
-    reads them). Raises :class:`~napari_ozx.errors.TransformError` for an unknown system
-    or a path that cannot be computed."""
+    at *source* (a scene's or an image's systems, named as
+    :func:`~napari_ozx.ngff.model.graph.parse_key` reads them). Raises
+    :class:`~napari_ozx.errors.TransformError` for an unknown system or a path that cannot be
+    computed."""
     from napari_ozx.ngff.model.graph import parse_key
 
     with open_ome_zarr(source) as root:

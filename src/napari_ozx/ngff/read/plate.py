@@ -2,10 +2,11 @@
 
 ``HcsPlate(oz)`` opens the plate (or single well) at the root of an :class:`OmeZarr`:
 
-1. the root's ``plate`` metadata is already parsed (:class:`~.models.Plate`, any version);
+1. the root's ``plate`` metadata is already parsed (:class:`~napari_ozx.ngff.model.metadata.Plate`,
+   any version);
 2. **one** concurrent :meth:`OmeZarr.read_docs` call (:mod:`.documents`) reads every
-   well's metadata (:class:`~.models.Well`) -> :class:`WellInfo` per well, in plate
-   order; a well whose group is missing or broken (invalid JSON included) keeps an
+   well's metadata (:class:`~napari_ozx.ngff.model.metadata.Well`) -> :class:`WellInfo` per well, in
+   plate order; a well whose group is missing or broken (invalid JSON included) keeps an
    ``error`` and the rest of the plate still opens.
 
 ``HcsPlate.overview(field, acquisition)`` builds an :class:`Overview`, the whole plate as

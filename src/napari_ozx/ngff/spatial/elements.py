@@ -192,9 +192,9 @@ def to_system(element: Element, system: str, axes: Sequence[str]) -> np.ndarray:
 
 
 def list_elements(root: Any, kinds: Sequence[str] = CONTAINERS) -> list[Element]:
-    """Every element of the SpatialData store *root* (an :class:`~napari_ozx.ngff.read.
-    open.OmeZarr`), container by container (:data:`CONTAINERS` order), names sorted;
-    metadata only (the root's consolidated metadata when it has it, else listings)."""
+    """Every element of the SpatialData store *root* (an
+    :class:`~napari_ozx.ngff.read.open.OmeZarr`), container by container (:data:`CONTAINERS` order),
+    names sorted; metadata only (the root's consolidated metadata when it has it, else listings)."""
     out: list[Element] = []
     for kind in kinds:
         names = sorted(n for n in child_names(root, kind) if n)

@@ -43,7 +43,7 @@ image's world (pixel * scale + level-0 translation), so a box covers the same pi
 the image placed with its translation. :func:`roi_pixel_edges` is the ROI itself (pixel
 edges, neither floored, ceiled nor clipped): what a napari rectangle of it shows.
 
-Writing is :mod:`.table_write`'s: a ROI table (what napari's Shapes layers save), and
+Writing is :mod:`.write`'s: a ROI table (what napari's Shapes layers save), and
 every table carried by ``convert``. Feature, masking ROI and condition tables are
 read-only in napari-ozx: read and shown here, never written from napari.
 """

@@ -9,7 +9,7 @@ the table group's attributes ``encoding-type: anndata`` (AnnData's) and ``backen
 names; the ROI columns (floats) in ``X``, their names in ``var``'s index; the empty
 ``uns``, ``obsm``, ``obsp``, ``varm``, ``varp`` and ``layers`` groups AnnData always
 writes. Every ``encoding-type`` / ``encoding-version`` is the one anndata 0.12 writes
-(``tests/test_tables_write.py`` compares the documents with ngio's). Written with zarr
+(``tests/ngff/tables/test_tables_write.py`` compares the documents with ngio's). Written with zarr
 directly, in the image's Zarr format (v2 for OME-Zarr 0.4, v3 for 0.5 / 0.6), with zarr's
 default codecs; no ``anndata`` dependency. AnnData's Zarr v2 ``.zmetadata`` (consolidated
 metadata) is not written: ngio adds its attributes after AnnData consolidates, so that
@@ -216,7 +216,8 @@ class SourceTables:
 
 def source_tables(oz: Any, image: str, kind: str = "image") -> SourceTables | None:
     """The ``tables/`` group of the image (or, *kind* ``"plate"``, the plate) at *image*
-    of an opened hierarchy *oz* (:class:`~.open.OmeZarr`), or ``None`` when it has none."""
+    of an opened hierarchy *oz* (:class:`~napari_ozx.ngff.read.open.OmeZarr`), or ``None`` when it
+    has none."""
     path = join_path(image, "tables")
     (docs,) = oz.read_docs([path])
     if docs is None:

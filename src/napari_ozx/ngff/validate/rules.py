@@ -5,7 +5,7 @@
 it comes from. The ``check_*`` functions look at raw JSON (a node's OME attributes, the
 documents of its arrays) and report what breaks a rule through a :class:`Reporter`; they
 never raise on bad input, so one broken key does not hide the others. Walking a hierarchy
-(which nodes to read, in which order) is :mod:`.validate`'s job.
+(which nodes to read, in which order) is :mod:`.walk`'s job.
 
 Rules that only the JSON schemas state (the ``omero`` channel fields) are quoted from the
 schema; rules no schema can express (array dimensionality against the axes, levels

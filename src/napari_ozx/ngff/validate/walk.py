@@ -3,8 +3,9 @@
 :func:`validate_ome` walks from the root: images and their levels, ``labels`` groups and
 their label images (against the image's level count), plates, every listed well and its
 fields, bioformats2raw series. Documents are read through the one document reader
-(:func:`.documents.read_documents`: size caps, Zarr v3 before v2), a batch per level of the
-hierarchy, so a plate of 384 wells costs a few concurrent rounds, not 384 sequential ones.
+(:func:`~napari_ozx.ngff.read.documents.read_documents`: size caps, Zarr v3 before v2), a batch per
+level of the hierarchy, so a plate of 384 wells costs a few concurrent rounds, not 384 sequential
+ones.
 
 Nothing is parsed into the typed models first: a node that breaks a rule is reported and
 the walk goes on, where the opener would stop at its first error.
@@ -50,7 +51,8 @@ class DocumentReader(Protocol):
 
 class _Documents:
     """The document reader over a store, without parsing the root first (an
-    :class:`~.open.OmeZarr` refuses to exist when the root is invalid; we want to say why)."""
+    :class:`~napari_ozx.ngff.read.open.OmeZarr` refuses to exist when the root is invalid; we want
+    to say why)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -142,7 +144,7 @@ def validate_documents(
     """The findings for the hierarchy *docs* reads. ``fields=False`` checks a plate and
     its wells but not the wells' fields (what a reader can afford on every open: the plate
     reader reads those well documents anyway); ``tables=False`` leaves images' tables
-    (:mod:`.tables`) out."""
+    (:mod:`napari_ozx.ngff.tables`) out."""
     walker = _Walker(docs, fields, metadata_only, tables)
     walker.run()
     found = walker.r.finish()
@@ -405,8 +407,9 @@ class _Walker:
             rules.check_table(self.r, p, a, columns.get(p))
 
     def _table_columns(self, image: str, paths: set[str]) -> dict[str, tuple[str, ...]]:
-        """Each readable table's columns (from its metadata: :func:`.tables.list_tables`);
-        a table whose data cannot be read is reported."""
+        """Each readable table's columns (from its metadata:
+        :func:`~napari_ozx.ngff.tables.read.list_tables`); a table whose data cannot be read is
+        reported."""
         from napari_ozx.errors import TableError
         from napari_ozx.ngff.tables.read import StoreDocuments, list_tables
 

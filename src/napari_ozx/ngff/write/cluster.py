@@ -1,8 +1,8 @@
 """Write OME-Zarr on a dask.distributed cluster: the workers read, downsample and encode.
 
-:func:`write_ome_zarr_on_cluster` is :func:`.write.write_ome_zarr` with the pixels moved
+:func:`write_ome_zarr_on_cluster` is :func:`.writer.write_ome_zarr` with the pixels moved
 off the client. The client creates the metadata, the temporary target and the atomic
-swap exactly as a local write (:func:`.write.write_with`); every shard-sized region
+swap exactly as a local write (:func:`.writer.write_with`); every shard-sized region
 (unsharded arrays: the local writer's :func:`.plan.write_step` regions) is one task:
 
 * level 0: the worker evaluates the source region itself (the source's dask graph for
@@ -11,12 +11,12 @@ swap exactly as a local write (:func:`.write.write_with`); every shard-sized reg
   encodes it (zarr's own codec pipeline and sharding, over an in-memory store built from
   the target array's metadata) and, for the next level, halves it;
 * a level the source has as stored (``convert``, a save of an opened layer:
-  :class:`~.write.StoredPyramid`): read from the source's own level like level 0;
+  :class:`~.specs.StoredPyramid`): read from the source's own level like level 0;
 * any other level *n*: the task depends on the halved outputs of the level *n-1* tasks
   that cover it, so the pyramid is a task graph and no level is read back. The halving is
-  :func:`.write.downsample2`, plane by plane, with the same method and dtype cast as the
+  :func:`.plan.downsample2`, plane by plane, with the same method and dtype cast as the
   local writer, so every stored chunk is byte-identical to a local conversion's
-  (``tests/test_cluster.py`` compares the payloads). Level *n-1* regions start on even
+  (``tests/ngff/write/test_cluster.py`` compares the payloads). Level *n-1* regions start on even
   pixels whenever their step is even, so halving each region alone equals halving the
   level; an odd step (an odd chunk size) sends the region itself and the level-*n* task
   halves the window it needs, as the local writer does.
@@ -32,9 +32,9 @@ Where the encoded shards go:
   client only wrote the metadata (before any data) and swaps the directory in at the end.
   Object stores (``s3://``) are not targets here (nor of the local writer).
 
-Tables: the source's ``tables/`` (:mod:`.table_write`) are small, so the client writes
-them itself, documents with the metadata and their chunks and files before the pixels,
-exactly as a local write (:func:`.write.write_with` does both).
+Tables: the source's ``tables/`` (:mod:`napari_ozx.ngff.tables.write`) are small, so the client
+writes them itself, documents with the metadata and their chunks and files before the pixels,
+exactly as a local write (:func:`.writer.write_with` does both).
 
 Cancel and errors: *cancel* is looked at every 0.2 s while results are awaited; then the
 client releases the outstanding futures (the scheduler forgets them and the workers
@@ -458,7 +458,7 @@ def write_ome_zarr_on_cluster(
     client: Client,
     source_name: str | None = None,
 ) -> Path:
-    """:func:`.write.write_ome_zarr` with reading, downsampling and encoding on the
+    """:func:`.writer.write_ome_zarr` with reading, downsampling and encoding on the
     workers of *client* (a ``distributed.Client``); see the module docstring.
 
     *source_name* names the source in error messages. The output is the same as the

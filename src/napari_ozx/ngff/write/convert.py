@@ -4,10 +4,10 @@ Directory <-> ``.ozx``, 0.4 -> 0.5 / 0.6, rechunk / reshard / recompress: every 
 the source stays lazy (dask) and the writer streams it shard by shard. A pyramid is data:
 each stored level is copied with its pixels, its scale and translation (0.6: its
 transformations), its array path, and the multiscale's ``type`` and ``metadata``
-(:class:`~.write.StoredPyramid`); only re-chunked, re-sharded and re-encoded. Every
-image's ``tables/`` (a plate's own and each field's) goes along (:mod:`.table_write`:
-byte for byte within a Zarr format, rewritten across formats). Levels are
-built only when asked: ``pyramid_levels`` beyond the stored count builds the missing ones
+(:class:`~.specs.StoredPyramid`); only re-chunked, re-sharded and re-encoded. Every
+image's ``tables/`` (a plate's own and each field's) goes along
+(:mod:`napari_ozx.ngff.tables.write`: byte for byte within a Zarr format, rewritten across formats).
+Levels are built only when asked: ``pyramid_levels`` beyond the stored count builds the missing ones
 from the coarsest stored level, fewer drops the coarsest, ``rebuild_pyramid`` rebuilds
 them all from level 0. :func:`source_options` reads the layout the source has (chunks,
 shards, codec and level, OME-Zarr version), which ``convert`` keeps unless told

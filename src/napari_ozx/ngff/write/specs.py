@@ -135,7 +135,7 @@ class ImageSpec:
     to_world_kind: str = ""
     pyramid: StoredPyramid | None = None  # as LabelsSpec.pyramid
     #: the source image's ``tables/`` group, carried into the write (``convert``; see
-    #: :mod:`.table_write`); ``None``: no tables
+    #: :mod:`napari_ozx.ngff.tables.write`); ``None``: no tables
     tables: SourceTables | None = None
 
 
@@ -248,8 +248,8 @@ class WriteSummary:
 def table_sources(
     image: ImageSpec | SceneSpec | PlateWriteSpec | None,
 ) -> list[tuple[str, SourceTables]]:
-    """(path in the target, :class:`~.table_write.SourceTables`) of every ``tables/``
-    group a write carries: each image's, and a plate's own."""
+    """(path in the target, :class:`~napari_ozx.ngff.tables.write.SourceTables`) of every
+    ``tables/`` group a write carries: each image's, and a plate's own."""
     out: list[tuple[str, SourceTables]] = []
     if isinstance(image, PlateWriteSpec):
         if image.tables is not None:

@@ -4,8 +4,8 @@ An image or label image whose place is more than a scale and a translation of it
 (a napari layer rotated, sheared or with an affine: ``to_world``) is written as 0.6: its
 intrinsic system (level 0 scaled to physical units) and a multiscale-level transformation
 from it to the system it is shown in, listed first (the simplest equivalent,
-:func:`.transforms.simplest`). Asked for 0.4 / 0.5, such a save is refused naming the
-layer and the transformation, never written without it. ``version="auto"`` writes 0.5
+:func:`~napari_ozx.ngff.model.transforms.simplest`). Asked for 0.4 / 0.5, such a save is refused
+naming the layer and the transformation, never written without it. ``version="auto"`` writes 0.5
 unless the data needs 0.6.
 
 How it streams:
@@ -266,7 +266,7 @@ def summarize_write(
 ) -> WriteSummary:
     """What :func:`write_ome_zarr` / :func:`write_with` store for these arguments (the
     version ``"auto"`` resolves to by the same rule they use); no checks, and no I/O
-    but for a source's tables a write has not planned yet (:mod:`.table_write`)."""
+    but for a source's tables a write has not planned yet (:mod:`napari_ozx.ngff.tables.write`)."""
     specs = all_specs(image, labels)
     version = (options or WriteOptions()).resolved_version(needed_by(image, specs))
     n_labels = sum(isinstance(s, LabelsSpec) for s in specs)
@@ -292,7 +292,7 @@ def summarize_write(
 def _carry_tables(
     store: Store, image: ImageSpec | SceneSpec | PlateWriteSpec | None, opts: WriteOptions
 ) -> None:
-    """The source's ``tables/`` groups into *store* (:mod:`.table_write`): every
+    """The source's ``tables/`` groups into *store* (:mod:`napari_ozx.ngff.tables.write`): every
     document now, with the hierarchy's (an ``.ozx`` gets every ``zarr.json`` before any
     data, RFC-9), then their chunks and files, before the pixels."""
     sources = table_sources(image)
