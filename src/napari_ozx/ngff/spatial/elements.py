@@ -1,21 +1,14 @@
 """A SpatialData store's elements, from metadata only.
 
-A SpatialData store (scverse) is a Zarr group whose attributes hold
-``spatialdata_attrs: {"version": ...}`` and whose ``images/``, ``labels/``, ``points/``,
-``shapes/`` and ``tables/`` containers hold one group per element:
-
-* images and labels are OME-Zarr multiscale images (read by :mod:`ngff.read.open`);
-* points: ``points/<name>/points.parquet/`` (a directory of ``part.N.parquet`` files),
-  attributes ``encoding-type: "ngff:points"``, ``axes``, ``coordinateTransformations``
-  and ``spatialdata_attrs: {version, feature_key?, instance_key?}``;
-* shapes: ``shapes/<name>/shapes.parquet`` (GeoParquet, WKB geometry) with
-  ``encoding-type: "ngff:shapes"`` (format 0.2+), or format 0.1's ragged ``coords`` /
-  ``offset*`` / ``Index`` / ``radius`` arrays;
-* tables: AnnData groups (:mod:`ngff.tables.read`).
-
-An element's ``coordinateTransformations`` map its intrinsic axes (``input``: an object
-with ``name`` and ``axes``) to named coordinate systems (``output``); :func:`to_system`
-turns one into a homogeneous matrix over given axis names.
+A SpatialData store (scverse) is a Zarr group whose attributes hold ``spatialdata_attrs:
+{"version": ...}`` (:func:`is_spatialdata`) and whose :data:`CONTAINERS` (``images/``,
+``labels/``, ``points/``, ``shapes/``, ``tables/``) hold a group per element: images and
+labels are OME-Zarr images, points a directory of parquet parts (``ngff:points``), shapes
+GeoParquet (``ngff:shapes``) or format 0.1's ragged arrays, tables AnnData.
+:func:`list_elements` lists them as :class:`Element` records (kind, name, attributes, format
+version, coordinate systems); :func:`to_system` turns an element's transformation to a
+named system into a matrix over given axis names; :func:`child_names` lists a group
+(consolidated metadata, else a listing).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """Condition tables of HCS plates: each well's treatment (drug, concentration ...).
 
-Fractal keeps a plate's conditions in a plate-level table, ``tables/<name>`` of the plate
-group, of type ``condition_table`` (ngio's ``OmeZarrPlate.add_table(name,
-ConditionTable(df))``, any backend). The table specification gives condition tables no
-columns; what ngio, Fractal and napari-ome-zarr-navigator use to name a row's well is, in
-this order:
-
-* ``row`` and ``column`` (or ``col``): the row's name ("B") and the column's name ("03";
-  a csv reads "03" back as 3, so a column is also matched by its number);
-* ``well``: the well's name ("B03", "B3", "B/03");
-* ``well_path`` (or ``path``): the well's path in the plate ("B/03").
-
-Column names are matched without regard to case, and so are row and column names where
-that is unambiguous (a 1536-well plate has rows "A" and "a"). The other columns are the conditions;
-``path_in_well`` (ngio's concatenated tables) is a key too, never a condition. A well
-with several rows (one per field, say) keeps a column's value when the rows agree and
-the tuple of its distinct values when they do not.
-
-:func:`plate_conditions` reads the table once (metadata of the plate group only: no
-well is read, so a 1536-well plate costs the plate document and one table) and maps its
-rows to the plate's wells: a :class:`PlateConditions`, a mapping well path -> column ->
-value.
+Fractal keeps a plate's conditions in a plate-level ``tables/<name>`` of type
+``condition_table`` (any backend). :func:`plate_conditions` reads it once (the plate
+group's metadata only: no well is read) and maps its rows to the plate's wells, by
+``row`` and ``column``, else ``well``, else ``well_path`` (case-insensitive where that is
+unambiguous): a :class:`PlateConditions`, well path -> column -> value (a tuple where a
+well's rows disagree). :func:`condition_tables` lists a plate's condition tables;
+:func:`format_value` shows one value. The matching rules: ``docs/design/tables.md``.
 """
 
 from __future__ import annotations

@@ -1,51 +1,16 @@
 """Tables next to images: the Fractal / ngio table specification V1 and SpatialData tables.
 
-OME-Zarr has no table specification yet (RFC-8 only makes tables discoverable); what
-high-content screening writes is Fractal's, as ngio 1.1 puts it on disk:
+:func:`list_tables` lists an image's (or plate's) ``tables/`` as :class:`TableInfo` records from
+metadata only; :func:`read_table` reads one into a :class:`TableData` (numpy columns and
+the index, refusing more than *max_bytes*); :func:`spatialdata_tables` lists a SpatialData
+root's. Backends: AnnData read directly with zarr (v2 and v3; no ``anndata`` dependency),
+parquet through ``pyarrow`` when installed (``napari-ozx[tables]``), csv, json; through the
+opener's document reader and store, so directories, ``.ozx`` and remote stores alike. A
+malformed table is a :class:`~napari_ozx.errors.TableError` naming it, never the image's.
+ROIs: :func:`roi_pixel_boxes` (level-0 pixels, as ngio maps them), :func:`roi_pixel_edges`
+(the ROI as drawn) and :func:`roi_world_boxes`. Writing is :mod:`.write`'s.
 
-* an image's ``tables/`` group lists its tables, ``{"tables": [names]}``;
-* each table group says ``type`` (``roi_table``, ``masking_roi_table``, ``feature_table``,
-  ``condition_table``; ngio's documentation says ``table_type``, fractal-tasks-core wrote
-  ``fractal_table_version``: all accepted), ``table_version: "1"``, ``backend``
-  (``anndata_v1``, ``anndata`` an alias, ``parquet``, ``csv``, ``json``; none: AnnData),
-  typed tables ``index_key`` / ``index_type``, masking and feature tables
-  ``region: {"path": "../labels/<name>"}`` and ``instance_key``;
-* AnnData keeps float columns in ``X`` (their names in ``var``'s index) and integers and
-  strings in ``obs``; parquet and csv keep the whole table in ``table.parquet`` /
-  ``table.csv`` in the group (the index an ordinary column); json keeps the columns as the
-  attributes of a ``table`` subgroup. A csv loses zero padding ("05" reads back as 5), as
-  it does for ngio.
-
-SpatialData keeps AnnData tables under the root's ``tables/``; ``region``, ``region_key``
-and ``instance_key`` (the group's attributes, or ``uns/spatialdata_attrs`` before
-spatialdata 0.4) say which labels elements the rows annotate. One table may annotate
-several elements whose instance ids overlap: :meth:`TableData.for_region` keeps one
-element's rows.
-
-The AnnData layout is read directly with zarr (Zarr v2 and v3, directories and ``.ozx``
-alike, through the opener's document reader and store): no ``anndata`` dependency.
-Parquet needs ``pyarrow`` (the ``napari-ozx[tables]`` extra), imported only when a
-parquet table is listed or read; csv is read with the standard library.
-
-Cost: :func:`list_tables` reads metadata (group documents; an AnnData table's ``var``
-names, a parquet file's footer, a csv file's header), never column data;
-:func:`read_table` reads columns, refusing more than *max_bytes*. An image without
-tables costs one missing-key lookup (``tables/zarr.json``, or ``tables/.zattrs`` in
-Zarr v2). A malformed table is a :class:`~napari_ozx.errors.TableError` naming the table
-and the reason (its :attr:`TableInfo.error` when listed), never the image's problem.
-
-ROIs: :func:`roi_pixel_boxes` maps a ROI table to level-0 pixel boxes exactly as ngio does
-(micrometres relative to the array origin divided by the level-0 pixel size, rounded to
-the pixel within 1 %, floor / ceil, clipped to the array; the image's OME translation is
-ignored, ``*_micrometer_original`` columns are stage positions and never a placement, a
-missing ``z`` is the whole z extent); :func:`roi_world_boxes` places those boxes in the
-image's world (pixel * scale + level-0 translation), so a box covers the same pixels as
-the image placed with its translation. :func:`roi_pixel_edges` is the ROI itself (pixel
-edges, neither floored, ceiled nor clipped): what a napari rectangle of it shows.
-
-Writing is :mod:`.write`'s: a ROI table (what napari's Shapes layers save), and
-every table carried by ``convert``. Feature, masking ROI and condition tables are
-read-only in napari-ozx: read and shown here, never written from napari.
+The layouts read and the ROI conventions: ``docs/design/tables.md``.
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """Writing tables: a ROI table in AnnData's Zarr layout, and an image's ``tables/`` carried
 into a write (``convert``).
 
-**A ROI table** (:func:`roi_table_keys`) is written as ngio 1.1 writes a
-``RoiTable`` with its default ``anndata`` backend (Fractal / ngio table specification V1):
-the table group's attributes ``encoding-type: anndata`` (AnnData's) and ``backend``,
-``index_key: FieldIndex``, ``index_type: str``, ``table_version: "1"``,
-``type: roi_table`` (ngio's); ``obs`` a dataframe whose index ``FieldIndex`` holds the ROI
-names; the ROI columns (floats) in ``X``, their names in ``var``'s index; the empty
-``uns``, ``obsm``, ``obsp``, ``varm``, ``varp`` and ``layers`` groups AnnData always
-writes. Every ``encoding-type`` / ``encoding-version`` is the one anndata 0.12 writes
-(``tests/ngff/tables/test_tables_write.py`` compares the documents with ngio's). Written with zarr
-directly, in the image's Zarr format (v2 for OME-Zarr 0.4, v3 for 0.5 / 0.6), with zarr's
-default codecs; no ``anndata`` dependency. AnnData's Zarr v2 ``.zmetadata`` (consolidated
-metadata) is not written: ngio adds its attributes after AnnData consolidates, so that
-document is stale in ngio's own files, and neither reader needs it.
-
-**Carrying tables** (:class:`SourceTables`, :class:`TableCopy`): the ``tables/`` subtree
-of a source image (or plate) goes into the target under the same path. Same Zarr format:
-every key byte for byte, documents and chunks, whatever the backend. Zarr v2 <-> v3: each
-group and array rewritten by zarr in the target format (same values, same attributes,
-AnnData's encoding attributes included; zarr's default codecs; Zarr v2's ``.zmetadata``
-dropped, it is derived), parquet / csv files copied as they are. A table that cannot be
-rewritten faithfully (a data type or object codec the target format or zarr cannot hold)
-is left out, removed from the ``tables`` list, and named with the reason in the write's
-notes (``WriteSummary.notes``), never silently. The documents are planned (and written)
-before any data, as RFC-9 asks of an ``.ozx``; the data is read (and, across formats,
-re-encoded) again when written, so a write holds one table's bytes at a time.
+:func:`roi_table_keys` builds a ROI table as ngio 1.1 writes a ``RoiTable`` with its
+default ``anndata`` backend, with zarr in memory in the image's Zarr format (no
+``anndata`` dependency; ``tests/ngff/tables/test_tables_write.py`` compares it with
+ngio's); :func:`tables_group_keys` the ``tables`` group's document. :class:`SourceTables`
+/ :class:`TableCopy` carry a source's ``tables/`` into a write: documents planned with the
+hierarchy's (RFC-9 order in an ``.ozx``), then chunks and files; byte for byte within a
+Zarr format, rewritten by zarr across formats; a table that cannot be rewritten is left
+out with a note in the ``WriteSummary``. The layout written, key by key:
+``docs/design/tables.md``.
 """
 
 from __future__ import annotations

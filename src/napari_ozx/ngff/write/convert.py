@@ -1,19 +1,14 @@
 """Turn an opened image back into a write spec: the heart of ``napari-ozx convert``.
 
-Directory <-> ``.ozx``, 0.4 -> 0.5 / 0.6, rechunk / reshard / recompress: every level of
-the source stays lazy (dask) and the writer streams it shard by shard. A pyramid is data:
-each stored level is copied with its pixels, its scale and translation (0.6: its
-transformations), its array path, and the multiscale's ``type`` and ``metadata``
-(:class:`~.specs.StoredPyramid`); only re-chunked, re-sharded and re-encoded. Every
-image's ``tables/`` (a plate's own and each field's) goes along
-(:mod:`napari_ozx.ngff.tables.write`: byte for byte within a Zarr format, rewritten across formats).
-Levels are built only when asked: ``pyramid_levels`` beyond the stored count builds the missing ones
-from the coarsest stored level, fewer drops the coarsest, ``rebuild_pyramid`` rebuilds
-them all from level 0. :func:`source_options` reads the layout the source has (chunks,
-shards, codec and level, OME-Zarr version), which ``convert`` keeps unless told
-otherwise; a 0.6 source shown in another system than its intrinsic one keeps that
-placement (0.5 refuses it, naming the transformation, when it is more than a scale and
-a translation).
+:func:`convert` (and :func:`convert_summary`): directory <-> ``.ozx``, 0.4 -> 0.5 / 0.6,
+rechunk / reshard / recompress, every level lazy and streamed shard by shard. A pyramid is
+data: each stored level keeps its pixels, scale and translation (0.6: transformations),
+array path and the multiscale's ``type`` / ``metadata`` (:func:`stored_pyramid`), only
+re-encoded; levels are built only when asked (``pyramid_levels``, ``rebuild_pyramid``).
+Every image's ``tables/`` goes along (:mod:`napari_ozx.ngff.tables.write`).
+:func:`image_spec`, :func:`plate_spec` and :func:`scene_spec` make the specs;
+:func:`source_options` reads the source's layout (chunks, shards, codec, version), kept
+unless told otherwise. A 0.6 source shown in another system keeps that placement.
 """
 
 from __future__ import annotations

@@ -1,31 +1,17 @@
 """Write OME-Zarr 0.6 or 0.5 (``.ozx`` or directory) or 0.4 (directory) with a pyramid.
 
-An image or label image whose place is more than a scale and a translation of its pixels
-(a napari layer rotated, sheared or with an affine: ``to_world``) is written as 0.6: its
-intrinsic system (level 0 scaled to physical units) and a multiscale-level transformation
-from it to the system it is shown in, listed first (the simplest equivalent,
-:func:`~napari_ozx.ngff.model.transforms.simplest`). Asked for 0.4 / 0.5, such a save is refused
-naming the layer and the transformation, never written without it. ``version="auto"`` writes 0.5
-unless the data needs 0.6.
+:func:`write_ome_zarr` writes an ``ImageSpec``, a ``SceneSpec`` or a ``PlateWriteSpec``
+(:func:`write_with` is the same frame with a pluggable data writer): every group and array
+document first (so an ``.ozx`` starts with them), then level 0 shard by shard from the
+source (each shard encoded and stored once), then each lower level copied from the
+source's stored pyramid or computed from the level above as written; all under a temporary
+name renamed onto the target when complete. An image placed by more than scale and
+translation (``to_world``) is written as 0.6 (its transformation the simplest equivalent,
+:func:`~napari_ozx.ngff.model.transforms.simplest`), refused for 0.4 / 0.5;
+``version="auto"`` writes 0.5 unless the data needs 0.6. :func:`summarize_write` says what
+was stored; :func:`prepare_labels` plans a labels image for ``layers.add_labels``.
 
-How it streams:
-
-1. The whole hierarchy's metadata is created first (groups, arrays, ``multiscales``,
-   ``omero``, ``labels``, ``image-label``), so an ``.ozx`` gets every ``zarr.json`` as
-   its first entries (RFC-9) and zarr never rewrites one.
-2. Level 0 is written shard by shard from the source (numpy or dask: only the region of
-   one shard is computed at a time). Each shard is encoded by zarr (sharding + codec)
-   and stored exactly once: work is split on shard boundaries, so no shard is ever
-   written partially and read back.
-3. Level *n* is copied from the source's own level *n* when the spec carries the
-   pyramid it has as stored (:class:`StoredPyramid`: ``convert`` and a save of an opened
-   layer; its pixels, per-level scale and translation, ``type``, ``metadata`` and level
-   paths are kept, re-chunked and re-encoded only). Otherwise, and for levels beyond the
-   stored ones or with ``rebuild_pyramid``, it is computed from level *n-1* **as
-   written** (read back through the same store), 2x in y and x, so the source is read
-   once and memory stays at a few shards per worker.
-4. Everything goes to a temporary name beside the target, renamed onto it only when
-   complete: a failed or cancelled save leaves the previous file untouched.
+How it streams, step by step: ``docs/design/saving.md``.
 """
 
 from __future__ import annotations
