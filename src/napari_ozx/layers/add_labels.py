@@ -1,35 +1,17 @@
 """Save a *new* labels layer into the OME-Zarr image it was drawn over, under ``labels/``.
 
-napari's "New labels" over an opened image (or any integer layer with the image's
-level-0 shape) becomes ``<image>/labels/<name>``: a label image with the image's pyramid
-(same level shapes and coordinate transformations, so it overlays every level), storage
-chunks and shards like the image's, ``image-label`` with the layer's colours and
-``source.image: "../../"``, the file's OME version and Zarr format; its name is appended
-to the ``labels`` group's list (the group is created when absent).
+:func:`add_labels_to_image` writes napari's "New labels" (or any integer layer of the
+image's level-0 shape) as ``<image>/labels/<name>``: the image's pyramid, chunks and
+shards, ``image-label`` with the layer's colours, the file's OME version and Zarr format,
+its name appended to the ``labels`` group. A directory gets the new arrays renamed into
+place and the group document replaced atomically (nothing else rewritten); an ``.ozx`` is
+rebuilt beside itself copying every member (:func:`rebuild_archive`) and its readers
+re-pointed. The layer then reads the saved labels copy-on-write and saves later edits with
+:func:`~napari_ozx.layers.saveback.save_labels_back`. Refused with one
+:class:`~napari_ozx.layers.saveback.SaveBackError`, nothing written: an existing name, a
+wrong shape, a non-integer layer, a read-only target, a remote source.
 
-What is written, and what is not:
-
-* **directory** — nothing existing is rewritten except the ``labels`` group document:
-  the new arrays are written under a hidden temporary name inside ``labels/`` and
-  renamed into place; the group document is then replaced atomically (a temporary file
-  beside it, ``os.replace``). A failure removes what was written.
-* **.ozx** — a new archive beside the old one: every existing member is copied byte for
-  byte (``OzxWriter.add_copy_from``, as a label save-back does), the ``labels`` group
-  document replaced, the new label members added, all metadata first in RFC-9's
-  breadth-first order (the writer sorts it); the archive comment is kept and the new
-  file renamed onto the old one. Layers reading the old archive are re-pointed at the
-  new one (their members are the same bytes), so a later save-back of another label
-  image of that file is not refused as "changed since opened".
-
-Afterwards the layer reads the saved label image copy-on-write (an
-:class:`~napari_ozx.layers.editable.EditableLabels`) and carries its
-:class:`~napari_ozx.layers.provenance.LayerSource`, so later edits are saved with
-:func:`~napari_ozx.layers.saveback.save_labels_back`.
-
-Refused with one :class:`~napari_ozx.layers.saveback.SaveBackError` (reason first, the
-file named, nothing written): a name that already exists (save-back is the way to change
-it), a shape that is not the image's level 0 without its channel axis, a non-integer
-layer, a read-only target, a remote source.
+How each commit stays atomic: ``docs/design/saving.md``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,16 @@
 """Editable labels without loading the volume: a copy-on-write level 0.
 
-napari makes a multiscale Labels layer read-only (the paint tools are greyed out with no
-explanation), and painting into a dask array is not possible at all. An
-:class:`EditableLabels` array stands in for level 0: reads go to the lazy source, a
-write copies only the touched *storage chunks* into memory (the dirty map) and changes
-them there. Memory therefore grows by one chunk per chunk touched (a 256x256 uint32
-chunk is 256 KiB), never by the volume; :mod:`napari_ozx.layers.saveback` writes just
-those chunks (and the pyramid regions below them) back to the file.
-
-napari indexes a Labels layer two ways and both are supported: basic indexing (ints and
-slices: slicing for display) and a tuple of integer coordinate arrays (``data_setitem``,
-painting and fill, and its undo history).
-
-The layer is single-scale (level 0 only): napari then reads the displayed plane at full
-resolution, which is cheap for planes up to a few thousand pixels a side.
-:func:`make_labels_editable` swaps a multiscale labels layer for such a layer on demand;
-:func:`read_only_reason` is the text a read-only one shows.
+napari makes a multiscale Labels layer read-only, and a dask array cannot be painted. An
+:class:`EditableLabels` stands in for level 0: reads go to the lazy source, a write copies
+only the touched storage chunks into memory (the dirty map), so memory grows by a chunk
+per chunk touched, never by the volume; :mod:`napari_ozx.layers.saveback` writes just those
+back. Both ways napari indexes labels work: basic indexing (display slicing) and a tuple
+of coordinate arrays (painting, fill, undo). The layer is single-scale (napari reads the
+shown plane at full resolution, cheap up to a few thousand pixels a side).
+:func:`make_labels_editable` swaps a multiscale labels layer for one on demand;
+:func:`read_only_reason` is what a read-only one says; :func:`fingerprint` records what
+was opened, so a save refuses a file changed since; :func:`repoint_archive` follows an
+``.ozx`` that napari-ozx rebuilt.
 """
 
 from __future__ import annotations

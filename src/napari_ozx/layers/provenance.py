@@ -1,19 +1,13 @@
 """Where a napari layer came from: :class:`LayerSource`, stored in ``layer.metadata``.
 
 Every layer napari-ozx creates carries one record under :data:`METADATA_KEY`: the source
-(path or URL), the node inside the hierarchy, what kind of layer it is and, for plates,
-which plate / well / field. The plate navigator finds plates from it, the inspector
-follows the active layer with it. It is a plain JSON-able ``dict`` in the metadata (napari
-copies metadata, sessions may serialise it) and is read back tolerantly:
-:meth:`LayerSource.from_metadata` returns ``None`` for metadata written by someone else,
-by an older version, or damaged — never raises.
-
-A layer made from a table (a ROI table's Shapes layer, :mod:`napari_ozx.layers.tables`)
-carries a :class:`TableOrigin` under :data:`TABLE_KEY` instead: the file, the image the
-table belongs to and the table, so the inspector shows that table when the layer is
-selected.
-
-No napari import: this works on anything with a ``metadata`` mapping.
+(path or URL), the node inside the hierarchy, the layer's kind and, for plates, which
+plate / well / field; the plate navigator finds plates and the inspector follows the
+active layer by it. It is a plain JSON-able ``dict`` read back tolerantly
+(:meth:`LayerSource.from_metadata` returns ``None`` for someone else's, an older or a
+damaged record, never raises). A layer made from a table carries a :class:`TableOrigin`
+under :data:`TABLE_KEY` instead (the file, the image, the table), so the inspector shows
+that table. No napari import: it works on anything with a ``metadata`` mapping.
 """
 
 from __future__ import annotations

@@ -1,37 +1,17 @@
 """Tables -> napari: ROI tables as Shapes layers, feature tables as labels ``features``.
 
-What the reader does with an image's tables (:mod:`napari_ozx.ngff.tables.read` lists and
-reads them):
+What the reader does with an image's tables (listed and read by
+:mod:`napari_ozx.ngff.tables.read`): each is listed in the image layer's metadata
+(:data:`TABLES_KEY`); a small one is read when the image opens, a larger one when asked
+for (:func:`napari_ozx.layers.reading.table_layer_data`). A ROI or masking ROI table becomes
+a 2D (y, x) Shapes layer (:func:`roi_shapes_layer_data`: one rectangle per ROI as the
+table has it, hidden above :data:`MANY_ROIS`); a feature table the ``features`` of the
+labels layer its ``region`` names; a plate's condition table the ``features`` of its wells
+layer (:func:`well_condition_points`). :func:`zoom_to_roi` and :func:`color_labels_by` act
+on a viewer. A table that cannot be read is one report; the rest still opens.
 
-* every table is listed in the image layer's metadata (:data:`TABLES_KEY`: name, type,
-  backend, rows, columns, region, and whether it was read);
-* a small table (at most :data:`~napari_ozx.ngff.tables.read.OPEN_MAX_ROWS` rows and
-  :data:`~napari_ozx.ngff.tables.read.OPEN_MAX_BYTES`) is read when the image opens; a larger
-  one is listed only and read when asked for
-  (:func:`napari_ozx.layers.reading.table_layer_data`);
-* a ROI or masking ROI table becomes a Shapes layer named after the table: one
-  rectangle per ROI, as the table has it (not snapped to pixels), edges coloured, faces
-  transparent, hidden when there are more than :data:`MANY_ROIS`; its ``features`` are
-  the ROI names (``name``; a masking ROI table's ``label`` values too) and the table's
-  columns;
-* a feature table becomes the ``features`` of the Labels layer its ``region`` names, with
-  napari's ``index`` column holding the label values, so hovering an object shows its
-  measurements (a SpatialData table gives each labels element only its own rows);
-* a table that cannot be read is one report naming the table and the reason; the image
-  and its other tables still open.
-
-**Rectangles in 3D.** napari draws a Shapes rectangle on the one plane its vertices lie
-in (napari 0.9 shows a shape only where the minimum *and* maximum of its coordinates
-along every non-displayed axis match the slider), so a box of several z planes cannot be
-one nD rectangle. The ROI layer is therefore 2D (y, x), with the image's y / x scale and
-translation: napari aligns a layer's axes with the viewer's last ones and shows a
-lower-dimensional layer at every position of the others, so each ROI's outline stays on
-screen while stepping z (and t). A ROI's z extent is in its ``features``
-(``z_micrometer`` ...) and its middle plane in the layer metadata, where
-:func:`zoom_to_roi` takes the slider. One rectangle per z plane was not chosen: a 3D masking
-table of 1,000 objects over 50 planes would be 50,000 shapes.
-
-Qt-free, and napari is not imported: the layer data are plain tuples.
+Qt-free, napari not imported (plain tuples). Why ROI layers are 2D:
+``docs/design/tables.md``.
 """
 
 from __future__ import annotations

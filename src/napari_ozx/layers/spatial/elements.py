@@ -1,23 +1,14 @@
 """A SpatialData store's points and shapes as napari layer data, and its tables on them.
 
-* points -> a Points layer of every point (no subsampling) in napari's axis order
-  (``z``, ``y``, ``x``), placed by the element's transformation to the coordinate system
-  the store's images are shown in (napari's ``affine``); the parquet columns other than
-  the coordinates are its ``features``, and the ``feature_key`` column (the gene)
-  colours the points, one colour per category (computed once from the categories'
-  codes: napari's own per-point colour cycle takes seconds for millions of points);
-* circles -> a Points layer whose sizes are the diameters (in the element's units,
-  scaled by the layer's transform like its positions);
-* polygons -> a Shapes layer: every ring of every part of every geometry
-  (MultiPolygons keep all their parts; holes as outlines, ``hole`` True in the
-  features). napari's Shapes layer builds each shape in Python (milliseconds each), so
-  above :data:`SHAPES_LAYER_MAX` rings the same rings become one Surface layer, star-
-  shaped rings filled, the others outlined (every vertex and edge kept, :mod:`.polygons`),
-  said once in a message;
-* tables (``region`` / ``region_key`` / ``instance_key``): each shapes and points
-  element gets the rows that annotate it, matched by instance id (:mod:`.tables`).
-
-An element that cannot be shown is reported once, naming it; nothing vanishes silently.
+Points -> a Points layer of every point in napari's axis order, placed by the element's
+transformation to the images' coordinate system (``affine``), the other columns as
+``features``, coloured by ``feature_key`` (:func:`points_layer_data`); circles -> a Points
+layer sized by diameter (:func:`circles_layer_data`); polygons -> a Shapes layer of every
+ring (holes as outlines), or above :data:`SHAPES_LAYER_MAX` rings one Surface layer of
+them (:mod:`.polygons`), said once (:func:`polygons_layer_data`); tables -> each element's
+rows as its ``features`` (:mod:`.tables`). :func:`spatialdata_layers` does a whole store.
+An element that cannot be shown is reported once, by name. Design notes:
+``docs/design/spatialdata-layers.md``.
 """
 
 from __future__ import annotations

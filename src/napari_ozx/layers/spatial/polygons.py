@@ -1,23 +1,13 @@
 """Many polygon rings as one napari Surface mesh, one triangle per edge (numpy only).
 
-napari's Shapes layer builds each shape in Python (milliseconds each) and its Vectors
-layer keeps several copies of every edge (its extent, slice, thumbnail and vispy mesh
-are each recomputed from them: seconds for a million edges). Here every ring's every
-edge becomes one triangle, in one Surface layer whose vispy mesh is a single draw:
-
-* a *filled* ring (:func:`ring_mesh`: star-shaped, not a hole nor the outer ring of a
-  polygon with holes): ``(p[i], p[i + 1], c)`` with ``c`` a point of the ring's kernel
-  (its vertex mean or centroid, checked), so the fan tiles the polygon exactly; value 1
-  at the ring's vertices and 0 at ``c``: the colormap draws a bright edge fading to a
-  transparent centre;
-* an *outline* (every other ring): a thin triangle
-  ``(p[i], p[i + 1], q[i])`` whose long side is the edge itself and whose third corner
-  ``q[i]`` is ``p[i]`` moved a little towards its ring's centre: the mesh's outer
-  boundary is exactly the ring, drawn with a visible width.
-
-The mesh's vertices are every ring vertex (``vertices[:n]``, in the rings' order)
-followed by the filled rings' centres, then the outlines' inner corners;
-``faces[i]`` is the edge leaving ring vertex ``i``.
+:func:`ring_mesh` turns rings (every vertex and edge kept) into one mesh, a single vispy
+draw: a star-shaped ring that is not a hole (nor a holed polygon's outer ring) is filled
+by an exact fan from a point of its kernel, bright at the edge and transparent at the
+centre; every other ring is an outline of thin triangles whose long sides are its edges
+(:func:`outline_width`). The vertices are the ring vertices in order, then the fans'
+centres, then the outlines' inner corners; ``faces[i]`` is the edge leaving ring vertex
+``i`` (:func:`next_vertex`). Why not napari's Shapes or Vectors layers:
+``docs/design/spatialdata-layers.md``.
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """A SpatialData store's tables on its shapes and points elements, as their ``features``.
 
-A table written by spatialdata (``region``, ``region_key``, ``instance_key``) annotates
-one or more elements: each row names its element (the ``region_key`` column) and its
-instance (the ``instance_key`` column). Each shapes and points element it annotates gets
-the table's columns as extra ``features``, matched by instance id:
-
-* shapes: the GeoDataFrame's index (the layer's ``instance_id`` feature; per ring in the
-  edges representation, whose features are in the layer's metadata);
-* points: the element's own ``instance_key`` column (``spatialdata_attrs``, e.g.
-  ``cell_id``): every point of an instance gets that instance's row.
-
-The match is vectorised (pandas ``Index.get_indexer``; a categorical id column is
-matched through its categories, then its codes), so millions of points cost no Python
-loop. Elements and tables are matched by the rows' ``region_key`` value, so one table
-annotating several elements whose ids overlap gives each its own rows. A point or shape
-with no row gets NaN (numbers) or a missing category (text); a column whose name the
-element already has is named ``<table>.<column>``. As for labels, tables of more than
-:data:`~napari_ozx.ngff.tables.read.OPEN_MAX_ROWS` rows are listed, not read, when the
-store opens (``TableInfo.small``): the rows are per instance, the points side is what
-grows, and that is joined without a loop.
+:func:`element_table_features` gives each shapes and points element the rows of the
+tables that annotate it (``region_key`` value), matched by instance id: the shapes' index,
+the points' ``instance_key`` column (every point of an instance gets its row).
+:func:`join_rows` does the match vectorised (``Index.get_indexer``; categorical ids
+through their categories), so millions of points cost no Python loop. No row: NaN or a
+missing category; a clashing column is named ``<table>.<column>``; tables above
+:data:`~napari_ozx.ngff.tables.read.OPEN_MAX_ROWS` rows are listed, not read. Design
+notes: ``docs/design/spatialdata-layers.md``.
 """
 
 from __future__ import annotations
