@@ -1,5 +1,7 @@
 """The manual works as written: every ```bash and ```python block of ``README.md`` and
-``docs/*.md`` runs, and every relative link in them leads somewhere.
+``docs/*.md`` runs, and every relative link in them (and in ``architecture.md`` and the
+design notes, ``docs/design/``) leads somewhere. The source's own docs can be trusted too:
+module docstrings fit a screen, and every name, test file and page they cite exists.
 
 Each page's blocks run in order (a later block may use what an earlier one wrote) in a
 directory of its own holding a copy of the bundled sample as ``cells.ozx`` and the other
@@ -14,6 +16,7 @@ does any of it.
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
 import io
 import json
@@ -35,6 +38,8 @@ ROOT = ROOT
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: the napari hub's description of the plugin (napari-hub.org shows it instead of the README)
 HUB = ROOT / ".napari-hub" / "DESCRIPTION.md"
+#: why things are built the way they are, linked from architecture.md
+DESIGN = sorted((ROOT / "docs" / "design").glob("*.md"))
 RUNNABLE = ("bash", "python")
 #: fences a page may use: runnable ones, and ``text`` for what must not run here
 LANGUAGES = {*RUNNABLE, "text", "json"}
@@ -141,7 +146,7 @@ def test_every_relative_link_resolves():
     """Every relative link or image of the README and docs/ names a file of the repository
     (and, for a page, a heading of it)."""
     broken = []
-    for page in (*PAGES, HUB):
+    for page in (*PAGES, HUB, ROOT / "architecture.md", *DESIGN):
         for target in _relative_links(page):
             path, _, anchor = target.partition("#")
             dest = (page.parent / path).resolve() if path else page
@@ -297,6 +302,7 @@ MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 _ROLE = re.compile(r":(?:mod|func|class|meth|attr|data|obj|exc|const):`[~!]?([^`<]+?)(?:\(\))?`")
 _DOTTED = re.compile(r"(?<![\w.])napari_ozx(?:\.\w+)+")
 _TESTS_PATH = re.compile(r"(?<![\w/.])tests/(?:[\w./-]*[\w/])?")
+_DOCS_PATH = re.compile(r"(?<![\w/.])docs/[\w./-]*\.md")
 
 
 def _defined(body: list[ast.stmt]) -> dict[str, ast.AST | None]:
@@ -392,7 +398,7 @@ def _unresolved_citations(path: Path, module: str) -> list[str]:
         ]
         bad += [
             f"{where}: {m.group(0)}"
-            for m in _TESTS_PATH.finditer(text)
+            for m in (*_TESTS_PATH.finditer(text), *_DOCS_PATH.finditer(text))
             if not (ROOT / m.group(0)).exists()
         ]
     return bad
@@ -456,3 +462,41 @@ def test_architecture_names_what_exists_where_it_says():
         bad += [f"{n}: {m}" for m in _DOTTED.findall(line) if not _resolves(m)]
         bad += [f"{n}: {m}" for m in _TESTS_PATH.findall(line) if not (ROOT / m).exists()]
     assert not bad, "\n".join(bad)
+
+
+#: a module docstring says what the module does; why is in docs/design/
+MODULE_DOCSTRING_MAX_LINES = 15
+
+
+def test_module_docstrings_fit_a_screen():
+    """No module docstring is longer than :data:`MODULE_DOCSTRING_MAX_LINES` lines: design
+    arguments live in ``docs/design/``, linked from architecture.md."""
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in MODULES.values()
+        if (doc := ast.get_docstring(ast.parse(path.read_text()), clean=False))
+        and (n := len(doc.splitlines())) > MODULE_DOCSTRING_MAX_LINES
+    }
+    assert not long, long
+
+
+def test_module_docstrings_name_what_the_module_defines():
+    """A plain name a module docstring cites (``:func:`read_table```) is defined, or
+    imported, by that module (or is a builtin): a rename cannot leave it behind."""
+    bad = []
+    for module, path in sorted(MODULES.items()):
+        doc = ast.get_docstring(ast.parse(path.read_text()), clean=False) or ""
+        for m in _ROLE.finditer(doc):
+            name = m.group(1).strip()
+            known = name in _module_names(module) or hasattr(builtins, name)
+            if "." not in name and not known:
+                bad.append(f"{path.relative_to(ROOT)}: {m.group(0)}")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_design_note_is_linked_from_the_architecture():
+    """architecture.md's "Design notes" list links every page of docs/design/."""
+    links = {t.partition("#")[0] for t in _relative_links(ARCHITECTURE)}
+    assert DESIGN, "docs/design/ has no page"
+    missing = [p.name for p in DESIGN if f"docs/design/{p.name}" not in links]
+    assert not missing, missing
