@@ -500,3 +500,60 @@ def test_every_design_note_is_linked_from_the_architecture():
     assert DESIGN, "docs/design/ has no page"
     missing = [p.name for p in DESIGN if f"docs/design/{p.name}" not in links]
     assert not missing, missing
+
+
+# ------------------------------------------------------------ the public API's docstrings
+
+
+def _section(doc: str, title: str) -> str | None:
+    """The body of numpy-style section *title* of *doc* (``Title`` over dashes)."""
+    m = re.search(rf"^{title}\n-+\n(.*?)(?=^\w[\w ]*\n-+\n|\Z)", doc, re.S | re.M)
+    return m.group(1) if m else None
+
+
+def _documented_parameters(doc: str) -> set[str]:
+    """The names a Parameters section describes (``name : type``, ``a, b : type``)."""
+    body = _section(doc, "Parameters") or ""
+    names: set[str] = set()
+    for line in body.splitlines():
+        if line and not line[0].isspace():
+            names.update(n.strip().lstrip("*") for n in line.partition(":")[0].split(","))
+    return names
+
+
+def _public_callables() -> list[tuple[str, object]]:
+    import napari_ozx
+
+    return [(n, getattr(napari_ozx, n)) for n in napari_ozx.__all__ if n != "__version__"]
+
+
+def test_public_callables_document_their_parameters():
+    """Every public function and class with parameters says what it takes (a numpy-style
+    Parameters section naming each one) and, for a function, what it returns."""
+    import inspect
+
+    bad = []
+    for name, obj in _public_callables():
+        try:
+            signature = inspect.signature(obj)  # type: ignore[arg-type]
+        except (TypeError, ValueError):  # an exception class with Exception's own __init__
+            continue
+        doc = inspect.getdoc(obj) or ""
+        params = [p for p in signature.parameters if p != "self"]
+        missing = [p for p in params if p not in _documented_parameters(doc)]
+        if missing:
+            bad.append(f"{name}: Parameters lacks {missing}")
+        returns = signature.return_annotation not in ("None", None, inspect.Signature.empty)
+        if inspect.isfunction(obj) and returns and _section(doc, "Returns") is None:
+            bad.append(f"{name}: no Returns section")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_parameters_check_reads_numpy_sections():
+    doc = (
+        "Do it.\n\nParameters\n----------\na, b : int\n    Two.\n**kw\n    More.\n\n"
+        "Returns\n-------\nint\n    One.\n"
+    )
+    assert _documented_parameters(doc) == {"a", "b", "kw"}
+    assert _section(doc, "Returns") == "int\n    One.\n"
+    assert _documented_parameters("Do it. a: the a.") == set()

@@ -67,11 +67,28 @@ def add_labels_to_image(
     image: Layer | LayerSource | str | os.PathLike[str],
     name: str | None = None,
 ) -> Path:
-    """Write *labels_layer* into the file of *image* as ``labels/<name>`` (module doc).
+    """Write *labels_layer* into the file of *image* as ``labels/<name>`` (see the module).
 
-    *image* is the image layer (opened from the file), its :class:`LayerSource`, or the
-    file's path. *name* defaults to the layer's name (made safe for a path). Returns
-    the file written; the layer then reads it and saves back into it.
+    Parameters
+    ----------
+    labels_layer : napari.layers.Layer
+        An integer layer (napari's "New labels") with the image's level-0 shape, without
+        its channel axis.
+    image : napari.layers.Layer, LayerSource, str or os.PathLike
+        The image layer opened from the file, its :class:`LayerSource`, or the file's path.
+    name : str, optional
+        The new label image's name (default: the layer's name, made safe for a path).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written; the layer then reads it and saves back into it.
+
+    Raises
+    ------
+    SaveBackError
+        Refused, nothing written: the name exists, a wrong shape, a non-integer layer, a
+        read-only target or a remote source.
     """
     lname = getattr(labels_layer, "name", None) or "labels"
     src, target = local_image_target(

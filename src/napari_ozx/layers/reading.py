@@ -196,10 +196,33 @@ def _spatialdata_tables(root: OmeZarr, labels: dict[str, list[LayerData]], repor
 def table_layer_data(
     path: str, table: str, image: str = "", report: Report | None = None
 ) -> LayerData:
-    """A ROI (or masking ROI) table of the image at *image* in *path* as Shapes layer
-    data, whatever its size (the reader reads only small tables when an image opens).
-    For a feature table use :func:`napari_ozx.read_table` and
-    :func:`napari_ozx.layers.tables.labels_features` on its labels layer."""
+    """A ROI (or masking ROI) table as napari Shapes layer data, whatever its size.
+
+    The reader reads only small tables when an image opens; this reads any. For a feature
+    table use :func:`napari_ozx.read_table` and
+    :func:`napari_ozx.layers.tables.labels_features` on its labels layer.
+
+    Parameters
+    ----------
+    path : str
+        The OME-Zarr directory, ``.ozx`` file or URL.
+    table : str
+        The table's name.
+    image : str, default ""
+        The image's group in the hierarchy; "" is the root.
+    report : callable, optional
+        Called as ``report(message, error)`` for what cannot be shown.
+
+    Returns
+    -------
+    tuple
+        napari layer data ``(data, attributes, "shapes")``, placed as the image is.
+
+    Raises
+    ------
+    TableError
+        The table cannot be read, or is not a ROI table.
+    """
     from napari_ozx.errors import TableError
     from napari_ozx.layers.tables import roi_shapes_layer_data
     from napari_ozx.ngff.read.open import open_ome_zarr

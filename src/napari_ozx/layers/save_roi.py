@@ -75,12 +75,34 @@ def save_roi_table(
     *,
     overwrite: bool = False,
 ) -> Path:
-    """Write the rectangles of *shapes_layer* as a ROI table ``name`` (default: the
-    layer's name, made safe for a path) into the ``tables/`` of the image *image_layer*
-    was opened from (module doc). *image_layer* is the napari image layer opened by
-    napari-ozx (its :class:`LayerSource` names the file and image; its transform places
-    the rectangles). An existing table of that name is refused unless *overwrite*.
-    Returns the file written."""
+    """Write the rectangles of *shapes_layer* as a ROI table of the image *image_layer* shows.
+
+    The table goes into the ``tables/`` of the image *image_layer* was opened from, as ngio
+    writes a ROI table (see the module).
+
+    Parameters
+    ----------
+    shapes_layer : napari.layers.Shapes
+        Axis-aligned rectangles, drawn over the image.
+    image_layer : napari.layers.Image
+        The image layer opened by napari-ozx: its :class:`LayerSource` names the file and
+        image, its transform places the rectangles.
+    name : str, optional
+        The table's name (default: the layer's name, made safe for a path).
+    overwrite : bool, default False
+        Replace an existing table of that name (refused otherwise).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    SaveBackError
+        Refused, nothing written: not a Shapes layer, an empty layer, a shape that is not
+        an axis-aligned rectangle, an image not opened from a local file, an existing name.
+    """
     sname = _layer_name(shapes_layer)
     if not (hasattr(shapes_layer, "shape_type") and hasattr(shapes_layer, "data")):
         raise SaveBackError(

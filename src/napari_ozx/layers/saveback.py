@@ -152,10 +152,24 @@ def _staging_store(base: Store) -> Any:
 
 
 def save_labels_back(layer: Layer) -> Path:
-    """Write *layer*'s edits into the OME-Zarr it was opened from (see module doc).
+    """Write *layer*'s edits into the OME-Zarr it was opened from (see the module).
 
-    *layer* is a napari Labels layer (or anything with ``data`` and ``metadata``) whose
-    data is an :class:`EditableLabels`. Returns the file written.
+    Parameters
+    ----------
+    layer : napari.layers.Labels
+        A labels layer (or anything with ``data`` and ``metadata``) whose data is an
+        :class:`EditableLabels`.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    SaveBackError
+        Refused, nothing written: a read-only target, a source changed since it was
+        opened, labels that are not integers, a shape or data type unlike level 0.
     """
     data = layer.data
     meta = getattr(layer, "metadata", {}) or {}

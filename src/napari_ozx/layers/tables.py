@@ -426,9 +426,27 @@ def spatialdata_features(
 
 
 def zoom_to_roi(viewer: Viewer, layer: Shapes, row: int | str, margin: float = 0.1) -> None:
-    """Centre *viewer* on ROI *row* (its position, or its name) of a ROI Shapes layer
-    made by napari-ozx, zoom so it fills the canvas but for *margin*, select it, and move
-    the z slider to the box's middle plane."""
+    """Centre *viewer* on one ROI of a ROI Shapes layer made by napari-ozx, and select it.
+
+    The camera zooms so the ROI fills the canvas but for *margin*, and the z slider moves to
+    the ROI's middle plane.
+
+    Parameters
+    ----------
+    viewer : napari.Viewer
+        The viewer showing *layer*.
+    layer : napari.layers.Shapes
+        A ROI layer made by napari-ozx (:func:`napari_ozx.table_layer_data` or the reader).
+    row : int or str
+        The ROI's position in the layer, or its name.
+    margin : float, default 0.1
+        The fraction of the canvas left around the ROI.
+
+    Raises
+    ------
+    OzxError
+        The layer has no such ROI.
+    """
     names = (
         [str(v) for v in np.asarray(layer.features["name"])]
         if "name" in getattr(layer, "features", {})
@@ -467,12 +485,35 @@ def zoom_to_roi(viewer: Viewer, layer: Shapes, row: int | str, margin: float = 0
 def color_labels_by(
     layer: Labels, column: str, colormap: str = "viridis", limits: tuple[float, float] | None = None
 ) -> dict[int, tuple[float, float, float, float]]:
-    """Colour a Labels layer's objects by one column of its ``features`` (a feature
-    table's measurement): each label value gets *colormap*'s colour of its value, scaled
-    between *limits* (default: the column's finite range); a categorical (text) column
-    gets one colour per category. Objects without a value (not in the table, or NaN) are
-    grey; the background (0) stays transparent. Returns the colours set (label value ->
-    RGBA), the layer's ``colormap`` becomes the matching ``DirectLabelColormap``."""
+    """Colour a Labels layer's objects by one column of its ``features``.
+
+    Each label value gets *colormap*'s colour of its value, scaled between *limits*; a
+    categorical (text) column gets one colour per category. Objects without a value (not in
+    the table, or NaN) are grey; the background (0) stays transparent. The layer's
+    ``colormap`` becomes the matching ``DirectLabelColormap``.
+
+    Parameters
+    ----------
+    layer : napari.layers.Labels
+        A labels layer whose ``features`` hold a feature table's measurements (and napari's
+        ``index`` column of label values).
+    column : str
+        The feature to colour by.
+    colormap : str, default "viridis"
+        A napari colormap name.
+    limits : tuple of float, optional
+        The values mapped to the colormap's ends (default: the column's finite range).
+
+    Returns
+    -------
+    dict
+        The colours set: label value -> RGBA.
+
+    Raises
+    ------
+    OzxError
+        The layer has no such feature.
+    """
     from napari.utils.colormaps import DirectLabelColormap, ensure_colormap
 
     features = getattr(layer, "features", None)

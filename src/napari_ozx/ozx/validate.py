@@ -155,8 +155,21 @@ RULES: dict[str, tuple[Severity, str]] = {
 
 @dataclass
 class ValidationReport:
-    """The findings of a validation (:func:`validate_rfc9`, or
-    :func:`napari_ozx.validate`: the OME-Zarr rules and the container)."""
+    """The findings of a validation (:func:`validate_rfc9`, or :func:`napari_ozx.validate`:
+    the OME-Zarr rules and the container); :attr:`ok` when nothing fails.
+
+    Parameters
+    ----------
+    findings : list of Finding, optional
+        Every finding, in the order found.
+    source : str, optional
+        What was validated.
+    deep : bool, default False
+        Whether every member's CRC-32 was checked.
+    strict_codes : frozenset of str, optional
+        Warnings with these codes fail :attr:`ok` too (``strict``: the SHOULDs the strict
+        schemas require, :data:`napari_ozx.ngff.validate.rules.STRICT_CODES`).
+    """
 
     findings: list[Finding] = field(default_factory=list)
     source: str | None = None
@@ -301,14 +314,27 @@ def _head_bytes(reader: RangeReader, entry: ZipEntry, local: LocalExtent, n: int
 def validate_rfc9(
     source: str | os.PathLike[str] | OzxStore | BinaryFile, *, deep: bool = False
 ) -> ValidationReport:
-    """Check an ``.ozx`` archive against RFC-9 (the container only; the OME-Zarr rules
-    too: :func:`napari_ozx.validate`).
+    """Check an ``.ozx`` archive against RFC-9 (the container only).
 
-    ``source`` is a path, an :class:`~napari_ozx.ozx.store.OzxStore` or a binary file-like
-    object. ``deep=True`` also verifies the CRC-32 of every member (reads the whole file);
-    otherwise only the zarr.json documents are read in full.
+    The OME-Zarr rules too: :func:`napari_ozx.validate`.
 
-    Raises :class:`ZipFormatError` if the archive cannot be parsed at all.
+    Parameters
+    ----------
+    source : str, os.PathLike, OzxStore or binary file object
+        The archive.
+    deep : bool, default False
+        Also verify every member's CRC-32 (reads the whole file); otherwise only the
+        ``zarr.json`` documents are read in full.
+
+    Returns
+    -------
+    ValidationReport
+        Every finding, each quoting its RFC-9 rule.
+
+    Raises
+    ------
+    ZipFormatError
+        The archive cannot be parsed at all.
     """
     reader, index, label, path, owned = _open(source)
     try:

@@ -470,7 +470,26 @@ class GroupNode:
 
 @dataclass
 class Image:
-    """A multiscale image (or label image): metadata plus one lazy array per level."""
+    """A multiscale image (or label image): metadata plus one lazy array per level.
+
+    Made by :meth:`OmeZarr.images` / :meth:`OmeZarr.image`; :attr:`levels` are the arrays
+    napari shows, :attr:`labels` its label images.
+
+    Parameters
+    ----------
+    root : OmeZarr
+        The hierarchy it belongs to.
+    group : GroupNode
+        Its group (path, attributes, parsed metadata).
+    multiscale : Multiscale
+        Its parsed multiscale metadata.
+    arrays : list of ArrayNode
+        One per level, finest first.
+    crops : list of tuple of int or None, optional
+        Per level, the shape a padded level is cropped to (webknossos), else None.
+    ome_xml : optional
+        What bioformats2raw's OME-XML says of this image (:mod:`.omexml`), or None.
+    """
 
     root: OmeZarr = field(repr=False)
     group: GroupNode
@@ -538,7 +557,19 @@ class Image:
 
 
 class OmeZarr:
-    """An opened OME-Zarr hierarchy. Use :func:`open_ome_zarr`."""
+    """An opened OME-Zarr hierarchy: its metadata read once, its images with lazy levels.
+
+    Made by :func:`open_ome_zarr`; a context manager (:meth:`close`).
+
+    Parameters
+    ----------
+    store : zarr.abc.store.Store
+        The store the hierarchy is read from.
+    source : str
+        Its path or URL, for messages and pickling.
+    owns_store : bool, default True
+        Close *store* when the hierarchy is closed.
+    """
 
     def __init__(self, store: Store, source: str, owns_store: bool = True) -> None:
         self.store = store
@@ -896,7 +927,31 @@ def transform_points(
 
 
 def open_ome_zarr(source: str | os.PathLike[str] | Store) -> OmeZarr:
-    """Open a local OME-Zarr directory or ``.ozx`` file (metadata only)."""
+    """Open an OME-Zarr hierarchy, reading its metadata only.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or zarr.abc.store.Store
+        A local directory, a local ``.ozx`` / ``.zip`` file, an ``https://`` or ``s3://``
+        URL of either, or a zarr store (kept open when the result is closed).
+
+    Returns
+    -------
+    OmeZarr
+        The opened hierarchy (a context manager: closing it closes the store it opened);
+        :meth:`OmeZarr.images` gives its images with lazy levels.
+
+    Raises
+    ------
+    FileNotFoundError
+        A local path that does not exist.
+    NotOmeZarrError
+        No Zarr group, or a group without OME-Zarr metadata, at the root.
+    MetadataError
+        Invalid OME-Zarr metadata.
+    ZipFormatError
+        A file that is not a readable ZIP archive.
+    """
     store = open_store(source)
     name = os.fspath(source) if isinstance(source, str | os.PathLike) else repr(source)
     try:

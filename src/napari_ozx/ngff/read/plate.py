@@ -1098,7 +1098,28 @@ def _fields(well_path: str, images: Sequence[Any]) -> tuple[FieldRef, ...]:
 
 
 def open_hcs(source: Any, path: str = "") -> HcsPlate:
-    """Open a plate or well (an :class:`OmeZarr` or anything :func:`open_ome_zarr` takes)."""
+    """Open an HCS plate or well, reading its wells' metadata in one concurrent batch.
+
+    Parameters
+    ----------
+    source : OmeZarr or str or os.PathLike or zarr.abc.store.Store
+        An opened hierarchy (kept open), or anything :func:`open_ome_zarr` takes.
+    path : str, default ""
+        The plate's (or well's) group in the hierarchy; "" is the root.
+
+    Returns
+    -------
+    HcsPlate
+        The plate: its wells, :meth:`HcsPlate.overview` (the whole plate as one lazy
+        multiscale image) and :meth:`HcsPlate.open_fields`.
+
+    Raises
+    ------
+    NotOmeZarrError
+        The group at *path* is not an HCS plate or well.
+    MetadataError
+        Invalid plate or well metadata.
+    """
     from napari_ozx.ngff.read.open import open_ome_zarr
 
     if isinstance(source, OmeZarr):

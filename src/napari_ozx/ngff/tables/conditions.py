@@ -71,10 +71,21 @@ def _python(value: Any) -> Any:
 class PlateConditions(Mapping[str, Mapping[str, Any]]):
     """A plate's conditions: well path -> condition column -> value (a mapping).
 
-    ``table`` is the condition table read (None: the plate has none), ``columns`` the
-    condition columns in the table's order, ``key`` how rows were matched to wells
-    (``"row and column"``, ``"well"``, ``"well path"``), ``unmatched`` the rows whose well
-    the plate does not list."""
+    Made by :func:`plate_conditions`.
+
+    Parameters
+    ----------
+    table : TableInfo, optional
+        The condition table read (None: the plate has none).
+    columns : tuple of str, default ()
+        The condition columns, in the table's order.
+    wells : dict, optional
+        Well path -> column -> value (a tuple where a well's rows disagree).
+    key : str, optional
+        How rows were matched to wells (``"row and column"``, ``"well"``, ``"well path"``).
+    unmatched : int, default 0
+        The rows whose well the plate does not list.
+    """
 
     table: TableInfo | None = None
     columns: tuple[str, ...] = ()
@@ -171,15 +182,32 @@ def plate_conditions(
 ) -> PlateConditions:
     """Each well's conditions from the plate's condition table, read once.
 
-    *source*: a path or URL, an opened :class:`~napari_ozx.ngff.read.open.OmeZarr` or an
-    :class:`~napari_ozx.ngff.read.plate.HcsPlate` (or any table source, with *model*:
-    the plate's parsed metadata, as ``napari-ozx info`` has it); *plate*: the plate
-    group's path in it ("" = the root). *table*: the table's name (any type); by default
-    the plate's condition table (``condition_table`` when there are several). A plate
-    without one gives an empty :class:`PlateConditions`. Raises
-    :class:`~napari_ozx.errors.TableError` when the table cannot be read or names no
-    well (no row and column, well or well path column), and
-    :class:`~napari_ozx.errors.NotOmeZarrError` when *plate* is not a plate.
+    Parameters
+    ----------
+    source : str, os.PathLike, OmeZarr, HcsPlate or TableSource
+        A path or URL, an opened hierarchy or plate, or any table source (then with
+        *model*).
+    table : str, optional
+        The table's name (any type); by default the plate's condition table
+        (``condition_table`` when there are several).
+    plate : str, default ""
+        The plate group's path in *source*; "" is the root.
+    model : Plate, optional
+        The plate's parsed metadata, when *source* is a bare table source (as
+        ``napari-ozx info`` has it).
+
+    Returns
+    -------
+    PlateConditions
+        Well path -> column -> value; empty for a plate without a condition table.
+
+    Raises
+    ------
+    TableError
+        The table cannot be read or names no well (no row and column, well or well path
+        column).
+    NotOmeZarrError
+        *plate* is not a plate.
     """
     source, plate = _unwrap(source, plate)
     with _opened(source) as src:

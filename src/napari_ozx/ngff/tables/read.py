@@ -154,9 +154,48 @@ def _opened(source: Any) -> Iterator[TableSource]:
 class TableInfo:
     """One table as its metadata describes it (no column data read).
 
-    ``error`` says why the table cannot be read (malformed attributes, a missing group,
-    a backend whose dependency is missing); :func:`read_table` raises it as a
+    Made by :func:`list_tables`; :func:`read_table` raises a listed ``error`` as a
     :class:`~napari_ozx.errors.TableError`.
+
+    Parameters
+    ----------
+    name : str
+        The table's name.
+    path : str
+        The table group's path in the hierarchy.
+    image : str
+        The image it belongs to ("" for a SpatialData store's root tables).
+    type : str or None
+        ``roi_table``, ``masking_roi_table``, ``feature_table``, ``condition_table`` ...
+    backend : str or None
+        ``anndata``, ``parquet``, ``csv`` or ``json`` (``anndata_v1`` normalised).
+    version : str, optional
+        ``table_version``.
+    rows : int, optional
+        The number of rows; None when only reading the data would tell.
+    columns : tuple of str, default ()
+        Every column but the index, in the backend's order.
+    regions : tuple of str, default ()
+        The labels images (or SpatialData elements) the rows describe.
+    region_path : str, optional
+        The ``region`` path as stored.
+    region_key : str, optional
+        SpatialData: the column naming each row's element.
+    instance_key : str, optional
+        The column (or the index) holding label values / instance ids.
+    index_key, index_type : str, optional
+        The typed tables' index column and its type.
+    nbytes : int, optional
+        Stored size of a file backend; else an estimate.
+    origin : {"ngio", "spatialdata"}, default "ngio"
+        Which specification the table follows.
+    source : str, default ""
+        The file or URL (for messages).
+    error : str, optional
+        Why the table cannot be read (malformed attributes, a missing group, a backend
+        whose dependency is missing).
+    attributes : mapping, optional
+        The table group's attributes as stored.
     """
 
     name: str
@@ -236,8 +275,19 @@ def _where(info: TableInfo) -> str:
 
 @dataclass(frozen=True)
 class TableData:
-    """A table's rows: the index (ROI names, label values ...) and each column as a
-    numpy array (strings as ``object`` arrays), all of one length."""
+    """A table's rows: the index and each column as a numpy array, all of one length.
+
+    Made by :func:`read_table`.
+
+    Parameters
+    ----------
+    info : TableInfo
+        The table's metadata.
+    index : numpy.ndarray
+        The index (ROI names, label values ...).
+    columns : dict of str to numpy.ndarray
+        Each column (strings as ``object`` arrays).
+    """
 
     info: TableInfo
     index: np.ndarray
@@ -316,12 +366,26 @@ class TableData:
 
 
 def list_tables(source: Any, image: str = "") -> list[TableInfo]:
-    """The tables of the image at *image* (its ``tables/`` group), metadata only.
+    """The tables of the image at *image* (its ``tables/`` group), from metadata only.
 
-    *source*: an opened :class:`~napari_ozx.ngff.read.open.OmeZarr` (or any
-    :class:`TableSource`), or a path / URL / store (opened for the call). A table that
-    cannot be read is listed with its :attr:`TableInfo.error`; a ``tables`` group whose
-    list is malformed raises :class:`TableError`.
+    Parameters
+    ----------
+    source : OmeZarr, TableSource, str, os.PathLike or zarr.abc.store.Store
+        An opened hierarchy (or any :class:`TableSource`), or a path / URL / store, opened
+        for the call.
+    image : str, default ""
+        The image's (or plate's) group; "" is the root.
+
+    Returns
+    -------
+    list of TableInfo
+        One per listed table, in the list's order; a table that cannot be read is listed
+        with its :attr:`TableInfo.error`. Empty when the image has no ``tables/``.
+
+    Raises
+    ------
+    TableError
+        The ``tables`` group's list is malformed.
     """
     with _opened(source) as src:
         return _list_tables(src, image)
@@ -505,11 +569,33 @@ def read_table(
     columns: Sequence[str] | None = None,
     max_bytes: int = MAX_TABLE_BYTES,
 ) -> TableData:
-    """The rows of one table: by name (of the image at *image*'s tables; a SpatialData
-    store's root tables when *image* is "" and the root has no ``tables`` list) or by its
-    :class:`TableInfo`. *columns*: only these (the index always). Refuses a table whose
-    data is larger than *max_bytes*. Raises :class:`TableError` for a table that cannot
-    be read."""
+    """The rows of one table.
+
+    Parameters
+    ----------
+    source : OmeZarr, TableSource, str, os.PathLike or zarr.abc.store.Store
+        As for :func:`list_tables`.
+    table : str or TableInfo
+        The table's name in the image's ``tables/`` (a SpatialData store's root tables when
+        *image* is "" and the root has no ``tables`` list), or its :class:`TableInfo`.
+    image : str, default ""
+        The image's (or plate's) group; "" is the root.
+    columns : sequence of str, optional
+        Read only these columns (the index always).
+    max_bytes : int, default 1 GiB
+        Refuse a table whose data is larger.
+
+    Returns
+    -------
+    TableData
+        The table's index and columns as numpy arrays, with its :class:`TableInfo`.
+
+    Raises
+    ------
+    TableError
+        The table cannot be read (missing, malformed, too large, or a backend whose extra is
+        not installed), naming it and the reason.
+    """
     with _opened(source) as src:
         info = table if isinstance(table, TableInfo) else _find(src, table, image)
         info.check()
@@ -1197,15 +1283,30 @@ def roi_pixel_boxes(
     scale: Sequence[float],
     shape: Sequence[int] | None = None,
 ) -> RoiBoxes:
-    """Each ROI of a ROI (or masking ROI) table as a box of level-0 pixels of an image
-    with *axes* (names), level-0 *scale* (the pixel size) and *shape*, as ngio maps it.
+    """Each ROI of a ROI (or masking ROI) table as a box of level-0 pixels, as ngio maps it.
 
     ``<a>_micrometer`` and ``len_<a>_micrometer`` (a = x, y, z; ``t_second`` /
     ``len_t_second`` for t) are relative to the array origin: divided by the pixel size
-    (rounded to the pixel when within 1 %), the start floored and the end (start +
-    length) ceiled, clipped to *shape*. An axis the table has no columns for (z may be
-    missing; channels) is the whole extent (0..1 without *shape*). The image's
-    translation is not used: see :func:`roi_world_boxes`.
+    (rounded to the pixel when within 1 %), the start floored and the end (start + length)
+    ceiled, clipped to *shape*. An axis the table has no columns for (z may be missing;
+    channels) is the whole extent. The image's translation is not used: see
+    :func:`roi_world_boxes`.
+
+    Parameters
+    ----------
+    table : TableData
+        A ROI or masking ROI table (:func:`read_table`).
+    axes : sequence of str
+        The image's axis names.
+    scale : sequence of float
+        The image's level-0 pixel size per axis.
+    shape : sequence of int, optional
+        The level-0 shape to clip to (without it, an axis without columns is 0..1).
+
+    Returns
+    -------
+    RoiBoxes
+        ``start`` (inclusive) and ``stop`` (exclusive) per ROI and axis, and the ROI names.
     """
     p0, p1, whole = _roi_pixel_extents(table, axes, scale)
     lo, hi = np.floor(p0).astype(np.int64), np.ceil(p1).astype(np.int64)
@@ -1280,10 +1381,24 @@ def _roi_pixel_extents(
 def roi_world_boxes(
     boxes: RoiBoxes, scale: Sequence[float], translation: Sequence[float]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """*boxes* in the image's world: ``(low, high)`` per ROI and axis, pixel * level-0
-    scale + level-0 translation. ``low`` is the first pixel's coordinate, ``high`` the
-    one past the last (OME-Zarr's pixel coordinates: a pixel's centre), so the box covers
-    the pixels of the image placed with its translation."""
+    """*boxes* in the image's world: pixel * level-0 scale + level-0 translation.
+
+    Parameters
+    ----------
+    boxes : RoiBoxes
+        Level-0 pixel boxes (:func:`roi_pixel_boxes`).
+    scale : sequence of float
+        The image's level-0 scale per axis.
+    translation : sequence of float
+        The image's level-0 translation per axis.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(low, high)``, each (ROIs, axes): ``low`` the first pixel's coordinate, ``high``
+        the one past the last (OME-Zarr's pixel coordinates: a pixel's centre), so the box
+        covers the pixels of the image placed with its translation.
+    """
     sc = np.asarray(scale, dtype=np.float64)
     tr = np.asarray(translation, dtype=np.float64)
     return boxes.start * sc + tr, boxes.stop * sc + tr

@@ -90,19 +90,35 @@ def validate(
     metadata_only: bool = False,
     strict: bool = False,
 ) -> ValidationReport:
-    """Check a directory or ``.ozx`` the way ``napari-ozx validate`` does: the container
-    (RFC-9, for a file: :func:`napari_ozx.ozx.validate.validate_rfc9`), the OME-Zarr
-    metadata rules (:func:`validate_ome`) and, unless *metadata_only*, whether the reader
-    opens it (its error as an ``ome-metadata`` finding).
+    """Check a directory or ``.ozx`` the way ``napari-ozx validate`` does.
 
-    ``deep``: also check every archive member's CRC-32; ``metadata_only``: the documents
-    only (nothing they name has to exist, the reader is not tried); ``strict``: a SHOULD
-    the strict schemas require (:data:`.rules.STRICT_CODES`) broken fails
-    :attr:`~napari_ozx.ozx.validate.ValidationReport.ok` too. A store (an ``OzxStore`` or
-    another zarr store) is checked the same way.
+    The container (RFC-9, for a file: :func:`napari_ozx.ozx.validate.validate_rfc9`), the
+    OME-Zarr metadata rules (:func:`validate_ome`) and, unless *metadata_only*, whether the
+    reader opens it (its error as an ``ome-metadata`` finding).
 
-    Raises :class:`FileNotFoundError` for a path that does not exist and
-    :class:`~napari_ozx.errors.ZipFormatError` for a file that is no ZIP archive at all.
+    Parameters
+    ----------
+    source : str, os.PathLike or zarr.abc.store.Store
+        A directory, an ``.ozx`` file, an ``OzxStore`` or another zarr store.
+    deep : bool, default False
+        Also check every archive member's CRC-32 (reads the whole file).
+    metadata_only : bool, default False
+        Check the documents only: nothing they name has to exist, the reader is not tried.
+    strict : bool, default False
+        A broken SHOULD that the strict schemas require (:data:`.rules.STRICT_CODES`) fails
+        :attr:`~napari_ozx.ozx.validate.ValidationReport.ok` too.
+
+    Returns
+    -------
+    ValidationReport
+        Every finding, with ``ok`` (no error).
+
+    Raises
+    ------
+    FileNotFoundError
+        A path that does not exist.
+    ZipFormatError
+        A file that is no ZIP archive at all.
     """
     from napari_ozx.ngff.read.open import open_ome_zarr
     from napari_ozx.ozx.store import OzxStore

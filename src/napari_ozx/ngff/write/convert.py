@@ -273,13 +273,42 @@ def convert(
     compute: Compute | None = None,
     client: Client | None = None,
 ) -> Path:
-    """Rewrite the image (with its labels) at *source* to *target* with *options*
-    (default: :func:`source_options`, the source's own layout and version).
+    """Rewrite the image (with its labels and tables), plate or scene at *source* to *target*.
 
-    *client*: a ``distributed.Client``; its workers then read the source, build the
-    pyramid and encode every shard (writing them themselves for a directory target on a
-    shared file system), see :mod:`.cluster`. Without one, *compute* says how a lazy
-    region of the source is evaluated (see ``write_ome_zarr``)."""
+    Parameters
+    ----------
+    source : str or os.PathLike
+        An OME-Zarr directory, ``.ozx`` file or URL that :func:`open_ome_zarr` opens.
+    target : str or os.PathLike
+        The ``.ozx`` file or directory to write; an existing one is replaced atomically.
+    options : WriteOptions, optional
+        The layout to write (default: :func:`source_options`, the source's own layout and
+        version).
+    progress : callable, optional
+        Called as ``progress(shards_done, shards_total)``.
+    cancel : threading.Event, optional
+        Set it to stop the write; *target* is then untouched.
+    compute : callable, optional
+        How a lazy region of the source is evaluated, as for :func:`write_ome_zarr`.
+    client : distributed.Client, optional
+        A dask.distributed client: its workers then read the source, build the pyramid and
+        encode every shard (writing them themselves for a directory target on a shared file
+        system), see :mod:`.cluster`.
+
+    Returns
+    -------
+    pathlib.Path
+        The target written.
+
+    Raises
+    ------
+    WriteCancelled
+        *cancel* was set; the previous content of *target* is untouched.
+    InvalidOptionError
+        *options* are not a valid combination.
+    OzxError
+        The source cannot be read or written as asked, naming it and the reason.
+    """
     return convert_summary(source, target, options, progress, cancel, compute, client).target
 
 

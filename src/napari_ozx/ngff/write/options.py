@@ -480,3 +480,19 @@ def options_from_cli(args: argparse.Namespace) -> WriteOptions:
         if hasattr(args, f"opt_{s.name}")
     }
     return WriteOptions(**kwargs).validate()
+
+
+def _parameters_doc(specs: tuple[OptionSpec, ...]) -> str:
+    """A numpy-style Parameters section of *specs*, from their own help (written once)."""
+    import textwrap
+
+    lines = ["", "", "    Parameters", "    ----------"]
+    for s in specs:
+        kind = "bool" if s.type is bool else ("str" if s.choices else s.type.__name__)
+        unit = f" [{s.unit}]" if s.unit else ""
+        lines.append(f"    {s.name} : {kind}, default {s.default!r}")
+        lines.append(textwrap.indent(textwrap.fill(f"{s.help}; {s.allowed}{unit}.", 80), " " * 8))
+    return "\n".join(lines)
+
+
+WriteOptions.__doc__ = (WriteOptions.__doc__ or "").rstrip() + _parameters_doc(option_specs())

@@ -134,19 +134,44 @@ def write_ome_zarr(
     compute: Compute | None = None,
     extra: ExtraMembers | None = None,
 ) -> Path:
-    """Write *image* (with its labels) or standalone *labels* to *target*.
+    """Write *image* (with its labels) or standalone *labels* to *target*, with a pyramid.
 
-    *compute* evaluates one shard-sized region of a lazy source (default: dask's
-    synchronous scheduler in the writer's own threads); pass e.g. a dask.distributed
-    client's ``lambda x: client.compute(x).result()`` to evaluate the source on a
-    cluster while encoding and writing stay here (:mod:`.cluster` moves the encoding
-    and, for directories, the writing to the workers too).
+    Parameters
+    ----------
+    target : str or os.PathLike
+        The ``.ozx`` file or directory to write; an existing one is replaced atomically.
+    image : ImageSpec, SceneSpec or PlateWriteSpec, optional
+        What to write: an image (its labels in ``ImageSpec.labels``), a 0.6 scene of images,
+        or a plate.
+    labels : sequence of LabelsSpec, default ()
+        Label images written on their own, when *image* is None.
+    options : WriteOptions, optional
+        Format, version, chunking, sharding, codec and pyramid (default: ``WriteOptions()``).
+    progress : callable, optional
+        Called as ``progress(shards_done, shards_total)``.
+    cancel : threading.Event, optional
+        Set it to stop the write; *target* is then untouched.
+    compute : callable, optional
+        Evaluates one shard-sized region of a lazy source (default: dask's synchronous
+        scheduler in the writer's threads); e.g. ``lambda x: client.compute(x).result()``
+        evaluates it on a dask.distributed cluster (:mod:`.cluster` moves the encoding too).
+    extra : ExtraMembers, optional
+        What the write keeps beside the hierarchy (:class:`.plan.ExtraMembers`:
+        bioformats2raw's ``OME`` group and XML), in the same store and atomic swap.
 
-    *extra*: what the write keeps beside the hierarchy (:class:`.plan.ExtraMembers`:
-    bioformats2raw's ``OME`` group and XML), in the same store and atomic swap.
+    Returns
+    -------
+    pathlib.Path
+        The target written.
 
-    Returns the target path. Raises :class:`WriteCancelled` when *cancel* is set; the
-    previous content of *target* is then untouched.
+    Raises
+    ------
+    WriteCancelled
+        *cancel* was set; the previous content of *target* is untouched.
+    InvalidOptionError
+        *options* are not a valid combination (e.g. an ``.ozx`` of OME-Zarr 0.4).
+    MetadataError
+        The data cannot be written as asked (e.g. a rotation asked for as 0.4 / 0.5).
     """
     opts = options or WriteOptions()
 
