@@ -95,7 +95,7 @@ def save_roi_table(
     Returns
     -------
     pathlib.Path
-        The file written.
+        The OME-Zarr file the table was written into.
 
     Raises
     ------

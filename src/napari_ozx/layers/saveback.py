@@ -163,7 +163,7 @@ def save_labels_back(layer: Layer) -> Path:
     Returns
     -------
     pathlib.Path
-        The file written.
+        The OME-Zarr file the edits were written into.
 
     Raises
     ------

@@ -298,14 +298,12 @@ def convert(
     Returns
     -------
     pathlib.Path
-        The target written.
+        *target*, now holding the converted hierarchy.
 
     Raises
     ------
-    WriteCancelled
-        *cancel* was set; the previous content of *target* is untouched.
-    InvalidOptionError
-        *options* are not a valid combination.
+    WriteCancelled, InvalidOptionError
+        As for :func:`write_ome_zarr`.
     OzxError
         The source cannot be read or written as asked, naming it and the reason.
     """
