@@ -170,8 +170,11 @@ def write_ome_zarr(
         *cancel* was set; the previous content of *target* is untouched.
     InvalidOptionError
         *options* are not a valid combination (e.g. an ``.ozx`` of OME-Zarr 0.4).
-    MetadataError
-        The data cannot be written as asked (e.g. a rotation asked for as 0.4 / 0.5).
+    SaveError
+        The file system refused the write (disk full, read-only, permission).
+    OzxError
+        The data cannot be written as asked (nothing to write, a rotation asked for as
+        0.4 / 0.5, a scene before 0.6, a missing folder), naming the reason.
     """
     opts = options or WriteOptions()
 
