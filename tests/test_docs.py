@@ -302,7 +302,8 @@ MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 _ROLE = re.compile(r":(?:mod|func|class|meth|attr|data|obj|exc|const):`[~!]?([^`<]+?)(?:\(\))?`")
 _DOTTED = re.compile(r"(?<![\w.])napari_ozx(?:\.\w+)+")
 _TESTS_PATH = re.compile(r"(?<![\w/.])tests/(?:[\w./-]*[\w/])?")
-_DOCS_PATH = re.compile(r"(?<![\w/.])docs/[\w./-]*\.md")
+#: a page of the manual or a design note, a benchmark script
+_DOCS_PATH = re.compile(r"(?<![\w/.])(?:docs/[\w./-]*\.md|benchmarks/[\w./-]*\.py)")
 
 
 def _defined(body: list[ast.stmt]) -> dict[str, ast.AST | None]:
@@ -422,7 +423,8 @@ def test_the_resolver_refuses_what_does_not_exist(tmp_path):
     probe = tmp_path / "probe.py"  # as if it were napari_ozx/ngff/read/probe.py
     probe.write_text(
         '"""See :mod:`.extensions`, :func:`.open.open_ome_zarr`, :mod:`.fastread` and\n'
-        'tests/test_no_such_file.py, not tests/test_docs.py."""\n'
+        "tests/test_no_such_file.py, not tests/test_docs.py; docs/design/gone.md,\n"
+        'benchmarks/bench_gone.py, not docs/design/reading.md."""\n'
         "# napari_ozx.ngff.read.open.no_such_name, napari_ozx.ngff.read.open.open_store\n"
     )
     bad = _unresolved_citations(probe, "napari_ozx.ngff.read.probe")
@@ -430,6 +432,8 @@ def test_the_resolver_refuses_what_does_not_exist(tmp_path):
         "napari_ozx.ngff.read.open.no_such_name",
         ":mod:`.extensions`",
         "tests/test_no_such_file.py",
+        "docs/design/gone.md",
+        "benchmarks/bench_gone.py",
     ]
 
 
