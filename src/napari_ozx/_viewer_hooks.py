@@ -1,19 +1,17 @@
 """What a read does to the napari viewer it was read into (called by :mod:`._reader`).
 
 * docks the plate navigator when a plate (or well) was read, the scene dock when a 0.6
-  scene or a SpatialData store of more than one coordinate system was, by their
-  manifest names (one per window; the widgets find their plates and scenes from the
-  layers' :class:`~napari_ozx.layers.provenance.LayerSource` or SpatialData record);
+  scene or a SpatialData store of several coordinate systems was, by their manifest names
+  (one per window; the widgets find their plates and scenes from the layers'
+  :class:`~napari_ozx.layers.provenance.LayerSource` or SpatialData record);
 * keeps the physical time of the current slice in the canvas text overlay;
 * in 3D, renders each multiscale layer from the finest level that fits
   (:mod:`napari_ozx.layers.levels`), its coarsest level shown until that one is read
   (:mod:`napari_ozx._refine3d`);
-* frames a read of several layers (a scene's images, a plate's fields, a SpatialData
-  store's elements) into an empty viewer: napari fits the camera to the first layer
-  added only, so the view is fitted again once the read's last layer is in.
+* frames a read of several layers into an empty viewer once its last layer is in (napari
+  fits the camera to the first layer added only).
 
-Only when napari's Qt front end is already imported (a window exists): a headless read
-never imports Qt from here. Nothing here raises.
+Only when napari's Qt front end is already imported; never imports Qt, never raises.
 """
 
 from __future__ import annotations
