@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "plate_conditions": "napari_ozx.ngff.tables.conditions",
     "PlateConditions": "napari_ozx.ngff.tables.conditions",
     "zoom_to_roi": "napari_ozx.layers.tables",
+    "open_roi": "napari_ozx.layers.regions.crop",
     "color_labels_by": "napari_ozx.layers.tables",
     "save_roi_table": "napari_ozx.layers.save_roi",
     # validating: the OME-Zarr rules and the container; the container (RFC-9) alone
@@ -101,6 +102,7 @@ __all__ = [
     "list_tables",
     "open_hcs",
     "open_ome_zarr",
+    "open_roi",
     "plate_conditions",
     "read_table",
     "roi_pixel_boxes",
@@ -129,6 +131,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from napari_ozx.layers.add_labels import add_labels_to_image
     from napari_ozx.layers.reading import table_layer_data
+    from napari_ozx.layers.regions.crop import open_roi
     from napari_ozx.layers.save_roi import save_roi_table
     from napari_ozx.layers.saveback import SaveBackError, save_labels_back
     from napari_ozx.layers.tables import color_labels_by, zoom_to_roi

@@ -1,0 +1,1 @@
+"""One region of an image as its own layers: :mod:`.crop` (``open_roi``)."""
