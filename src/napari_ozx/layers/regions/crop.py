@@ -245,6 +245,7 @@ def open_roi(
     level: int = 0,
     masked: bool = False,
     report: Report | None = None,
+    view: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> list[LayerData]:
     """One ROI (or one object of a masking ROI table) of an image as its own layers.
 
@@ -252,7 +253,9 @@ def open_roi(
     ``plate.zarr/B/03/0`` or ``plate.ozx/B/03/0``); *table*: one of its ROI or masking
     ROI tables; *roi*: a row name (``"FOV_1"``) or, for a masking ROI table, a label id;
     *level*: the pyramid level read (0 = full resolution); *masked* (masking tables
-    only): pixels outside the object are 0. Returns layer data tuples (one image layer
+    only): pixels outside the object are 0; *view*: the y / x ``(scale, translate)`` of
+    a ROI layer of this table shown elsewhere than its image's own placement (a field
+    in a plate's well view): the crops go there too. Returns layer data tuples (one image layer
     per channel, one labels layer per label image), cropped and placed over the full
     image; nothing is read but metadata and the table until napari shows them.
 
@@ -307,13 +310,14 @@ def open_roi(
             )
 
     _, kwargs, kind = image_layer_data(image, report=report)
+    shift = _view_shift(image, kwargs, view)
     crop = image.levels[level][box]
     if mask_label is not None:
         import dask.array as da
 
         mask = _object_mask(mask_label, one, image, level, box, label_id)
         crop = da.where(mask, crop, np.zeros((), dtype=crop.dtype)).astype(crop.dtype)
-    kwargs = _placed(image, kwargs, level, box)
+    kwargs = _shifted(image, _placed(image, kwargs, level, box), shift)
     kwargs["metadata"] = _without_source(kwargs.get("metadata"), record)
     _named(kwargs, shown)
     out: list[LayerData] = [(crop, kwargs, kind)]
@@ -340,13 +344,42 @@ def open_roi(
             data_i = lcrop
             if lc is not None:
                 data_i = lcrop[tuple(i if ax == lc else slice(None) for ax in range(lcrop.ndim))]
-            lkw = _placed(
-                label, {**lkw, "scale": lkw["scale"], "translate": lkw["translate"]}, llevel, lbox
-            )
+            lkw = _shifted(label, _placed(label, lkw, llevel, lbox), shift)
             lkw["metadata"] = _without_source(lkw.get("metadata"), record)
             _named(lkw, shown)
             out.append((data_i, lkw, lkind))
     return out
+
+
+def _view_shift(
+    image: OmeImage, kwargs: dict[str, Any], view: tuple[Sequence[float], Sequence[float]] | None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(zoom, offset)`` along y / x taking *image*'s own placement (*kwargs*) to
+    *view*'s, or None."""
+    if view is None:
+        return None
+    from napari_ozx.layers.tables import _yx
+
+    iy, ix, _ = _yx(image)
+    own_s = np.asarray([kwargs["scale"][iy], kwargs["scale"][ix]], dtype=float)
+    own_t = np.asarray([kwargs["translate"][iy], kwargs["translate"][ix]], dtype=float)
+    zoom = np.asarray(view[0], dtype=float) / own_s
+    return zoom, np.asarray(view[1], dtype=float) - own_t * zoom
+
+
+def _shifted(
+    node: OmeImage, kwargs: dict[str, Any], shift: tuple[np.ndarray, np.ndarray] | None
+) -> dict[str, Any]:
+    if shift is None:
+        return kwargs
+    from napari_ozx.layers.tables import _yx
+
+    iy, ix, _ = _yx(node)
+    scale, translate = list(kwargs["scale"]), list(kwargs["translate"])
+    for k, i in enumerate((iy, ix)):
+        translate[i] = translate[i] * shift[0][k] + shift[1][k]
+        scale[i] = scale[i] * shift[0][k]
+    return {**kwargs, "scale": tuple(scale), "translate": tuple(translate)}
 
 
 def _log_report(what: str, err: OzxError) -> None:
