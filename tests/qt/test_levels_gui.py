@@ -5,8 +5,6 @@ folder (and, with NAPARI_OZX_SCREENSHOTS=DIR, to DIR for a person to look at).""
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -20,10 +18,11 @@ PIXEL = 0.65
 
 
 def _keep(shot: Path) -> None:
-    out = os.environ.get("NAPARI_OZX_SCREENSHOTS")
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(out) / shot.name)
+    """A quantised copy in NAPARI_OZX_SCREENSHOTS (how ``resources/levels.png`` and
+    ``resources/roi.png`` are made)."""
+    from tests.qt.test_widgets_gui import _keep_screenshot
+
+    _keep_screenshot(shot, shot.name)
 
 
 def _image(tmp_path: Path) -> tuple[Path, list[np.ndarray]]:
@@ -128,7 +127,7 @@ def test_a_chosen_level_is_the_only_one_napari_reads_in_2d_and_3d(
     viewer.camera.zoom *= 1.5
     _settle(qtbot, viewer)
     qtbot.waitUntil(lambda: image.data_level == 1, timeout=10_000)
-    shot = tmp_path / "levels_pinned_2d.png"
+    shot = tmp_path / "levels.png"
     viewer.screenshot(str(shot), canvas_only=False)
     _keep(shot)
     read = _chunks(chunk_reads)
@@ -193,7 +192,7 @@ def test_a_selected_roi_opens_as_its_own_layers_over_the_image(make_napari_viewe
     for lyr in full:
         lyr.opacity = 0.5
     _settle(qtbot, viewer)
-    shot = tmp_path / "roi_opened.png"
+    shot = tmp_path / "roi.png"
     viewer.screenshot(str(shot), canvas_only=False)
     _keep(shot)
 
