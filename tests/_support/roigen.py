@@ -110,12 +110,8 @@ def write_roi_image(path: Path) -> None:
             ngff_version="0.5",
             overwrite=True,
         )
-        labels = np.zeros(tg.SHAPE[1:], dtype=np.uint32)
-        labels[0:2, 5:15, 10:30] = 1
-        labels[1:4, 30:50, 40:70] = 2
-        labels[3, 80:96, 100:120] = 3
         lab = oz.derive_label("nuclei")
-        lab.set_array(labels)
+        lab.set_array(tg.nuclei_labels())
         lab.consolidate(mode="auto")
         masking = oz.build_masking_roi_table("nuclei")
         oz.add_table("fov_anndata", RoiTable(rois=tg.rois()), backend="anndata")

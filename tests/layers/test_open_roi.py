@@ -42,9 +42,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "plate": {
                 "version": "0.5",
                 "name": "p",
-                "rows": [{"name": "B"}],
-                "columns": [{"name": "03"}],
-                "wells": [{"path": "B/03", "rowIndex": 0, "columnIndex": 0}],
+                "rows": [{"name": "A"}, {"name": "B"}],
+                "columns": [{"name": "01"}, {"name": "02"}, {"name": "03"}],
+                "wells": [{"path": "B/03", "rowIndex": 1, "columnIndex": 2}],
             }
         },
     )
@@ -226,3 +226,33 @@ def test_a_level_the_image_lacks_and_masking_a_roi_table_are_refused(files):
         napari_ozx.open_roi(files["dir"], "fov_anndata", "FOV_1", level=3)
     with pytest.raises(TableError, match="masking ROI table"):
         napari_ozx.open_roi(files["dir"], "fov_anndata", "FOV_1", masked=True)
+
+
+def test_crops_of_a_plate_field_lie_where_its_well_view_shows_it(files):
+    """In a plate's well view a field is moved onto its well's tile of the plate
+    overview, its ROI layer with it: given that ROI layer's placement (``view``), the
+    crops lie over the moved field."""
+    from napari_ozx.layers.reading import well_layer_data
+    from napari_ozx.ngff.read.plate import open_hcs
+
+    plate = open_hcs(str(Path(files["plate"]).parents[2]))
+    layers, errors = well_layer_data(plate, "B/03", overview=plate.overview())
+    assert not errors
+    (field,) = [ld for ld in layers if ld[2] == "image"]
+    (rois,) = [ld for ld in layers if ld[2] == "shapes" and ld[1]["name"].endswith("fov_anndata")]
+    t, s = np.asarray(field[1]["translate"]), np.asarray(field[1]["scale"])
+    assert not np.allclose(t[1:], tg_translation_yx())  # moved into the mosaic
+    view = (rois[1]["scale"], rois[1]["translate"])
+    image, labels = _by_kind(
+        napari_ozx.open_roi(files["plate"], "fov_anndata", "rounded", view=view)
+    )
+    start = np.array([1, 8, 20])  # z, y, x pixels of "rounded" (1.5 / 1.5, 5.2003 / 0.65 ...)
+    np.testing.assert_allclose(image[1]["translate"], t + start * s)
+    np.testing.assert_allclose(image[1]["scale"], s)
+    np.testing.assert_allclose(labels[1]["translate"], image[1]["translate"])
+
+
+def tg_translation_yx() -> np.ndarray:
+    from tests._support.tablegen import TRANSLATION
+
+    return np.asarray(TRANSLATION[2:])
