@@ -11,8 +11,13 @@ import numpy as np
 import pytest
 
 from tests._support.omegen import write_image
+from tests.qt import test_plate_tables_gui as plate_tables
+from tests.qt.test_plate_gui import _navigator
 
 pytestmark = pytest.mark.gui
+
+ngio_plate = plate_tables.ngio_plate  # ngio's plate with ROI tables (a module fixture)
+_click_map = plate_tables._click_map
 
 PIXEL = 0.65
 
@@ -203,3 +208,40 @@ def test_a_selected_roi_opens_as_its_own_layers_over_the_image(make_napari_viewe
     qtbot.waitUntil(
         lambda: any(lyr.name.startswith("FOV_1: ") for lyr in viewer.layers), timeout=10_000
     )
+
+
+def test_a_roi_of_a_field_in_the_plate_navigator_opens_over_its_well(
+    make_napari_viewer, qtbot, ngio_plate
+):
+    """A well opened from the plate navigator shows its field on the well's tile with the
+    field's ROI layer; a rectangle of it opens as layers lying over that field there."""
+    from napari_ozx._qt.levels import LevelsDock
+
+    viewer = make_napari_viewer(show=True)
+    viewer.open(str(ngio_plate["ozx"]), plugin="napari-ozx")
+    nav = _navigator(viewer)
+    try:
+        with qtbot.waitSignal(nav.wellLoaded, timeout=15_000):
+            _click_map(qtbot, nav, 1, 0)  # B/01
+        qtbot.waitUntil(lambda: not nav.busy, timeout=10_000)
+        fov = viewer.layers["B01 f0 FOV_ROI_table"]
+        field = next(
+            lyr for lyr in viewer.layers if lyr.name.startswith("B01 f0 ") and lyr.multiscale
+        )
+        viewer.layers.selection.active = fov
+        fov.selected_data = {1}  # FOV_2: x 16-32 µm, y 0-24 µm (pixels 32.., 0..)
+        _, dock = viewer.window.add_plugin_dock_widget("napari-ozx", "Levels and ROIs")
+        assert isinstance(dock, LevelsDock)
+        qtbot.waitUntil(lambda: "FOV_2" in dock.roi_label.text(), timeout=5_000)
+        qtbot.waitUntil(lambda: dock.roi_level.count() == 2, timeout=10_000)
+        dock.open_selected()
+        qtbot.waitUntil(
+            lambda: any(lyr.name.startswith("FOV_2: ") for lyr in viewer.layers), timeout=15_000
+        )
+        crop = next(lyr for lyr in viewer.layers if lyr.name.startswith("FOV_2: "))
+        assert crop.data.shape[-2:] == (48, 32)
+        np.testing.assert_allclose(crop.data_to_world((0, 0)), field.data_to_world((0, 32)))
+        np.testing.assert_array_equal(np.asarray(crop.data), np.asarray(field.data[0])[:, 32:64])
+    finally:
+        qtbot.waitUntil(lambda: not nav.busy, timeout=10_000)
+        nav.shutdown()
