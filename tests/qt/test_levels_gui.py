@@ -245,3 +245,39 @@ def test_a_roi_of_a_field_in_the_plate_navigator_opens_over_its_well(
     finally:
         qtbot.waitUntil(lambda: not nav.busy, timeout=10_000)
         nav.shutdown()
+
+
+def test_a_row_of_the_inspectors_table_view_opens_as_layers(make_napari_viewer, qtbot, tmp_path):
+    """The inspector's preview of a ROI table: a row's "Open as layers" opens that ROI."""
+    from qtpy.QtWidgets import QMenu
+
+    from napari_ozx._qt.inspector import InspectorWidget
+
+    path, levels = _image(tmp_path)
+    viewer = make_napari_viewer(show=True)
+    viewer.open(str(path), plugin="napari-ozx")
+    w = InspectorWidget(viewer)
+    qtbot.addWidget(w)
+    w.show()
+    with qtbot.waitSignal(w.source_loaded, timeout=15_000):
+        w.inspect(str(path))
+    with qtbot.waitSignal(w.table_preview_shown, timeout=15_000):
+        w.select_path("tables/fov")
+    t = w.table_preview
+    row = [t.item(r, 0).text() for r in range(t.rowCount())].index("FOV_1")
+    # the row's context menu offers it
+    menus: list[QMenu] = []
+    orig = QMenu.popup
+    QMenu.popup = lambda self, *a: menus.append(self)  # type: ignore[method-assign]
+    try:
+        t.customContextMenuRequested.emit(t.visualItemRect(t.item(row, 0)).center())
+    finally:
+        QMenu.popup = orig  # type: ignore[method-assign]
+    (menu,) = menus
+    (action,) = [a for a in menu.actions() if a.text() == "Open as layers"]
+    action.trigger()
+    qtbot.waitUntil(
+        lambda: any(lyr.name == "FOV_1: test c0" for lyr in viewer.layers), timeout=15_000
+    )
+    c0 = viewer.layers["FOV_1: test c0"]
+    np.testing.assert_array_equal(np.asarray(c0.data), levels[0][0, 64:192, 64:192])
