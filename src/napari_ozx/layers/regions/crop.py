@@ -285,7 +285,9 @@ def open_roi(
     shown = f"{region} {name}" if data.info.type == "masking_roi_table" and region else name
     one = data.take([row])
     levels = len(image.levels)
-    if not isinstance(level, int) or not 0 <= level < levels:
+    if isinstance(level, np.integer):
+        level = int(level)
+    if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level < levels:
         raise OzxError(
             f"level {level!r} does not exist: the image has levels 0-{levels - 1} ({where})"
         )
