@@ -37,6 +37,7 @@ RANKS: tuple[tuple[str, float, str], ...] = (
     (f"{PKG}.layers", 3, "napari mapping"),
     (f"{PKG}._reader", 4, "entry points"),
     (f"{PKG}._viewer_hooks", 4, "entry points"),  # what a read does to its viewer
+    (f"{PKG}._refine3d", 4, "entry points"),  # 3D shown coarsest first, then refined
     (f"{PKG}._writer", 4, "entry points"),
     (f"{PKG}._sample_data", 4, "entry points"),
     (f"{PKG}._preferences", 4, "entry points"),  # napari's reader settings (a command)

@@ -225,12 +225,16 @@ class LevelsDock(OzxDockWidget):
         layer = self.layer
         if layer is None:
             return
+        from napari_ozx._refine3d import cancel
+
         selected = list(self._viewer.layers.selection) if self._viewer is not None else []
         n = len(layer.level_shapes)
-        for other in selected:
-            if other is not layer and can_pin(other) and len(other.level_shapes) == n:
-                pin_level(other, level)
-        pin_level(layer, level)
+        targets = [layer] + [
+            o for o in selected if o is not layer and can_pin(o) and len(o.level_shapes) == n
+        ]
+        for target in targets:
+            cancel(target)  # a 3D refinement in flight must not replace the user's level
+            pin_level(target, level)
         if level is None and self._viewer is not None and self._viewer.dims.ndisplay == 3:
             from napari_ozx._viewer_hooks import apply_3d_levels
 
