@@ -30,6 +30,7 @@ __all__ = [
     "METADATA_KEY",
     "ROI_KEY",
     "TABLE_KEY",
+    "LayerData",
     "LayerKind",
     "LayerSource",
     "TableOrigin",
@@ -50,6 +51,9 @@ LOCKED_3D_KEY = "napari_ozx_locked_3d"
 TABLE_KEY = "napari_ozx_table"
 #: ... and, on a crop of one ROI (layers.regions.crop), which ROI of which table and level
 ROI_KEY = "napari_ozx_roi"
+
+#: napari's layer data: (data, layer attributes, layer type)
+LayerData = tuple[Any, dict[str, Any], str]
 
 #: image / labels: a plain image or label image; plate-overview: the lazy picture of a
 #: plate and its well-name points; well: a field (or its labels) of a plate's well
