@@ -44,8 +44,8 @@ from napari_ozx.layers.provenance import METADATA_KEY, ROI_KEY
 from napari_ozx.layers.reading import (
     LayerData,
     Report,
-    _label_to_world,
     image_layer_data,
+    label_to_world,
     labels_layer_data,
 )
 
@@ -327,7 +327,7 @@ def open_roi(
     ims = image.multiscale
     for label in image.labels:
         try:
-            lds = labels_layer_data(label, to_world=_label_to_world(image, label), report=report)
+            lds = labels_layer_data(label, to_world=label_to_world(image, label), report=report)
             llevel = _closest_level(label, ims.datasets[level].scale, ims.axis_names)
             lbox = _box(one, label, llevel)
             lcrop = label.levels[llevel][lbox]
@@ -353,6 +353,15 @@ def open_roi(
     return out
 
 
+def _yx(image: OmeImage) -> tuple[int, int]:
+    """The y and x axes among *image*'s layer axes (its channel axis dropped)."""
+    from napari_ozx.ngff.read.plate import yx_axes
+
+    c = image.multiscale.channel_axis
+    y, x = yx_axes(image.multiscale.axes)
+    return y - (c is not None and c < y), x - (c is not None and c < x)
+
+
 def _view_shift(
     image: OmeImage, kwargs: dict[str, Any], view: tuple[Sequence[float], Sequence[float]] | None
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -360,9 +369,7 @@ def _view_shift(
     *view*'s, or None."""
     if view is None:
         return None
-    from napari_ozx.layers.tables import _yx
-
-    iy, ix, _ = _yx(image)
+    iy, ix = _yx(image)
     own_s = np.asarray([kwargs["scale"][iy], kwargs["scale"][ix]], dtype=float)
     own_t = np.asarray([kwargs["translate"][iy], kwargs["translate"][ix]], dtype=float)
     zoom = np.asarray(view[0], dtype=float) / own_s
@@ -374,9 +381,7 @@ def _shifted(
 ) -> dict[str, Any]:
     if shift is None:
         return kwargs
-    from napari_ozx.layers.tables import _yx
-
-    iy, ix, _ = _yx(node)
+    iy, ix = _yx(node)
     scale, translate = list(kwargs["scale"]), list(kwargs["translate"])
     for k, i in enumerate((iy, ix)):
         translate[i] = translate[i] * shift[0][k] + shift[1][k]
