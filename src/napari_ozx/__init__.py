@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-#: The one list of the public API: name -> the module that defines it. A new name is one
-#: line here; ``__getattr__`` (names resolve on first use, PEP 562), ``__all__`` and
-#: ``__dir__`` follow from it.
+#: The one list of the public API: name -> the module that defines it. ``__getattr__``
+#: (names resolve on first use, PEP 562), ``__all__`` and ``__dir__`` follow from it. A
+#: new name: one line here, and its import line below for type checkers (a test checks).
 _EXPORTS: dict[str, str] = {
     # reading
     "open_ome_zarr": "napari_ozx.ngff.read.open",
@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "plate_conditions": "napari_ozx.ngff.tables.conditions",
     "PlateConditions": "napari_ozx.ngff.tables.conditions",
     "zoom_to_roi": "napari_ozx.layers.tables",
+    "open_roi": "napari_ozx.layers.regions.crop",
     "color_labels_by": "napari_ozx.layers.tables",
     "save_roi_table": "napari_ozx.layers.save_roi",
     # validating: the OME-Zarr rules and the container; the container (RFC-9) alone
@@ -89,6 +90,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from napari_ozx.errors import ZipFormatError as ZipFormatError
     from napari_ozx.layers.add_labels import add_labels_to_image as add_labels_to_image
     from napari_ozx.layers.reading import table_layer_data as table_layer_data
+    from napari_ozx.layers.regions.crop import open_roi as open_roi
     from napari_ozx.layers.save_roi import save_roi_table as save_roi_table
     from napari_ozx.layers.saveback import SaveBackError as SaveBackError
     from napari_ozx.layers.saveback import save_labels_back as save_labels_back

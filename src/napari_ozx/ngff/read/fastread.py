@@ -1,16 +1,16 @@
 """A direct chunk read path for the layouts our writer (and most tools) produce.
 
-:func:`fast_reader` gives a :class:`FastReader` for an array whose layout it reproduces
-exactly (else ``None``, saying why once, :mod:`.fastpaths`; zarr-python reads it then).
-It keeps each shard's decoded index (:data:`INDEX_CACHE_BYTES`), reads the inner chunks a
-box needs with few synchronous ``get_sync`` calls (neighbouring ranges merged), and decodes
-them with the numcodecs codecs zarr-python uses (same bytes, same pixels, same
-exceptions), several at once on a small pool. Remote stores (``threaded_io``): the
-requests of one read concurrent, decoded chunks kept (:data:`REMOTE_CHUNK_CACHE_BYTES`),
-each chunk fetched once at a time, read-ahead on its own request threads.
-
-Why (zarr's per-tile machinery against the compiled readers): ``docs/design/reading.md``;
-measured by ``benchmarks/bench_compiled.py``.
+:func:`fast_reader` gives a :class:`FastReader` for an array whose layout
+:func:`.chunks.chunk_layout` takes (else ``None``, saying why once, :mod:`.fastpaths`;
+zarr-python reads it then, as it does a store without ``get_sync``). It keeps each
+shard's decoded index (:data:`INDEX_CACHE_BYTES`), reads the inner chunks a box needs with
+few synchronous ``get_sync`` calls (neighbouring ranges merged), and decodes them through
+:mod:`.chunks` (zarr-python's own codecs: same bytes, same pixels; broken data a
+:class:`~napari_ozx.errors.ChunkDecodeError`), several at once on a small pool. Remote
+stores (``threaded_io``): the requests of one read concurrent, decoded chunks kept
+(:data:`REMOTE_CHUNK_CACHE_BYTES`), each fetched once at a time, read-ahead on its own
+threads. Why (zarr's per-tile machinery against the compiled readers):
+``docs/design/reading.md``; measured by ``benchmarks/bench_compiled.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from napari_ozx.ngff.read.chunks import EMPTY, ChunkLayout, chunk_layout
 from napari_ozx.ngff.read.indexing import plain_box
 from napari_ozx.ozx.lru import ByteLRU
 from napari_ozx.ozx.pools import LightPool, in_pool, light_pool, shared_pool
@@ -63,7 +64,6 @@ _THREAD_MIN_CHUNKS = 4
 #: holds this much plus the read-ahead budget (:func:`.fastpaths.readahead_budget`),
 #: where read-ahead (:mod:`.browse`) puts the planes it fetches.
 REMOTE_CHUNK_CACHE_BYTES = 64 << 20
-_MAX_U64 = np.uint64(2**64 - 1)
 _MAX_SIZES = 1 << 16
 
 #: requests to remote stores in flight at once for reads someone waits for (napari's
@@ -94,9 +94,6 @@ def _decode_pool() -> ThreadPoolExecutor:
     return shared_pool("ozx-decode", _decode_threads())
 
 
-Decoder = Callable[..., Any]
-
-
 def _remote_cache_bytes() -> int:
     from napari_ozx.ngff.read.fastpaths import readahead_budget
 
@@ -107,148 +104,6 @@ _remote_chunks: ByteLRU[np.ndarray] = ByteLRU(
     _remote_cache_bytes, lambda a: int(a.nbytes), max_item=lambda limit: limit // 4
 )
 _reader_ids = itertools.count()
-
-
-def _bytes_decoders(codecs: Sequence[Any]) -> list[Decoder] | None:
-    """numcodecs ``decode`` callables for zarr v3 bytes->bytes codecs, or None if any is
-    one we do not reproduce exactly: the numcodecs codec zarr-python decodes each with,
-    made from the codec's public configuration (a zstd, blosc or gzip stream carries
-    what its decoder needs; level, shuffle and block size only matter for encoding)."""
-    import numcodecs
-    from zarr.codecs import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
-
-    out: list[Decoder] = []
-    for c in codecs:
-        if type(c) is Crc32cCodec:
-            out.append(_crc32c_decode)
-        elif type(c) is ZstdCodec:
-            out.append(numcodecs.Zstd(level=c.level, checksum=c.checksum).decode)
-        elif type(c) is BloscCodec:
-            out.append(numcodecs.Blosc().decode)
-        elif type(c) is GzipCodec:
-            out.append(numcodecs.GZip(level=c.level).decode)
-        else:
-            return None
-    return out[::-1]  # decode runs the codecs backwards
-
-
-def _crc32c_decode(data: Any) -> np.ndarray:
-    """The ``crc32c`` codec's decode: the bytes without their 4-byte little-endian CRC-32C
-    trailer, after checking it (zarr-python's check, with its error message)."""
-    import google_crc32c
-
-    view = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
-    if len(view) < 4:
-        raise ValueError(f"crc32c: {len(view)} bytes, too short to hold a checksum")
-    body, stored = view[:-4], view[-4:].tobytes()
-    computed = np.uint32(google_crc32c.value(body)).tobytes()
-    if computed != stored:
-        raise ValueError(
-            f"Stored and computed checksum do not match. Stored: {stored!r}. "
-            f"Computed: {computed!r}."
-        )
-    return body
-
-
-def _array_dtype(codec: Any, dtype: np.dtype) -> np.dtype | None:
-    """The stored dtype the v3 ``bytes`` codec describes (endianness applied)."""
-    from zarr.codecs import BytesCodec
-
-    if type(codec) is not BytesCodec:
-        return None
-    endian = codec.endian
-    if dtype.itemsize == 1 or endian is None:
-        return dtype
-    endian = getattr(endian, "value", endian)  # an Endian enum before zarr 3.4, then a str
-    return dtype.newbyteorder("<" if endian == "little" else ">")
-
-
-def _simple_dtype(dtype: np.dtype) -> bool:
-    return dtype.kind in "biuf" and not dtype.hasobject and dtype.fields is None
-
-
-class _Layout:
-    """What a request needs to know about one array's storage."""
-
-    def __init__(
-        self,
-        shape: tuple[int, ...],
-        chunk: tuple[int, ...],
-        shard: tuple[int, ...] | None,
-        stored_dtype: np.dtype,
-        decoders: list[Decoder],
-        index_end: bool,
-        index_crc: bool,
-    ) -> None:
-        self.shape = shape
-        self.chunk = chunk  # the decoded unit (inner chunk when sharded)
-        self.shard = shard
-        self.stored_dtype = stored_dtype
-        self.decoders = decoders
-        self.index_end = index_end
-        self.index_crc = index_crc
-        if shard is not None:
-            self.per_shard = tuple(s // c for s, c in zip(shard, chunk, strict=True))
-            self.n_per_shard = int(np.prod(self.per_shard))
-            self.index_size = 16 * self.n_per_shard + (4 if index_crc else 0)
-
-
-def _layout(array: zarr.Array) -> _Layout | str:
-    """How to read *array* directly, or why not (what we do not reproduce exactly)."""
-    md = array.metadata
-    dtype = np.dtype(array.dtype)
-    if not _simple_dtype(dtype):
-        return f"data type {dtype}"
-    shape = tuple(int(s) for s in array.shape)
-    if md.zarr_format == 2:
-        if md.filters or getattr(md, "order", "C") != "C":
-            return "Zarr v2 filters or F order"
-        comp = md.compressor
-        if comp is not None and not hasattr(comp, "decode"):
-            return f"compressor {comp!r}"
-        decoders: list[Decoder] | None = [] if comp is None else [comp.decode]
-        assert decoders is not None
-        return _Layout(shape, tuple(md.chunks), None, dtype, decoders, True, False)
-    from zarr.codecs import Crc32cCodec, ShardingCodec
-    from zarr.codecs.sharding import ShardingCodecIndexLocation
-
-    grid = md.to_dict().get("chunk_grid", {})  # the document's own words
-    if not isinstance(grid, dict) or grid.get("name") != "regular":
-        return f"chunk grid {grid.get('name') if isinstance(grid, dict) else grid!r}"
-    outer = tuple(int(n) for n in grid["configuration"]["chunk_shape"])
-    codecs = list(md.codecs)
-    if len(codecs) == 1 and type(codecs[0]) is ShardingCodec:
-        sc = codecs[0]
-        inner = list(sc.codecs)
-        if not inner or any(
-            o % c for o, c in zip(outer, sc.chunk_shape, strict=True)
-        ):  # pragma: no cover - zarr refuses such metadata already
-            return "inner chunks that do not divide the shard"
-        stored = _array_dtype(inner[0], dtype)
-        decoders = _bytes_decoders(inner[1:])
-        idx = list(sc.index_codecs)
-        if stored is None or decoders is None or not idx:
-            return "codecs " + ", ".join(type(c).__name__ for c in inner)
-        idx_dtype = _array_dtype(idx[0], np.dtype("<u8"))
-        if idx_dtype is None or idx_dtype.byteorder == ">":
-            return "shard index codecs " + ", ".join(type(c).__name__ for c in idx)
-        rest = idx[1:]
-        if len(rest) > 1 or (rest and type(rest[0]) is not Crc32cCodec):
-            return "shard index codecs " + ", ".join(type(c).__name__ for c in idx)
-        return _Layout(
-            shape,
-            tuple(sc.chunk_shape),
-            outer,
-            stored,
-            decoders,
-            sc.index_location == ShardingCodecIndexLocation.end,
-            bool(rest),
-        )
-    stored = _array_dtype(codecs[0], dtype) if codecs else None
-    decoders = _bytes_decoders(codecs[1:])
-    if stored is None or decoders is None:
-        return "codecs " + ", ".join(type(c).__name__ for c in codecs)
-    return _Layout(shape, outer, None, stored, decoders, True, False)
 
 
 def _has_get_sync(store: Any) -> bool:
@@ -265,11 +120,11 @@ def fast_reader(array: zarr.Array) -> FastReader | None:
     try:
         store = array.store_path.store
         if not _has_get_sync(store):
-            layout: _Layout | str = f"a store without synchronous reads ({type(store).__name__})"
-        elif array.fill_value is None:
-            layout = "no fill value"
+            layout: ChunkLayout | str = (
+                f"a store without synchronous reads ({type(store).__name__})"
+            )
         else:
-            layout = _layout(array)
+            layout = chunk_layout(array)
     except Exception as e:  # anything unexpected in zarr's model: let zarr read it
         layout = f"unexpected array metadata ({type(e).__name__}: {e})"
     if isinstance(layout, str):
@@ -281,16 +136,14 @@ def fast_reader(array: zarr.Array) -> FastReader | None:
 class FastReader:
     """Reads ``array[selection]`` for basic slice selections (what dask asks for)."""
 
-    def __init__(self, array: zarr.Array, layout: _Layout) -> None:
+    def __init__(self, array: zarr.Array, layout: ChunkLayout) -> None:
         from zarr.buffer import default_buffer_prototype
 
         self.array = array
         self.layout = layout
         self.store: Any = array.store_path.store
-        self.prefix = array.store_path.path.strip("/")
-        self.encode_key = array.metadata.encode_chunk_key
-        self.dtype = np.dtype(array.dtype)
-        self.fill = np.asarray(array.fill_value, dtype=self.dtype)
+        self.dtype = layout.dtype
+        self.fill = layout.fill
         self._proto = default_buffer_prototype()
         from napari_ozx.ozx.protocol import as_container
 
@@ -331,8 +184,7 @@ class FastReader:
         return (flat << 64) | self._uid
 
     def _key(self, coords: tuple[int, ...]) -> str:
-        key = self.encode_key(coords)
-        return f"{self.prefix}/{key}" if self.prefix else key
+        return self.layout.key(coords)
 
     def _get(self, key: str, byte_range: Any = None) -> memoryview | None:
         buf = self.store.get_sync(key, prototype=self._proto, byte_range=byte_range)
@@ -351,7 +203,7 @@ class FastReader:
         size = lo.index_size
         rng = SuffixByteRequest(size) if lo.index_end else RangeByteRequest(0, size)
         raw = self._get(self._key(coords), rng)
-        index = None if raw is None else self._decode_index(raw)
+        index = None if raw is None else self.layout.decode_index(raw)
         self._indexes.put(coords, index)  # type: ignore[arg-type]  # (None: no shard)
         return index
 
@@ -364,34 +216,6 @@ class FastReader:
                 self._sizes.clear()
             self._sizes[coords] = size
         return size
-
-    def _decode_index(self, raw: bytes | memoryview) -> np.ndarray:
-        lo = self.layout
-        raw = bytes(raw)  # small (16 bytes per inner chunk)
-        if len(raw) != lo.index_size:
-            raise ValueError(
-                f"shard index is {len(raw)} bytes, expected {lo.index_size} (truncated shard)"
-            )
-        body = raw
-        if lo.index_crc:
-            import google_crc32c
-
-            body = raw[:-4]
-            if np.uint32(google_crc32c.value(body)).tobytes() != raw[-4:]:
-                raise ValueError("Stored and computed checksum do not match.")
-        return np.frombuffer(body, dtype="<u8").reshape((*lo.per_shard, 2))
-
-    # ------------------------------------------------------------------ decode
-
-    def _decode(self, raw: bytes | memoryview) -> np.ndarray:
-        data: Any = raw
-        for dec in self.layout.decoders:
-            data = dec(data)
-        # bytes and arrays (what the codecs return) directly: a memoryview in the chain of
-        # a cached chunk is two more objects for the garbage collector to track
-        buf = data if isinstance(data, bytes | np.ndarray) else memoryview(data).cast("B")
-        arr = np.frombuffer(buf, dtype=self.layout.stored_dtype)
-        return arr.reshape(self.layout.chunk)
 
     # ------------------------------------------------------------------ reads
 
@@ -486,7 +310,7 @@ class FastReader:
             if raw is None:
                 out[tuple(dst)] = self.fill
                 return
-            decoded = raw if isinstance(raw, np.ndarray) else self._decode(raw)
+            decoded = raw if isinstance(raw, np.ndarray) else self.layout.decode(raw)
             out[tuple(dst)] = decoded[tuple(src)]
 
         if self._cache is not None:
@@ -612,7 +436,7 @@ class FastReader:
             if futures[cc].done():
                 return
             try:
-                value = None if raw is None else self._decode(raw)
+                value = None if raw is None else self.layout.decode(raw)
                 if value is not None:
                     # uncompressed chunks are views of the request's buffer: keep a copy
                     value = value if self.layout.decoders else value.copy()
@@ -707,7 +531,7 @@ class FastReader:
             for i in members:
                 local = tuple(c % p for c, p in zip(coords_list[i], per, strict=True))
                 off, n = index[local]
-                if off == _MAX_U64 and n == _MAX_U64:
+                if off == EMPTY and n == EMPTY:
                     sink(i, None)  # empty inner chunk: fill value
                     continue
                 spans.append((int(off), int(off) + int(n), i))
@@ -737,14 +561,10 @@ class FastReader:
             for i in members:
                 sink(i, None)  # missing shard: fill value
             return
-        isize = lo.index_size
-        raw_index = whole[-isize:] if lo.index_end else whole[:isize]
-        whole_index = self._decode_index(raw_index if len(whole) >= isize else whole)
+        index = lo.whole_index(whole)
         for i in members:
             local = tuple(c % p for c, p in zip(coords_list[i], lo.per_shard, strict=True))
-            off, n = whole_index[local]
-            empty = off == _MAX_U64 and n == _MAX_U64
-            sink(i, None if empty else whole[int(off) : int(off) + int(n)])
+            sink(i, lo.inner(whole, index, local))
 
     def _read_span(
         self,
