@@ -818,10 +818,21 @@ def overview_layer_data(ov: Overview, report: Report | None = None) -> list[Laye
         "metadata": src.to_metadata(),
     }
     points = np.array([(a[0], a[1]) for a in ann], dtype=float).reshape(-1, 2)
-    from napari_ozx.layers.tables import well_condition_points
+    if plate.kind == "plate" and _has_tables(plate):
+        from napari_ozx.layers.tables import well_condition_points
 
-    points = well_condition_points(ov, points, points_kw, report)
+        points = well_condition_points(ov, points, points_kw, report)
     return [(data, kw, kind), (points, points_kw, "points")]
+
+
+def _has_tables(plate: HcsPlate) -> bool:
+    """Whether the plate has a ``tables`` group, where a condition table would be (or
+    one that cannot be read, which the tables code reports); without one the plate opens
+    without importing the tables code or looking further."""
+    from napari_ozx.ngff.read.documents import join_path
+
+    (docs,) = plate.oz.read_docs([join_path(plate.path, "tables")], kind="ome-group")
+    return docs is not None
 
 
 def well_layer_data(

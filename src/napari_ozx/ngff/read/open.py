@@ -32,11 +32,11 @@ from napari_ozx.errors import (
     UnsupportedExtensionError,
 )
 from napari_ozx.ngff.model.axes import is_spatial
-from napari_ozx.ngff.model.collection import is_collection_document
 from napari_ozx.ngff.model.extensions import NodeExtensions
 from napari_ozx.ngff.model.metadata import (
     Multiscale,
     NodeMetadata,
+    is_collection_document,
     parse_node_attributes,
     with_implied_scales,
 )
