@@ -46,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "zoom_to_roi": "napari_ozx.layers.tables",
     "color_labels_by": "napari_ozx.layers.tables",
     "save_roi_table": "napari_ozx.layers.save_roi",
+    "save_to_spatialdata": "napari_ozx.layers.spatial.save",
+    "SpatialDataSaveError": "napari_ozx.layers.spatial.save",
     # validating: the OME-Zarr rules and the container; the container (RFC-9) alone
     "validate": "napari_ozx.ngff.validate.walk",
     "validate_rfc9": "napari_ozx.ozx.validate",
@@ -85,6 +87,7 @@ __all__ = [
     "PlateConditions",
     "ReadOnlyStoreError",
     "SaveBackError",
+    "SpatialDataSaveError",
     "TableData",
     "TableError",
     "TableInfo",
@@ -107,6 +110,7 @@ __all__ = [
     "roi_world_boxes",
     "save_labels_back",
     "save_roi_table",
+    "save_to_spatialdata",
     "table_layer_data",
     "validate",
     "validate_rfc9",
@@ -131,6 +135,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from napari_ozx.layers.reading import table_layer_data
     from napari_ozx.layers.save_roi import save_roi_table
     from napari_ozx.layers.saveback import SaveBackError, save_labels_back
+    from napari_ozx.layers.spatial.save import SpatialDataSaveError, save_to_spatialdata
     from napari_ozx.layers.tables import color_labels_by, zoom_to_roi
     from napari_ozx.ngff.read.open import Image, OmeZarr, open_ome_zarr
     from napari_ozx.ngff.read.plate import open_hcs
