@@ -27,7 +27,10 @@ def main(store: str, system: str) -> dict:
         moved = sd.transform(gdf, to_coordinate_system=system)
         out["shapes"][name] = {
             "types": [g.geom_type for g in moved.geometry],
-            "exteriors": [np.asarray(g.exterior.coords).tolist() for g in moved.geometry],
+            "exteriors": [
+                np.asarray(g.exterior.coords).tolist() if g.geom_type == "Polygon" else None
+                for g in moved.geometry
+            ],
             "index": [int(i) for i in moved.index],
         }
     for name, ddf in sdata.points.items():
