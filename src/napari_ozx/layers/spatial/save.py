@@ -38,8 +38,11 @@ __all__ = [
     "ELLIPSE_VERTICES",
     "ElementExistsError",
     "SpatialDataSaveError",
+    "default_name",
     "default_system",
+    "layer_kind",
     "save_to_spatialdata",
+    "store_systems",
 ]
 
 #: how many vertices the polygon of a napari ellipse has
@@ -47,12 +50,16 @@ ELLIPSE_VERTICES = 64
 #: the table columns that name a row's element and instance
 REGION_KEY = "region"
 INSTANCE_KEY = "instance_id"
-_KINDS = {"Shapes": "shapes", "Points": "points", "Labels": "labels"}
 
 
 class SpatialDataSaveError(OzxError, ValueError):
     """A layer that cannot be saved into a SpatialData store; the message says why
-    first, then the store."""
+    first (:attr:`reason`), then the store."""
+
+    def __init__(self, reason: str, store: str = "") -> None:
+        self.reason = reason
+        self.store = store
+        super().__init__(f"{reason} ({store})" if store else reason)
 
 
 class ElementExistsError(SpatialDataSaveError):
@@ -60,7 +67,7 @@ class ElementExistsError(SpatialDataSaveError):
 
 
 def _fail(reason: str, store: str, cls: type[SpatialDataSaveError] = SpatialDataSaveError) -> Any:
-    raise cls(f"{reason} ({store})")
+    raise cls(reason, store)
 
 
 def _target(store: str | os.PathLike[str]) -> str:
@@ -112,16 +119,22 @@ def _root_state(path: str) -> dict[str, Any] | None:
 
 def default_system(store: str | os.PathLike[str]) -> str:
     """The coordinate system a new element of *store* is placed in: the one napari-ozx
-    shows the store's images in (their first system), else that of its first element
-    placed anywhere, else ``global``."""
+    shows the store's images and labels in (their first system), else ``global``."""
+    return store_systems(store)[0]
+
+
+def store_systems(store: str | os.PathLike[str]) -> list[str]:
+    """The coordinate systems an element saved into *store* can be placed in: the
+    default (:func:`default_system`) first, then every other of the store's; ``global``
+    alone for a store that does not exist yet."""
     from napari_ozx.layers.spatial.store import spatialdata_systems
     from napari_ozx.ngff.read.open import open_ome_zarr
 
-    path = os.fspath(store)
-    if _root_state(os.path.abspath(path)) is None:
-        return "global"
+    path = _target(store)
+    if _root_state(path) is None:
+        return ["global"]
     with open_ome_zarr(path) as root:
-        return spatialdata_systems(root)[0]
+        return spatialdata_systems(root)
 
 
 def _existing(path: str) -> dict[str, str]:
@@ -155,7 +168,19 @@ def _reordered(m: np.ndarray, order: list[int]) -> np.ndarray:
     return m[np.ix_(idx, idx)]
 
 
-def _default_name(layer: Any) -> str:
+def layer_kind(layer: Any) -> str | None:
+    """The element kind a layer becomes (``"shapes"``, ``"points"``, ``"labels"``), or
+    None for a layer a SpatialData store does not take."""
+    from napari.layers import Labels, Points, Shapes
+
+    for cls, kind in ((Shapes, "shapes"), (Points, "points"), (Labels, "labels")):
+        if isinstance(layer, cls):
+            return kind
+    return None
+
+
+def default_name(layer: Any) -> str:
+    """The layer's name as an element name (characters spatialdata refuses become ``_``)."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(layer.name)).lstrip("_") or "layer"
     return name if name not in (".", "..") else "layer"
 
@@ -279,7 +304,7 @@ def save_to_spatialdata(
     from napari_ozx.ngff.spatial.write import check_name, store_keys
 
     path = _target(store)
-    kind = _KINDS.get(type(layer).__name__)
+    kind = layer_kind(layer)
     if kind is None:
         _fail(
             f"a {type(layer).__name__} layer: only Shapes, Points and Labels layers go into "
@@ -287,7 +312,7 @@ def save_to_spatialdata(
             path,
         )
     try:
-        name = check_name(name if name is not None else _default_name(layer))
+        name = check_name(name if name is not None else default_name(layer))
         system = check_name(coordinate_system, "coordinate system") if coordinate_system else None
     except OzxError as e:
         _fail(str(e), path)
