@@ -54,8 +54,8 @@ from napari_ozx.errors import OzxError
 from napari_ozx.layers.editable import (
     EditableLabels,
     Fingerprint,
-    _chunk_reader,
     array_on_store,
+    chunk_reader,
     fingerprint,
     repoint_archive,
 )
@@ -247,7 +247,7 @@ def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path
     if not dirty:
         return target
     # an .ozx: reuse the descriptor the layer already reads (checked unchanged above)
-    reader = _chunk_reader(data.base)
+    reader = chunk_reader(data.base)
     store: Any = reader.array.store_path.store if reader is not None else None
     store_path = getattr(store, "path", None)
     same = (
@@ -366,7 +366,7 @@ def _stage_and_commit(
         # same store, new shard files: the fast path's cached shard indexes are stale
         from napari_ozx.ngff.read.live import set_array
 
-        base_reader = _chunk_reader(data.base)
+        base_reader = chunk_reader(data.base)
         if base_reader is not None:
             set_array(base_reader, base_reader.array)
         data.clear_dirty()
@@ -962,7 +962,7 @@ def _repoint_ozx(data: EditableLabels, target: Path, before: Fingerprint | None)
     """The editable layer's base reads the replaced archive (its descriptor keeps the
     old inode): point it at the new file so the base holds the saved edits; the other
     label images opened from that archive follow (:func:`.editable.repoint_archive`)."""
-    reader = _chunk_reader(data.base)
+    reader = chunk_reader(data.base)
     changed = reader.array.path if reader is not None else None
     repoint_archive(target, before, [data], changed)
     data.clear_dirty()
