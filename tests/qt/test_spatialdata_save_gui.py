@@ -16,10 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._support.edit_standin import install
 from tests._support.paths import TESTS
-
-install()
 
 pytestmark = pytest.mark.gui
 pytest.importorskip("pyarrow")

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests._support.edit_standin import install
 from tests.layers.spatial.test_save_spatialdata import (
     DATA,
     labels_layer,
@@ -27,8 +26,6 @@ from tests.layers.spatial.test_save_spatialdata import (
     shapes_layer,
     world,
 )
-
-install()
 
 pytest.importorskip("pyarrow")
 pytest.importorskip("shapely")

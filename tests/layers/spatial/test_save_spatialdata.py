@@ -15,10 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._support.edit_standin import install
-
-install()
-
 pytest.importorskip("pyarrow")
 pytest.importorskip("shapely")
 
@@ -249,6 +245,19 @@ def _same_in_world(drawn, opened):
     corners = np.array([[0, 0], [39, 49], [7, 3]])
     np.testing.assert_allclose(world(back, corners), world(lab, corners), atol=1e-9)
     assert list(kw["features"]["cell_type"]) == ["T", "B"]
+
+
+def test_a_failed_save_into_a_new_store_leaves_nothing(tmp_path, monkeypatch):
+    from napari_ozx import OzxError, save_to_spatialdata
+    from napari_ozx.layers.transaction import EditTransaction
+
+    def fail(self, **kw):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(EditTransaction, "commit", fail)
+    with pytest.raises((OzxError, OSError)):
+        save_to_spatialdata(points_layer(), tmp_path / "new.zarr")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_saved_in_a_named_coordinate_system(tmp_path):

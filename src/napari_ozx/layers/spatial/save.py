@@ -351,13 +351,21 @@ def save_to_spatialdata(
             _fail(f"tables/{table} exists; pass overwrite=True", path, ElementExistsError)
         if overwrite and (writes_table or _annotates(path, table, name)):
             removed.append(f"tables/{table}")
-    with EditTransaction(Path(path), action="save to SpatialData", expect=None) as tx:
-        for prefix in removed:
-            tx.delete_prefix(prefix)
-        keys.update(store_keys(keys, tx.get, path if root is not None else None, removed))
-        for key in sorted(keys, key=_data_first):
-            tx.put(key, keys[key])
-        tx.commit()
+    created = not os.path.isdir(path)
+    if created:  # the transaction edits a folder that exists: an empty one, removed on failure
+        os.makedirs(path)
+    try:
+        with EditTransaction(Path(path), action=f"saving {kind} {name!r} into", expect=None) as tx:
+            for prefix in removed:
+                tx.delete_prefix(prefix)
+            keys.update(store_keys(keys, tx.get, path if root is not None else None, removed))
+            for key in sorted(keys):
+                tx.put(key, keys[key])
+            tx.commit()
+    except BaseException:
+        if created and os.path.isdir(path) and not os.listdir(path):
+            os.rmdir(path)
+        raise
     return f"{kind}/{name}"
 
 
@@ -372,9 +380,3 @@ def _annotates(path: str, table: str, element: str) -> bool:
         return False
     region = attrs.get("region")
     return region == element or region == [element]
-
-
-def _data_first(key: str) -> tuple[int, int, str]:
-    """Write order: data before the documents that list it, deepest first, root last."""
-    doc = key.rsplit("/", 1)[-1] == "zarr.json"
-    return (int(doc), -key.count("/") if doc else 0, key)
