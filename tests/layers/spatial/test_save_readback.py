@@ -56,7 +56,12 @@ def saved(tmp_path_factory):
 
     store = tmp_path_factory.mktemp("readback") / "blobs.zarr"
     shutil.copytree(DATA / "blobs.zarr", store)
-    layers = {"regions": shapes_layer(), "marks": points_layer(), "cells_fixed": labels_layer()}
+    # labels large enough for three levels (halved down to 256 pixels a side)
+    layers = {
+        "regions": shapes_layer(),
+        "marks": points_layer(),
+        "cells_fixed": labels_layer((520, 300)),
+    }
     for layer in layers.values():
         save_to_spatialdata(layer, store)
     return store, layers
@@ -109,6 +114,7 @@ def test_spatialdata_reads_what_napari_drew(saved, version):
     lab = layers["cells_fixed"]
     labels = got["labels"]["cells_fixed"]
     assert labels["dims"] == ["y", "x"]
+    assert labels["shapes"] == [[520, 300], [260, 150], [130, 75]]
     np.testing.assert_array_equal(np.asarray(labels["pixels"]), lab.data)
     corners = np.array([[0.0, 0.0], [39.0, 49.0], [7.0, 3.0]])
     m = np.asarray(labels["matrix"])
