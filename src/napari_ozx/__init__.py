@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-#: The one list of the public API: name -> the module that defines it. A new name is one
-#: line here; ``__getattr__`` (names resolve on first use, PEP 562), ``__all__`` and
-#: ``__dir__`` follow from it.
+#: The one list of the public API: name -> the module that defines it. ``__getattr__``
+#: (names resolve on first use, PEP 562), ``__all__`` and ``__dir__`` follow from it. A
+#: new name: one line here, and its import line below for type checkers (a test checks).
 _EXPORTS: dict[str, str] = {
     # reading
     "open_ome_zarr": "napari_ozx.ngff.read.open",

@@ -195,20 +195,8 @@ class EditableLabels:
         if dirty:
             out = np.array(out, copy=True)
             for k, v in dirty:
-                cr = self.chunk_region(k)
-                inter = tuple(
-                    slice(max(a.start, b.start), min(a.stop, b.stop))
-                    for a, b in zip(cr, region, strict=True)
-                )
-                dst = tuple(
-                    slice(i.start - r.start, i.stop - r.start)
-                    for i, r in zip(inter, region, strict=True)
-                )
-                src = tuple(
-                    slice(i.start - c.start, i.stop - c.start)
-                    for i, c in zip(inter, cr, strict=True)
-                )
-                out[dst] = v[src]
+                in_chunk, in_region = _overlap_slices(self.chunk_region(k), region)
+                out[in_region] = v[in_chunk]
         return out
 
     def _chunk_for_read(self, idx: Chunk) -> np.ndarray:
@@ -275,24 +263,12 @@ class EditableLabels:
         mask[post] = True
         with self._lock:
             for chunk in self._chunks_in(region):
-                cr = self.chunk_region(chunk)
-                inter = tuple(
-                    slice(max(a.start, b.start), min(a.stop, b.stop))
-                    for a, b in zip(cr, region, strict=True)
-                )
-                src = tuple(
-                    slice(i.start - r.start, i.stop - r.start)
-                    for i, r in zip(inter, region, strict=True)
-                )
-                if not mask[src].any():
+                in_chunk, in_region = _overlap_slices(self.chunk_region(chunk), region)
+                if not mask[in_region].any():
                     continue
-                dst = tuple(
-                    slice(i.start - c.start, i.stop - c.start)
-                    for i, c in zip(inter, cr, strict=True)
-                )
                 block = self._dirty_chunk(chunk)
-                sub = block[dst]
-                np.copyto(sub, full[src], where=mask[src])
+                sub = block[in_chunk]
+                np.copyto(sub, full[in_region], where=mask[in_region])
 
     def _chunks_in(self, region: tuple[slice, ...]) -> Iterator[Chunk]:
         ranges = [
@@ -368,6 +344,20 @@ def _find_reader(obj: object, depth: int = 0) -> ChunkReader | None:
 
 def _overlap(a: tuple[slice, ...], b: tuple[slice, ...]) -> bool:
     return all(x.start < y.stop and y.start < x.stop for x, y in zip(a, b, strict=True))
+
+
+def _overlap_slices(
+    chunk: tuple[slice, ...], region: tuple[slice, ...]
+) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+    """Where *chunk* and *region* (both in array coordinates) overlap, as slices into the
+    chunk's block and into the region's."""
+    inter = [
+        slice(max(c.start, r.start), min(c.stop, r.stop))
+        for c, r in zip(chunk, region, strict=True)
+    ]
+    in_chunk = tuple(slice(i.start - c.start, i.stop - c.start) for i, c in zip(inter, chunk))
+    in_region = tuple(slice(i.start - r.start, i.stop - r.start) for i, r in zip(inter, region))
+    return in_chunk, in_region
 
 
 # ------------------------------------------------------------------ fingerprint

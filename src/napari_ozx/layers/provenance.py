@@ -29,6 +29,7 @@ __all__ = [
     "LOCKED_3D_KEY",
     "METADATA_KEY",
     "TABLE_KEY",
+    "LayerData",
     "LayerKind",
     "LayerSource",
     "TableOrigin",
@@ -47,6 +48,9 @@ LEVEL_3D_KEY = "napari_ozx_3d_level"
 LOCKED_3D_KEY = "napari_ozx_locked_3d"
 #: ... and, on a layer made from a table, its :class:`TableOrigin` record
 TABLE_KEY = "napari_ozx_table"
+
+#: napari's layer data: (data, layer attributes, layer type)
+LayerData = tuple[Any, dict[str, Any], str]
 
 #: image / labels: a plain image or label image; plate-overview: the lazy picture of a
 #: plate and its well-name points; well: a field (or its labels) of a plate's well

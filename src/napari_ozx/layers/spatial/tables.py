@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from napari_ozx.errors import OzxError
-from napari_ozx.layers.spatial.elements import SPATIAL_KEY, LayerData, Report
+from napari_ozx.errors import OzxError, Report
+from napari_ozx.layers.provenance import LayerData
+from napari_ozx.layers.spatial.elements import SPATIAL_KEY
 
 if TYPE_CHECKING:
     from napari_ozx.ngff.read.open import OmeZarr
