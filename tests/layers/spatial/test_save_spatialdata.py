@@ -187,6 +187,8 @@ def test_lines_paths_ozx_and_other_layers_are_refused(tmp_path, blobs):
         SpatialDataSaveError, match=r"^a zipped store \(.ozx\).*spatialdata does not"
     ):
         save_to_spatialdata(shapes_layer(), tmp_path / "cells.ozx")
+    with pytest.raises(SpatialDataSaveError, match="has no shapes"):
+        save_to_spatialdata(Shapes(name="empty"), blobs)
     with pytest.raises(SpatialDataSaveError, match="only Shapes, Points and Labels"):
         save_to_spatialdata(Image(np.zeros((4, 4))), blobs)
     with pytest.raises(SpatialDataSaveError, match="not one spatialdata accepts"):

@@ -209,6 +209,8 @@ def _shapes_keys(layer: Any, name: str, system: str, store: str) -> dict[str, by
     if layer.ndim != 2:
         _fail(f"a {layer.ndim}D Shapes layer: spatialdata shapes are 2D", store)
     types = list(layer.shape_type)
+    if not types:
+        _fail(f"Shapes layer {layer.name!r} has no shapes (spatialdata reads none empty)", store)
     bad = [i for i, t in enumerate(types) if t in ("line", "path")]
     if bad:
         which = ", ".join(str(i) for i in bad[:5]) + (" ..." if len(bad) > 5 else "")

@@ -215,21 +215,17 @@ def shapes_keys(
         pa.binary(),
         metadata={b"ARROW:extension:name": b"geoarrow.wkb", b"ARROW:extension:metadata": b"{}"},
     )
-    if rings:
+    column: dict[str, Any] = {
+        "encoding": "WKB",
+        "crs": None,
+        "geometry_types": ["Polygon"] if rings else [],
+    }
+    if rings:  # GeoParquet's bbox is optional: none for no geometry
         allv = np.concatenate(rings)
-        bbox = [*map(float, allv.min(axis=0)), *map(float, allv.max(axis=0))]
-    else:
-        bbox = []
+        column["bbox"] = [*map(float, allv.min(axis=0)), *map(float, allv.max(axis=0))]
     geo = {
         "primary_column": "geometry",
-        "columns": {
-            "geometry": {
-                "encoding": "WKB",
-                "crs": None,
-                "geometry_types": ["Polygon"] if rings else [],
-                "bbox": bbox,
-            }
-        },
+        "columns": {"geometry": column},
         "version": "1.1.0",
         "creator": {"library": "napari-ozx", "version": _version()},
     }
