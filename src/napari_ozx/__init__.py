@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "plate_conditions": "napari_ozx.ngff.tables.conditions",
     "PlateConditions": "napari_ozx.ngff.tables.conditions",
     "zoom_to_roi": "napari_ozx.layers.tables",
+    "open_roi": "napari_ozx.layers.regions.crop",
     "color_labels_by": "napari_ozx.layers.tables",
     "save_roi_table": "napari_ozx.layers.save_roi",
     "save_to_spatialdata": "napari_ozx.layers.spatial.save",
@@ -91,6 +92,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from napari_ozx.errors import ZipFormatError as ZipFormatError
     from napari_ozx.layers.add_labels import add_labels_to_image as add_labels_to_image
     from napari_ozx.layers.reading import table_layer_data as table_layer_data
+    from napari_ozx.layers.regions.crop import open_roi as open_roi
     from napari_ozx.layers.save_roi import save_roi_table as save_roi_table
     from napari_ozx.layers.saveback import SaveBackError as SaveBackError
     from napari_ozx.layers.saveback import save_labels_back as save_labels_back
