@@ -49,6 +49,8 @@ _EXPORTS: dict[str, str] = {
     "open_roi": "napari_ozx.layers.regions.crop",
     "color_labels_by": "napari_ozx.layers.tables",
     "save_roi_table": "napari_ozx.layers.save_roi",
+    "save_to_spatialdata": "napari_ozx.layers.spatial.save",
+    "SpatialDataSaveError": "napari_ozx.layers.spatial.save",
     # validating: the OME-Zarr rules and the container; the container (RFC-9) alone
     "validate": "napari_ozx.ngff.validate.walk",
     "validate_rfc9": "napari_ozx.ozx.validate",
@@ -94,6 +96,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from napari_ozx.layers.save_roi import save_roi_table as save_roi_table
     from napari_ozx.layers.saveback import SaveBackError as SaveBackError
     from napari_ozx.layers.saveback import save_labels_back as save_labels_back
+    from napari_ozx.layers.spatial.save import SpatialDataSaveError as SpatialDataSaveError
+    from napari_ozx.layers.spatial.save import save_to_spatialdata as save_to_spatialdata
     from napari_ozx.layers.tables import color_labels_by as color_labels_by
     from napari_ozx.layers.tables import zoom_to_roi as zoom_to_roi
     from napari_ozx.ngff.read.open import Image as Image

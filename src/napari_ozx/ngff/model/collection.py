@@ -22,7 +22,6 @@ __all__ = [
     "DRAFT_NOTE",
     "Collection",
     "Member",
-    "is_collection_document",
     "parse_collection",
     "scene_document",
 ]
@@ -97,15 +96,6 @@ class Collection:
         return tuple(m for m in self.members if m.is_image)
 
 
-def is_collection_document(ome: object) -> bool:
-    """Whether an ``ome`` object is an RFC-8 collection node (cheap: ``get_reader``)."""
-    return (
-        isinstance(ome, Mapping)
-        and ome.get("type") == "collection"
-        and isinstance(ome.get("nodes"), list)
-    )
-
-
 def _str(v: object) -> str | None:
     return v if isinstance(v, str) and v else None
 
@@ -138,7 +128,7 @@ def _members(nodes: object, within: tuple[str, ...], out: list[Member]) -> None:
 
 
 def parse_collection(ome: Mapping[str, Any]) -> Collection:
-    """The collection an ``ome`` object describes (:func:`is_collection_document`)."""
+    """The collection an ``ome`` object describes (:func:`.metadata.is_collection_document`)."""
     members: list[Member] = []
     _members(ome.get("nodes"), (), members)
     attrs = ome.get("attributes")

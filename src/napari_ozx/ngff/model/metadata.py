@@ -21,16 +21,11 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeGuard
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import numpy as np
 
 from napari_ozx.errors import MetadataError
-from napari_ozx.ngff.model.collection import (
-    Collection,
-    is_collection_document,
-    parse_collection,
-)
 from napari_ozx.ngff.model.orientation import Orientation
 from napari_ozx.ngff.model.scale_translation import (
     fold_scale_translation,
@@ -44,6 +39,9 @@ from napari_ozx.ngff.model.versions import (
     normalise_version,
     version_key,
 )
+
+if TYPE_CHECKING:
+    from napari_ozx.ngff.model.collection import Collection
 
 logger = logging.getLogger(__name__)
 
@@ -1186,7 +1184,7 @@ def parse_node_attributes(
         series=series,
         scene=scene,
         spatialdata=isinstance(attrs.get("spatialdata_attrs"), Mapping),
-        collection=parse_collection(ome) if is_collection_document(ome) else None,
+        collection=_collection(ome),
         raw=attrs,
         declared_version=declared,
     )
@@ -1202,3 +1200,21 @@ def has_ome_keys(attrs: Mapping[str, object]) -> bool:
         or isinstance(attrs.get("spatialdata_attrs"), Mapping)  # a SpatialData store
         or is_collection_document(attrs)  # an RFC-8 collection (draft)
     )
+
+
+def is_collection_document(ome: object) -> bool:
+    """Whether an ``ome`` object is an RFC-8 collection node (cheap: ``get_reader``; the
+    collection model, :mod:`.collection`, is imported only to parse one)."""
+    return (
+        isinstance(ome, Mapping)
+        and ome.get("type") == "collection"
+        and isinstance(ome.get("nodes"), list)
+    )
+
+
+def _collection(ome: Mapping[str, Any]) -> Collection | None:
+    if not is_collection_document(ome):
+        return None
+    from napari_ozx.ngff.model.collection import parse_collection
+
+    return parse_collection(ome)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from napari_ozx.errors import MetadataError, OzxError
 from napari_ozx.ngff.model.extensions import NodeExtensions, read_extensions
@@ -35,7 +35,9 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "METADATA_FILES",
     "DocumentReadError",
+    "DocumentSource",
     "NodeDocuments",
+    "child_names",
     "get_bytes",
     "join_path",
     "loads_object",
@@ -570,3 +572,44 @@ def read_documents(
         )
 
     return list(run_sync(all_()))
+
+
+class DocumentSource(Protocol):
+    """What reads a hierarchy's documents: its store and :meth:`read_docs` (the opener,
+    :class:`~napari_ozx.ngff.read.open.OmeZarr`, is one)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def read_docs(
+        self, paths: Sequence[str], kind: Literal["group", "ome-group", "array"] | None = None
+    ) -> Sequence[NodeDocuments | None]: ...
+
+
+def child_names(src: DocumentSource, path: str) -> list[str]:
+    """The names of the nodes directly under *path* in *src*: from the root's Zarr v3
+    consolidated metadata when it has it, else a listing of the store (empty where the
+    store cannot list, or *path* is absent). Metadata documents and hidden names are
+    left out."""
+    (root,) = src.read_docs([""])
+    consolidated = None
+    if root is not None and root.zarr_format == 3:
+        cm = root.document.get("consolidated_metadata")
+        consolidated = cm.get("metadata") if isinstance(cm, Mapping) else None
+    if isinstance(consolidated, Mapping):
+        prefix = f"{path}/"
+        return [
+            k[len(prefix) :]
+            for k in consolidated
+            if k.startswith(prefix) and "/" not in k[len(prefix) :]
+        ]
+    store = src.store
+
+    async def listing() -> list[str]:
+        return [p.rstrip("/") async for p in store.list_dir(path)]
+
+    try:
+        names = run_sync(listing())
+    except (OSError, NotImplementedError):
+        return []
+    return [n for n in names if n and not n.startswith(".") and n not in METADATA_FILES]

@@ -32,16 +32,17 @@ from napari_ozx.errors import (
     UnsupportedExtensionError,
 )
 from napari_ozx.ngff.model.axes import is_spatial
-from napari_ozx.ngff.model.collection import is_collection_document
 from napari_ozx.ngff.model.extensions import NodeExtensions
 from napari_ozx.ngff.model.metadata import (
     Multiscale,
     NodeMetadata,
+    is_collection_document,
     parse_node_attributes,
     with_implied_scales,
 )
 from napari_ozx.ngff.read.documents import (
     NodeDocuments,
+    child_names,
     join_path,
     read_documents,
     remote_directory,
@@ -738,36 +739,12 @@ class OmeZarr:
         (from the root's consolidated metadata when it has it, else a listing)."""
         out = []
         for container in ("images", "labels"):
-            for name in sorted(self._child_names(container)):
+            for name in sorted(child_names(self, container)):
                 path = join_path(container, name, key=container)
                 grp = self._group_or_none(path)
                 if grp is not None and grp.meta.multiscales:
                     out.append((path, container))
         return out
-
-    def _child_names(self, path: str) -> list[str]:
-        root = self.read_docs([""])[0]
-        consolidated = None
-        if root is not None and root.zarr_format == 3:
-            cm = root.document.get("consolidated_metadata")
-            consolidated = cm.get("metadata") if isinstance(cm, Mapping) else None
-        if isinstance(consolidated, Mapping):
-            prefix = f"{path}/"
-            return [
-                k[len(prefix) :]
-                for k in consolidated
-                if k.startswith(prefix) and "/" not in k[len(prefix) :]
-            ]
-        from napari_ozx.ngff.read.documents import run_sync
-
-        async def listing() -> list[str]:
-            return [p.rstrip("/") async for p in self.store.list_dir(path)]
-
-        try:
-            names = run_sync(listing())
-        except (OSError, NotImplementedError):
-            return []
-        return [n for n in names if n and not n.startswith(".") and n != "zarr.json"]
 
     def ome_attributes(self, path: str) -> Mapping[str, Any] | None:
         """The OME attributes of the group at *path* (the ``ome`` object of a Zarr v3

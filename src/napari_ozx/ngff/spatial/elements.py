@@ -20,13 +20,12 @@ from typing import Any
 import numpy as np
 
 from napari_ozx.errors import MetadataError, TransformError
-from napari_ozx.ngff.read.documents import join_path
+from napari_ozx.ngff.read.documents import child_names, join_path
 
 __all__ = [
     "CONTAINERS",
     "Element",
     "axis_names",
-    "child_names",
     "is_spatialdata",
     "list_elements",
     "ome_section",
@@ -206,31 +205,3 @@ def list_elements(root: Any, kinds: Sequence[str] = CONTAINERS) -> list[Element]
                 continue
             out.append(Element(kind, name, path, docs.attributes, docs.zarr_format))
     return out
-
-
-def child_names(src: Any, path: str) -> list[str]:
-    """The names of the nodes directly under *path*: the opener's own listing where *src*
-    is an ``OmeZarr`` (consolidated metadata first), else the root's consolidated
-    metadata, else a listing of the store."""
-    names = getattr(src, "_child_names", None)
-    if callable(names):
-        return list(names(path))
-    (root,) = src.read_docs([""])
-    doc = root.document if root is not None else {}
-    cm = doc.get("consolidated_metadata") if isinstance(doc, Mapping) else None
-    meta = cm.get("metadata") if isinstance(cm, Mapping) else None
-    if isinstance(meta, Mapping):
-        prefix = f"{path}/"
-        return [
-            k[len(prefix) :] for k in meta if k.startswith(prefix) and "/" not in k[len(prefix) :]
-        ]
-    from napari_ozx.ngff.read.documents import run_sync
-
-    async def listing() -> list[str]:
-        return [p.rstrip("/") async for p in src.store.list_dir(path)]
-
-    try:
-        found = run_sync(listing())
-    except (OSError, NotImplementedError):
-        return []
-    return [n for n in found if n and not n.startswith(".") and n != "zarr.json"]

@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 import numpy as np
 
 from napari_ozx.errors import OzxError, TableError
-from napari_ozx.ngff.read.documents import NodeDocuments, join_path, run_sync
+from napari_ozx.ngff.read.documents import (
+    DocumentSource,
+    NodeDocuments,
+    child_names,
+    join_path,
+    run_sync,
+)
 from napari_ozx.ozx.protocol import as_container
 
 if TYPE_CHECKING:
@@ -98,19 +104,12 @@ _PIXEL_EPS = 1e-2
 # --------------------------------------------------------------------------- sources
 
 
-class TableSource(Protocol):
+class TableSource(DocumentSource, Protocol):
     """What listing and reading tables need: the opener's document reader and store
-    (:class:`~napari_ozx.ngff.read.open.OmeZarr` is one)."""
-
-    @property
-    def store(self) -> Store: ...
+    (:class:`~napari_ozx.ngff.read.open.OmeZarr` is one), and the name of its source."""
 
     @property
     def source(self) -> str: ...
-
-    def read_docs(
-        self, paths: Sequence[str], kind: Literal["group", "ome-group", "array"] | None = None
-    ) -> Sequence[NodeDocuments | None]: ...
 
 
 class StoreDocuments:
@@ -434,7 +433,7 @@ def _list_tables(src: TableSource, image: str, only: str | None = None) -> list[
 def spatialdata_tables(source: Any) -> list[TableInfo]:
     """A SpatialData store's tables (the root's ``tables/`` group, listed), metadata only."""
     with opened_source(source) as src:
-        names = sorted(_child_names(src, "tables"))
+        names = sorted(child_names(src, "tables"))
         paths = [join_path("tables", n, key="tables") for n in names]
         docs = src.read_docs(paths)
         return [
@@ -442,20 +441,6 @@ def spatialdata_tables(source: Any) -> list[TableInfo]:
             for n, p, d in zip(names, paths, docs, strict=True)
             if d is not None
         ]
-
-
-def _child_names(src: TableSource, path: str) -> list[str]:
-    names = getattr(src, "_child_names", None)
-    if callable(names):  # the opener's: consolidated metadata first, else a listing
-        return list(names(path))
-
-    async def listing() -> list[str]:
-        return [p.rstrip("/") async for p in src.store.list_dir(path)]
-
-    try:
-        return [n for n in run_sync(listing()) if n and not n.startswith((".", "zarr.json"))]
-    except (OSError, NotImplementedError):
-        return []
 
 
 def _broken(name: str, path: str, image: str, why: str, source: str) -> TableInfo:

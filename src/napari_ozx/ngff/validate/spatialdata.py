@@ -57,7 +57,8 @@ def _add(walker: Any, code: str, node: str, message: str) -> None:
 
 def check_spatialdata(walker: Any, g: Any) -> None:
     """The walker's hook for a SpatialData root group *g*."""
-    from napari_ozx.ngff.spatial.elements import child_names, list_elements, spatialdata_version
+    from napari_ozx.ngff.read.documents import child_names
+    from napari_ozx.ngff.spatial.elements import list_elements, spatialdata_version
 
     docs = walker.docs
     try:

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from napari_ozx.errors import OzxError, UnsupportedExtensionError
-from napari_ozx.ngff.model.collection import is_collection_document
 from napari_ozx.ngff.model.extensions import check_document
-from napari_ozx.ngff.model.metadata import ome_section
+from napari_ozx.ngff.model.metadata import is_collection_document, ome_section
 from napari_ozx.ngff.model.versions import version_key
 from napari_ozx.ngff.read.documents import NodeDocuments, read_documents
 from napari_ozx.ngff.validate import rules
