@@ -1,25 +1,16 @@
 """Save a napari Shapes, Points or Labels layer into a SpatialData store.
 
-:func:`save_to_spatialdata` maps the layer to one element (the encodings are
-:mod:`napari_ozx.ngff.spatial.write`'s) and writes it in one
-:class:`~napari_ozx.layers.transaction.EditTransaction` (all or nothing):
-
-* Shapes -> a shapes element: polygons and rectangles as shapely Polygons, ellipses as
-  polygons of :data:`ELLIPSE_VERTICES` vertices; lines and paths are refused (spatialdata
-  shapes hold polygons and circles only); the shape at row *i* has instance id *i*;
-* Points -> a points element, the layer's ``features`` as its columns;
-* Labels -> a labels element (level 0 of a multiscale layer), as a multiscale;
-* the ``features`` of a Shapes or Labels layer -> the AnnData table ``<name>_table``
-  annotating the element (``region`` the element, ``region_key`` ``"region"``,
-  ``instance_key`` ``"instance_id"``: the shape's row, or the label value, the
-  ``index`` column napari keys a Labels layer's features by, else the row).
-
-The element keeps the layer's data; its transformation to *coordinate_system* is the
-layer's data-to-world transform (``affine`` after scale, rotate, shear and translate), so
-``spatialdata.transform(element, to_coordinate_system=...)`` gives the coordinates napari
-draws. The default system is the one napari-ozx shows the store's images in, else
-``global``. Nothing else in the store changes but the containers' documents and the root's
-consolidated metadata (rebuilt as spatialdata rebuilds it after ``write_element``).
+:func:`save_to_spatialdata` maps the layer to one element (encodings:
+:mod:`napari_ozx.ngff.spatial.write`) and writes it in one
+:class:`~napari_ozx.layers.transaction.EditTransaction`, all or nothing: Shapes -> shapes
+(polygons, rectangles, ellipses as :data:`ELLIPSE_VERTICES`-gons; lines and paths
+refused), Points -> points (``features`` as columns), Labels -> a multiscale labels
+element; a Shapes or Labels layer's ``features`` -> the table ``<name>_table``. The
+element's transformation to the coordinate system is the layer's data-to-world transform,
+so spatialdata places it where napari draws it; the default system is the one the store's
+images are shown in (:func:`default_system`), else ``global``. Nothing else in the store
+changes but the containers' documents and the root's consolidated metadata. The mapping in
+full: ``docs/design/spatialdata-layers.md``.
 """
 
 from __future__ import annotations
@@ -53,8 +44,15 @@ INSTANCE_KEY = "instance_id"
 
 
 class SpatialDataSaveError(OzxError, ValueError):
-    """A layer that cannot be saved into a SpatialData store; the message says why
-    first (:attr:`reason`), then the store."""
+    """A layer that cannot be saved into a SpatialData store.
+
+    Parameters
+    ----------
+    reason : str
+        Why, said first in the message (:attr:`reason`).
+    store : str, default ""
+        The store.
+    """
 
     def __init__(self, reason: str, store: str = "") -> None:
         self.reason = reason
@@ -290,17 +288,38 @@ def save_to_spatialdata(
     coordinate_system: str | None = None,
     overwrite: bool = False,
 ) -> str:
-    """Save *layer* (napari Shapes, Points or Labels) as an element of the SpatialData
-    store *store* (a ``.zarr`` directory; created when missing) and return its path in
-    the store: ``"shapes/<name>"``, ``"points/<name>"`` or ``"labels/<name>"``.
+    """Save *layer* as an element of the SpatialData store *store*, all or nothing.
 
-    *name* defaults to the layer's name (characters spatialdata refuses become ``_``);
-    *coordinate_system* to the one the store's images are shown in, else ``global``.
-    A Shapes or Labels layer's ``features`` also become the table ``<name>_table``.
-    An element (or table) that exists is replaced only with *overwrite*; otherwise
-    :class:`ElementExistsError`, and nothing changes. Every other file of the store stays
-    as it is; the write is all or nothing. Raises :class:`SpatialDataSaveError` (an
-    :class:`~napari_ozx.errors.OzxError`) saying why, for a layer that cannot be saved.
+    Every other file of the store stays as it is.
+
+    Parameters
+    ----------
+    layer : napari.layers.Shapes, Points or Labels
+        The layer; a Shapes or Labels layer's ``features`` also become the table
+        ``<name>_table``.
+    store : str or os.PathLike
+        A SpatialData ``.zarr`` directory (created when missing).
+    name : str, optional
+        The element's name (default: the layer's name, characters spatialdata refuses
+        become ``_``).
+    coordinate_system : str, optional
+        The system the element is placed in (default: the one the store's images are
+        shown in, else ``global``).
+    overwrite : bool, default False
+        Replace an element (or table) of that name.
+
+    Returns
+    -------
+    str
+        The element's path in the store: ``"shapes/<name>"``, ``"points/<name>"`` or
+        ``"labels/<name>"``.
+
+    Raises
+    ------
+    ElementExistsError
+        The element (or table) exists and *overwrite* is false; nothing changes.
+    SpatialDataSaveError
+        The layer cannot be saved (an :class:`~napari_ozx.errors.OzxError` saying why).
     """
     from napari_ozx.layers.transaction import EditTransaction
     from napari_ozx.ngff.spatial.write import check_name, store_keys

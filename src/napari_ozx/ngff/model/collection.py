@@ -2,8 +2,9 @@
 "collection"`` grouping other nodes, by ``Path`` object or inline, optionally placed by a
 collection-level ``scene``.
 
-:func:`is_collection_document` is the reader's claim; :func:`parse_collection` walks the
-root's nodes (inline nested collections depth first) into a :class:`Collection` of
+:func:`~napari_ozx.ngff.model.metadata.is_collection_document` is the reader's claim;
+:func:`parse_collection` walks the root's nodes (inline nested collections depth first) into a
+:class:`Collection` of
 :class:`Member` records: a ``multiscale`` node with a ``zarr`` path (relative or absolute) is an
 image member, every other node is listed with the reason it is not opened.
 :func:`scene_document` writes the collection's scene in OME-Zarr 0.6's form so the 0.6

@@ -1,31 +1,16 @@
 """Writing SpatialData elements as spatialdata 0.7.3 / 0.8.0 write them (no napari).
 
-Each function returns the element's keys (store key -> bytes) for one edit of the store:
-
-* :func:`points_keys`: ``points/<name>/`` with ``points.parquet/part.0.parquet`` (dask's
-  directory layout; the coordinates ``x``, ``y`` (, ``z``) then the other columns,
-  categories as parquet dictionaries, pandas' metadata) and the group's attributes
-  ``encoding-type: ngff:points``, ``axes``, ``coordinateTransformations`` and
-  ``spatialdata_attrs`` (points format 0.2: ``feature_key`` / ``instance_key`` when given);
-* :func:`shapes_keys`: ``shapes/<name>/shapes.parquet``, GeoParquet 1.1 (WKB geometry
-  with geoarrow's extension name, the ``geo`` metadata geopandas writes, a range index)
-  and ``encoding-type: ngff:shapes``, shapes format 0.3;
-* :func:`labels_keys`: ``labels/<name>/``, an OME-Zarr multiscale (``s0``, ``s1`` ...:
-  each level half the last in y and x, nearest pixel) with the ``0.5-dev-spatialdata``
-  multiscales, ``image-label`` and raster format 0.3 that spatialdata writes; the
-  element's transformation is the multiscale's ``coordinateTransformations``;
-* :func:`region_table_keys`: ``tables/<name>/``, an AnnData table (written with zarr,
-  :func:`~napari_ozx.ngff.tables.write.anndata_obs_keys`) annotating one element, with
-  spatialdata's ``region`` / ``region_key`` / ``instance_key`` attributes (table format
-  0.2) both in the group's attributes and in ``uns["spatialdata_attrs"]``.
-
-:func:`transformation` writes a homogeneous matrix as spatialdata's ``identity``,
-``scale`` / ``translation`` / ``affine`` (``input`` / ``output`` objects naming axes and
-system). :func:`store_keys`
-adds what a store needs around new elements: the container groups (``labels``' list of
-names), a new root, and the root's consolidated metadata rebuilt by zarr from every node
-of the store as it will be (what ``SpatialData.write_element`` does by
-``zarr.consolidate_metadata`` when the store had it).
+Each function returns an element's keys (store key -> bytes) for one edit of the store:
+:func:`points_keys` (``points/<name>/points.parquet/part.0.parquet``, points format 0.2),
+:func:`shapes_keys` (``shapes/<name>/shapes.parquet``, GeoParquet 1.1, shapes format
+0.3), :func:`labels_keys` (``labels/<name>/``, an OME-Zarr multiscale halved in y and x by
+nearest pixel, ``0.5-dev-spatialdata``, raster format 0.3) and :func:`region_table_keys`
+(``tables/<name>/``, an AnnData table annotating one element, table format 0.2).
+:func:`transformation` writes a matrix as spatialdata's ``identity`` / ``scale`` /
+``translation`` / ``affine``; :func:`store_keys` adds what a store needs around new
+elements (container groups, a new root, the root's consolidated metadata rebuilt by zarr,
+as ``SpatialData.write_element`` does); :func:`check_name` refuses names spatialdata
+refuses. Each layout, key by key: ``docs/design/spatialdata-layers.md``.
 """
 
 from __future__ import annotations
