@@ -45,6 +45,8 @@ _EXPORTS: dict[str, str] = {
     "PlateConditions": "napari_ozx.ngff.tables.conditions",
     "zoom_to_roi": "napari_ozx.layers.tables",
     "color_labels_by": "napari_ozx.layers.tables",
+    "color_by": "napari_ozx.layers.categories.colouring",
+    "show_categories": "napari_ozx.layers.categories.colouring",
     "save_roi_table": "napari_ozx.layers.save_roi",
     # validating: the OME-Zarr rules and the container; the container (RFC-9) alone
     "validate": "napari_ozx.ngff.validate.walk",
@@ -96,6 +98,7 @@ __all__ = [
     "ZipFormatError",
     "__version__",
     "add_labels_to_image",
+    "color_by",
     "color_labels_by",
     "convert",
     "list_tables",
@@ -107,6 +110,7 @@ __all__ = [
     "roi_world_boxes",
     "save_labels_back",
     "save_roi_table",
+    "show_categories",
     "table_layer_data",
     "validate",
     "validate_rfc9",
@@ -128,6 +132,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ZipFormatError,
     )
     from napari_ozx.layers.add_labels import add_labels_to_image
+    from napari_ozx.layers.categories.colouring import color_by, show_categories
     from napari_ozx.layers.reading import table_layer_data
     from napari_ozx.layers.save_roi import save_roi_table
     from napari_ozx.layers.saveback import SaveBackError, save_labels_back
