@@ -39,6 +39,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_ozx._compat import napari_unproxied
 from napari_ozx._qt.base import OzxDockWidget
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.categories.colouring import (
@@ -167,7 +168,7 @@ class CategoriesDock(OzxDockWidget):
     def _active(self) -> Any:
         if self._viewer is None:
             return None
-        layer = self._viewer.layers.selection.active
+        layer = napari_unproxied(self._viewer.layers.selection.active)
         if layer is not None and layer_kind(layer) is not None:
             return layer
         return None

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_ozx._compat import napari_unproxied
 from napari_ozx.errors import OzxError
 from napari_ozx.layers.categories.palettes import MISSING_RGBA, default_palette, to_rgba
 
@@ -378,6 +379,7 @@ def color_by(
     default the column's range). Categories hidden by :func:`show_categories` stay
     hidden. Returns the legend; the layer's metadata records it (``CATEGORIES_KEY``).
     Raises an ``OzxError`` for a layer without such a column."""
+    layer = napari_unproxied(layer)
     st = _state(layer)
     legend, rows, codes = make_legend(layer, column, colormap=colormap, limits=limits)
     kind = layer_kind(layer)
@@ -398,6 +400,7 @@ def show_categories(layer: Layer, column: str, values: Iterable[object] | None) 
     text, or as numbers for a numeric column); ``values=None`` draws them all. The
     others are not drawn (fully transparent; module docstring). Returns how many rows
     are drawn."""
+    layer = napari_unproxied(layer)
     st = _state(layer)
     feats = rows_features(layer)
     if column not in feats:
@@ -439,6 +442,7 @@ def current_legend(layer: Any) -> Legend | None:
     """The legend of what *layer* is coloured by: napari-ozx's last :func:`color_by`,
     else the column its reader coloured it by (a points element's ``feature_key``),
     computed without touching the layer; None when neither."""
+    layer = napari_unproxied(layer)
     st = _STATES.get(layer)
     if st is not None and st.legend is not None and st.rows == len(rows_features(layer)):
         return st.legend
@@ -456,6 +460,7 @@ def current_legend(layer: Any) -> Legend | None:
 
 def hidden_categories(layer: Any) -> set[str]:
     """The categories of the legend's column that :func:`show_categories` hides."""
+    layer = napari_unproxied(layer)
     st = _STATES.get(layer)
     if st is None or st.legend is None or st.filter_values is None:
         return set()

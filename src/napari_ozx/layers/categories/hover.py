@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from napari_ozx._compat import napari_unproxied
+
 __all__ = ["features_at", "install_hover", "ring_at"]
 
 _SPATIAL_KEY = "napari_ozx_spatialdata"
@@ -145,6 +147,7 @@ def install_hover(layer: Any) -> bool:
     """Make *layer* (napari-ozx's polygon Surface) add the features of the polygon under
     the cursor to napari's status bar. False (nothing done) for any other layer; once
     per layer."""
+    layer = napari_unproxied(layer)
     if not is_polygon_surface(layer):
         return False
     if layer in _HOVERED:
