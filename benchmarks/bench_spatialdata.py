@@ -35,6 +35,9 @@ the medians are printed. Measured:
     in ``--zoom-in`` times;
   - ``--baseline JSON``: points layer kwargs that replace the reader's in alternate
     children (e.g. ``'{"antialiasing": 1}'``), so a change is compared in one run;
+* **categories** (points): ``napari_ozx.color_by`` (the 300 genes; a numeric column)
+  and ``napari_ozx.show_categories`` (one gene, half of them, all again) on every
+  point, each call's median, in napari's Viewer without and with a window;
 * **napari-spatialdata** (``--peer``: a Python with napari-spatialdata 0.7 installed,
   e.g. its own virtual environment): ``Interactive(sdata)`` on the same store, the time
   and memory until its layers are in the viewer.
@@ -293,6 +296,37 @@ print(json.dumps({**freeze, "frames": frames}))
 viewer.close()
 """
 
+CHILD_CATEGORIES = r"""
+import json, statistics, sys, time
+import numpy as np
+import napari
+from qtpy.QtWidgets import QApplication
+from napari_ozx import color_by, show_categories
+viewer = napari.Viewer(show=sys.argv[2] == "window")
+(layer,) = viewer.open(sys.argv[1], plugin="napari-ozx")
+app = QApplication.instance()
+genes = list(layer.features["gene"].cat.categories)
+def timed(fn, *a, **k):
+    t = time.perf_counter(); fn(*a, **k); d = time.perf_counter() - t
+    app.processEvents()  # (the canvas draws after: not napari-ozx's work)
+    return d
+out = {"points": len(layer.data), "genes": len(genes)}
+steps = {
+    "show_categories one gene": lambda: show_categories(layer, "gene", genes[:1]),
+    "show_categories half the genes": lambda: show_categories(layer, "gene", genes[::2]),
+    "show_categories all (None)": lambda: show_categories(layer, "gene", None),
+    "color_by gene (categorical)": lambda: color_by(layer, "gene"),
+    "color_by quality (continuous)": lambda: color_by(layer, "quality"),
+}
+for name, fn in steps.items():
+    out[name] = statistics.median(timed(fn) for _ in range(int(sys.argv[3])))
+show_categories(layer, "gene", genes[:1])
+drawn = int(np.count_nonzero(np.asarray(layer.face_color)[:, 3] > 0))
+out["drawn after one gene"] = drawn
+print(json.dumps(out))
+viewer.close()
+"""
+
 CHILD_PEER = r"""
 import json, sys, time
 def anon():
@@ -335,6 +369,25 @@ def _child(python: str, code: str, *args: str, timeout: float = 900) -> dict | s
 
 def _median(runs: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in runs)
+
+
+def _categories(py: str, store: str, args: argparse.Namespace) -> None:
+    """color_by / show_categories on every point (each call: median of --repeats), in
+    napari's Viewer without a window and, unless --no-frames, in a window (napari's
+    vispy layer updated in the call)."""
+    for where in ("model", *(() if args.no_frames else ("window",))):
+        r = _child(py, CHILD_CATEGORIES, store, where, str(args.repeats))
+        if not isinstance(r, dict):
+            print(f"  categories ({where}): failed ({r})")
+            continue
+        timings = ", ".join(
+            f"{k} {v:.2f} s" for k, v in r.items() if k.startswith(("show_", "color_"))
+        )
+        print(
+            f"  categories on {r['points']:,} points, {r['genes']} genes "
+            f"({'in a window' if where == 'window' else 'no window'}): {timings}; "
+            f"one gene shown: {r['drawn after one gene']:,} points drawn"
+        )
 
 
 def _window(py: str, store: str, kind: str, args: argparse.Namespace) -> None:
@@ -434,6 +487,8 @@ def main() -> None:
                         f"{rate['seconds']:.2f} s ({1000 * per:.2f} ms each: "
                         f"{per * n:.0f} s for {n:,})"
                     )
+            if kind == "points":
+                _categories(py, str(store), args)
             if not args.no_frames:
                 _window(py, str(store), kind, args)
             if args.peer:
