@@ -112,6 +112,25 @@ def test_points_coloured_by_a_numeric_column_keep_hidden_categories(typed_store)
         napari_ozx.color_by(pts, "volume")
 
 
+def test_a_numeric_column_of_many_rows_takes_the_colormap_from_a_fine_table():
+    """Above LUT_SIZE rows the colormap is looked up in a table of LUT_SIZE steps:
+    within half a step of napari's own map, far below one step of 8-bit colour."""
+    from napari.components import ViewerModel
+    from napari.utils.colormaps import ensure_colormap
+
+    from napari_ozx.layers.categories.colouring import LUT_SIZE
+
+    n = LUT_SIZE * 3
+    values = np.linspace(-5.0, 5.0, n)
+    values[7] = np.nan
+    pts = ViewerModel().add_points(np.zeros((n, 2)), features={"v": values})
+    napari_ozx.color_by(pts, "v", colormap="turbo")
+    expect = ensure_colormap("turbo").map(np.clip((values + 5) / 10, 0, 1))
+    ok = np.isfinite(values)
+    np.testing.assert_allclose(pts.face_color[ok], expect[ok], atol=1 / 512)
+    np.testing.assert_allclose(pts.face_color[7], [0.5, 0.5, 0.5, 1.0])
+
+
 # ------------------------------------------------------------------------ labels
 
 
