@@ -4,6 +4,7 @@ Usage::
 
     pip install -e .[bench]          # zarrista, tensorstore (benchmark-only)
     python benchmarks/bench_compiled.py [--repeats 21] [--regenerate] [--entries 1000000]
+                                        [--unsharded]
 
 Generates once (under benchmarks/_data/, gitignored) a sharded OME-Zarr 0.5 image
 2x32x1024x1024 uint16 (inner chunks 1x1x256x256, shards 1x32x1024x1024, zstd 3) with our
@@ -15,7 +16,11 @@ repeat, medians):
   hands to napari (``.ozx`` and directory; "napari" rows slice them in napari's steps
   with task fusion off, as napari's slicer does), against zarrista (ZipStore on the ``.ozx``,
   FilesystemStore on the directory), tensorstore (directory) and zarr-python
-  (LocalStore, OzxStore);
+  (LocalStore, OzxStore); with zarr >= 3.4 also zarr's own synchronous codec path
+  (``FusedCodecPipeline.read_sync`` called directly, and ``zarr.Array`` configured with
+  it), against the same direct reads without dask (``fastread``); ``--unsharded`` adds
+  a copy without shards (plain Zarr v3 chunks 1x1x256x256, directory and zipped), read
+  by fastread, zarr-python and zarr's synchronous path;
 * opening the many-entry archive in a fresh process: time and RSS growth of
   ``OzxStore`` against ``zarr.storage.ZipStore`` (which parses with ``zipfile``);
 * writing an OME-Zarr 0.4 directory with small (64x64) chunks against zarr-python
@@ -27,6 +32,7 @@ Prints times, the ratios and the bars of the issue.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import statistics
@@ -170,6 +176,7 @@ def _readers() -> dict[str, tuple[Callable[[int, int, int, int], object], Callab
             lambda c, z, y, x, a=a: a[c, z, y : y + 256, x : x + 256],
             lambda z, a=a: a[:, z],
         )
+    out.update(_zarr_sync_readers())
     try:
         from zarrista import Array
         from zarrista.store import FilesystemStore, ZipStore
@@ -205,6 +212,78 @@ def _readers() -> dict[str, tuple[Callable[[int, int, int, int], object], Callab
     return out
 
 
+class _ZarrReadSync:
+    """``array[sel]`` through zarr-python's own synchronous codec path (zarr >= 3.4's
+    ``FusedCodecPipeline.read_sync``), called directly as ``_get_selection`` calls it,
+    without its event-loop and thread hops: what napari-ozx could use instead of
+    ``ngff.read.fastread``."""
+
+    def __init__(self, array: object) -> None:
+        from zarr.core.array_spec import ArraySpec
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.codec_pipeline import _resolve_max_workers
+
+        aa = array.async_array  # type: ignore[attr-defined]
+        self.aa, self.md, self.proto = aa, aa.metadata, default_buffer_prototype()
+        self.spec = ArraySpec(
+            shape=aa._chunk_grid.chunk_shape,
+            dtype=self.md.dtype,
+            fill_value=self.md.fill_value,
+            config=aa.config,
+            prototype=self.proto,
+        )
+        self.workers = _resolve_max_workers()
+
+    def __getitem__(self, sel: tuple) -> np.ndarray:
+        from zarr.core.indexing import BasicIndexer
+
+        aa, md = self.aa, self.md
+        indexer = BasicIndexer(sel, shape=md.shape, chunk_grid=aa._chunk_grid)
+        out = self.proto.nd_buffer.empty(
+            shape=indexer.shape, dtype=md.dtype.to_native_dtype(), order=aa.config.order
+        )
+        batch = [
+            (aa.store_path / md.encode_chunk_key(cc), self.spec, csel, osel, whole)
+            for cc, csel, osel, whole in indexer
+        ]
+        aa.codec_pipeline.read_sync(batch, out, indexer.drop_axes, max_workers=self.workers)
+        return out.as_ndarray_like()
+
+
+def _zarr_sync_readers(
+    d: Path = DIR, z: Path = OZX, path: str = "0", tag: str = ""
+) -> dict[str, tuple[Callable[..., object], Callable[..., object]]]:
+    """zarr-python's synchronous path (zarr >= 3.4), directly (``read_sync``) and through
+    ``zarr.Array`` with the ``FusedCodecPipeline`` configured."""
+    import zarr
+
+    from napari_ozx.ozx.store import OzxStore
+
+    try:
+        from zarr.core.codec_pipeline import FusedCodecPipeline
+    except ImportError:
+        print(f"zarr {zarr.__version__}: no synchronous codec pipeline (zarr >= 3.4): skipped")
+        return {}
+    out: dict[str, tuple[Callable[..., object], Callable[..., object]]] = {}
+    pipeline = f"{FusedCodecPipeline.__module__}.{FusedCodecPipeline.__name__}"
+    for where, store in (
+        ("dir", zarr.storage.LocalStore(d, read_only=True)),
+        ("ozx", OzxStore(z)),
+    ):
+        with zarr.config.set({"codec_pipeline.path": pipeline}):
+            a = zarr.open_array(store, path=path, mode="r")
+        r = _ZarrReadSync(a)
+        for name, src in (
+            (f"zarr read_sync {tag}{where}", r),
+            (f"zarr fused Array {tag}{where}", a),
+        ):
+            out[name] = (
+                lambda c, z, y, x, s=src: np.asarray(s[c, z, y : y + 256, x : x + 256]),
+                lambda z, s=src: np.asarray(s[:, z, :, :]),  # full, as fastread is given
+            )
+    return out
+
+
 def _napari_style(view: Callable[[], object]) -> np.ndarray:
     import dask
 
@@ -212,8 +291,68 @@ def _napari_style(view: Callable[[], object]) -> np.ndarray:
         return np.asarray(view())
 
 
-def bench_reads(repeats: int) -> dict[str, dict[str, float]]:
+UNSHARDED_DIR = DATA / "unsharded.zarr"
+UNSHARDED_OZX = DATA / "unsharded.ozx"
+
+
+def generate_unsharded(force: bool) -> None:
+    """The same pixels as plain Zarr v3 without shards (chunks 1x1x256x256, zstd 3), as
+    a directory and zipped (STORED, ``zarr.json`` first) as an ``.ozx``-like archive."""
+    import shutil
+    import zipfile
+
+    import zarr
+
+    if UNSHARDED_DIR.exists() and UNSHARDED_OZX.exists() and not force:
+        return
+    shutil.rmtree(UNSHARDED_DIR, ignore_errors=True)
+    DATA.mkdir(exist_ok=True)
+    a = zarr.create_array(
+        zarr.storage.LocalStore(UNSHARDED_DIR),
+        shape=SHAPE,
+        chunks=(1, 1, 256, 256),
+        dtype="uint16",
+        compressors=zarr.codecs.ZstdCodec(level=3),
+    )
+    a[...] = _data(SHAPE)
+    tmp = UNSHARDED_OZX.with_suffix(".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zf:
+        zf.write(UNSHARDED_DIR / "zarr.json", "zarr.json")
+        for p in sorted(UNSHARDED_DIR.rglob("*")):
+            if p.is_file() and p.name != "zarr.json":
+                zf.write(p, p.relative_to(UNSHARDED_DIR).as_posix())
+    tmp.rename(UNSHARDED_OZX)
+
+
+def _unsharded_readers() -> dict[str, tuple[Callable[..., object], Callable[..., object]]]:
+    """fastread (no dask), zarr-python and zarr's synchronous path on the unsharded copy."""
+    import zarr
+
+    from napari_ozx.ngff.read.fastread import fast_reader
+    from napari_ozx.ozx.store import OzxStore
+
+    out: dict[str, tuple[Callable[..., object], Callable[..., object]]] = {}
+    for where, store in (
+        ("dir", zarr.storage.LocalStore(UNSHARDED_DIR, read_only=True)),
+        ("ozx", OzxStore(UNSHARDED_OZX)),
+    ):
+        a = zarr.open_array(store, mode="r")
+        for name, src in (
+            (f"fastread unsharded {where}", fast_reader(a)),
+            (f"zarr unsharded {where}", a),
+        ):
+            out[name] = (
+                lambda c, z, y, x, s=src: np.asarray(s[c, z, y : y + 256, x : x + 256]),
+                lambda z, s=src: np.asarray(s[:, z, :, :]),  # full, as fastread is given
+            )
+    out.update(_zarr_sync_readers(UNSHARDED_DIR, UNSHARDED_OZX, "", "unsharded "))
+    return out
+
+
+def bench_reads(repeats: int, unsharded: bool = False) -> dict[str, dict[str, float]]:
     readers = _readers()
+    if unsharded:
+        readers.update(_unsharded_readers())
     ref = readers["zarr LocalStore dir"]
     # same pixels everywhere, checked once
     for name, (tile, plane) in readers.items():
@@ -337,12 +476,17 @@ def main() -> None:
     ap.add_argument("--write-repeats", type=int, default=3)
     ap.add_argument("--entries", type=int, default=1_000_000)
     ap.add_argument("--regenerate", action="store_true")
+    ap.add_argument(
+        "--unsharded", action="store_true", help="also read an unsharded copy (zarr v3, no shards)"
+    )
     ap.add_argument("--skip", nargs="*", default=(), choices=("reads", "open", "write"))
     args = ap.parse_args()
     bars: list[tuple[str, float, float]] = []
     if "reads" not in args.skip:
         generate(args.regenerate)
-        m = bench_reads(args.repeats)
+        if args.unsharded:
+            generate_unsharded(args.regenerate)
+        m = bench_reads(args.repeats, args.unsharded)
         if "zarrista ozx" in m:
             for k in ("tile", "plane"):
                 bars.append(
@@ -369,6 +513,19 @@ def main() -> None:
             bars.append(
                 (f"{k} layers ozx / layers dir", m["layers ozx"][k] / m["layers dir"][k], 1.2)
             )
+        # informative: zarr's own synchronous path against ours, same run
+        for tag, where in itertools.product(("", "unsharded "), ("dir", "ozx")):
+            if f"zarr read_sync {tag}{where}" not in m:
+                continue
+            fast = f"fastread {tag}{where}" if tag else f"fastread {where} (no dask)"
+            for k in ("tile", "plane"):
+                ours = m[fast][k]
+                sync_ = m[f"zarr read_sync {tag}{where}"][k]
+                fused = m[f"zarr fused Array {tag}{where}"][k]
+                print(
+                    f"{k} {tag or 'sharded '}{where}: zarr read_sync / fastread "
+                    f"{sync_ / ours:.2f}, zarr fused Array / fastread {fused / ours:.2f}"
+                )
     if "open" not in args.skip:
         o = bench_open(generate_many(args.entries), args.open_repeats)
         bars.append(("open many: OzxStore / ZipStore time", o["ours time"] / o["zip time"], 0.2))

@@ -40,6 +40,7 @@ print(f"test-newest: Python {sys.version.split()[0]}, zarr {zarr.__version__}, d
       f"numcodecs {numcodecs.__version__}, napari {napari.__version__}")
 PYEOF
 . scripts/workers.sh
+"$PY" -m tests._support.conformance  # before pytest, never during collection (test.sh)
 times() { [ -n "${NAPARI_OZX_TIMES:-}" ] && echo "$1" >> "$NAPARI_OZX_TIMES" || true; }
 times "newest environment (.venv-newest): install $((SECONDS - step_start)) s"
 # The classic run records which test modules make dask arrays (tests/_support/suitetime.py);

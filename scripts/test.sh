@@ -11,4 +11,7 @@ bash scripts/system-deps.sh
 . scripts/venv.sh
 . scripts/workers.sh
 pip_install -e ".[testing,pyqt6]"
+# test data fetched once, before pytest: collection only looks for it (xdist's workers
+# collect at the same time; downloading there raced on every fresh clone)
+"$PY" -m tests._support.conformance
 exec "$PY" -m pytest $(xdist_args) "$@"

@@ -117,7 +117,7 @@ def _rotated_06(tmp_path: Path) -> Path:
 
     data = np.arange(64 * 64, dtype=np.uint16).reshape(64, 64)
     meta = {"name": "img", "scale": [0.5, 0.5], "rotate": 30.0}
-    return write_layer_data(tmp_path / "rot.ozx", [(data, meta, "image")])
+    return write_layer_data(tmp_path / "rot.ozx", [(data, meta, "image")]).target
 
 
 def _world(path: Path):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import napari_ozx
 from tests._support.paths import ROOT
@@ -21,6 +23,43 @@ def test_all_is_sorted_unique_and_matches_the_lazy_table() -> None:
     names = [n for n in napari_ozx.__all__ if n != "__version__"]
     assert names == sorted(set(names))
     assert set(names) == set(napari_ozx._EXPORTS)
+    assert set(dir(napari_ozx)) >= set(napari_ozx.__all__)
+
+
+def _type_checking_imports(source: str) -> set[tuple[str, str, str | None]]:
+    """(module, name, alias) of every import under ``if TYPE_CHECKING:`` in *source*."""
+    tree = ast.parse(source)
+    block = [
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    ]
+    assert len(block) == 1, "one `if TYPE_CHECKING:` block"
+    found: set[tuple[str, str, str | None]] = set()
+    for node in block[0].body:
+        assert isinstance(node, ast.ImportFrom) and node.module, ast.unparse(node)
+        found.update((node.module, a.name, a.asname) for a in node.names)
+    return found
+
+
+def test_type_checkers_see_exactly_the_public_names() -> None:
+    """``_EXPORTS`` is the one list of the public API; the ``TYPE_CHECKING`` imports exist
+    for mypy and IDEs only (at run time names resolve lazily). They must say the same,
+    each as ``X as X`` (an explicit re-export); the message gives the block to paste."""
+    want = {(m, n, n) for n, m in napari_ozx._EXPORTS.items()}
+    got = _type_checking_imports(Path(napari_ozx.__file__).read_text(encoding="utf-8"))
+    block = "\n".join(f"    from {m} import {n} as {n}" for m, n, _ in sorted(want))
+    assert got == want, f"the TYPE_CHECKING block of napari_ozx/__init__.py should be:\n{block}"
+
+
+def test_the_type_checking_check_sees_a_missing_or_unaliased_name() -> None:
+    source = Path(napari_ozx.__file__).read_text(encoding="utf-8")
+    line = "    from napari_ozx.ngff.read.open import open_ome_zarr as open_ome_zarr\n"
+    assert line in source
+    full = _type_checking_imports(source)
+    assert ("napari_ozx.ngff.read.open", "open_ome_zarr", "open_ome_zarr") in full
+    missing = _type_checking_imports(source.replace(line, ""))
+    assert full - missing == {("napari_ozx.ngff.read.open", "open_ome_zarr", "open_ome_zarr")}
+    plain = _type_checking_imports(source.replace(line, line.replace(" as open_ome_zarr", "")))
+    assert ("napari_ozx.ngff.read.open", "open_ome_zarr", None) in plain
 
 
 def test_unknown_name_is_an_attribute_error() -> None:

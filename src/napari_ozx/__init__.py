@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-#: public name -> module that defines it
+#: The one list of the public API: name -> the module that defines it. ``__getattr__``
+#: (names resolve on first use, PEP 562), ``__all__`` and ``__dir__`` follow from it. A
+#: new name: one line here, and its import line below for type checkers (a test checks).
 _EXPORTS: dict[str, str] = {
     # reading
     "open_ome_zarr": "napari_ozx.ngff.read.open",
@@ -44,10 +46,13 @@ _EXPORTS: dict[str, str] = {
     "plate_conditions": "napari_ozx.ngff.tables.conditions",
     "PlateConditions": "napari_ozx.ngff.tables.conditions",
     "zoom_to_roi": "napari_ozx.layers.tables",
+    "open_roi": "napari_ozx.layers.regions.crop",
     "color_labels_by": "napari_ozx.layers.tables",
     "color_by": "napari_ozx.layers.categories.colouring",
     "show_categories": "napari_ozx.layers.categories.colouring",
     "save_roi_table": "napari_ozx.layers.save_roi",
+    "save_to_spatialdata": "napari_ozx.layers.spatial.save",
+    "SpatialDataSaveError": "napari_ozx.layers.spatial.save",
     # validating: the OME-Zarr rules and the container; the container (RFC-9) alone
     "validate": "napari_ozx.ngff.validate.walk",
     "validate_rfc9": "napari_ozx.ozx.validate",
@@ -70,92 +75,60 @@ _EXPORTS: dict[str, str] = {
     "TableError": "napari_ozx.errors",
 }
 
-__all__ = [
-    "ChunkDecodeError",
-    "Finding",
-    "Image",
-    "ImageSpec",
-    "InvalidOptionError",
-    "LabelsSpec",
-    "MetadataError",
-    "NotOmeZarrError",
-    "OmeZarr",
-    "OzxError",
-    "OzxStore",
-    "OzxWriteStore",
-    "OzxWriter",
-    "PlateConditions",
-    "ReadOnlyStoreError",
-    "SaveBackError",
-    "TableData",
-    "TableError",
-    "TableInfo",
-    "UnsupportedExtensionError",
-    "UnsupportedZipFeature",
-    "ValidationReport",
-    "WriteCancelled",
-    "WriteOptions",
-    "ZipFormatError",
-    "__version__",
-    "add_labels_to_image",
-    "color_by",
-    "color_labels_by",
-    "convert",
-    "list_tables",
-    "open_hcs",
-    "open_ome_zarr",
-    "plate_conditions",
-    "read_table",
-    "roi_pixel_boxes",
-    "roi_world_boxes",
-    "save_labels_back",
-    "save_roi_table",
-    "show_categories",
-    "table_layer_data",
-    "validate",
-    "validate_rfc9",
-    "write_ome_zarr",
-    "zoom_to_roi",
-]
+__all__ = sorted(["__version__", *_EXPORTS])
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from napari_ozx.errors import (
-        ChunkDecodeError,
-        InvalidOptionError,
-        MetadataError,
-        NotOmeZarrError,
-        OzxError,
-        ReadOnlyStoreError,
-        TableError,
-        UnsupportedExtensionError,
-        UnsupportedZipFeature,
-        ZipFormatError,
-    )
-    from napari_ozx.layers.add_labels import add_labels_to_image
-    from napari_ozx.layers.categories.colouring import color_by, show_categories
-    from napari_ozx.layers.reading import table_layer_data
-    from napari_ozx.layers.save_roi import save_roi_table
-    from napari_ozx.layers.saveback import SaveBackError, save_labels_back
-    from napari_ozx.layers.tables import color_labels_by, zoom_to_roi
-    from napari_ozx.ngff.read.open import Image, OmeZarr, open_ome_zarr
-    from napari_ozx.ngff.read.plate import open_hcs
-    from napari_ozx.ngff.tables.conditions import PlateConditions, plate_conditions
-    from napari_ozx.ngff.tables.read import (
-        TableData,
-        TableInfo,
-        list_tables,
-        read_table,
-        roi_pixel_boxes,
-        roi_world_boxes,
-    )
-    from napari_ozx.ngff.validate.walk import validate
-    from napari_ozx.ngff.write.convert import convert
-    from napari_ozx.ngff.write.options import WriteOptions
-    from napari_ozx.ngff.write.writer import ImageSpec, LabelsSpec, WriteCancelled, write_ome_zarr
-    from napari_ozx.ozx.store import OzxStore
-    from napari_ozx.ozx.validate import Finding, ValidationReport, validate_rfc9
-    from napari_ozx.ozx.write_store import OzxWriteStore
-    from napari_ozx.ozx.writer import OzxWriter
+# For type checkers and IDEs only, never run (without it mypy types every name ``Any``):
+# ``_EXPORTS`` as imports, ``X as X`` to re-export. tests/test_public_api.py checks it
+# against ``_EXPORTS`` and prints the block to paste. (Reading this block at run time
+# instead would need the source file, which frozen applications do not ship.)
+if TYPE_CHECKING:  # pragma: no cover
+    from napari_ozx.errors import ChunkDecodeError as ChunkDecodeError
+    from napari_ozx.errors import InvalidOptionError as InvalidOptionError
+    from napari_ozx.errors import MetadataError as MetadataError
+    from napari_ozx.errors import NotOmeZarrError as NotOmeZarrError
+    from napari_ozx.errors import OzxError as OzxError
+    from napari_ozx.errors import ReadOnlyStoreError as ReadOnlyStoreError
+    from napari_ozx.errors import TableError as TableError
+    from napari_ozx.errors import UnsupportedExtensionError as UnsupportedExtensionError
+    from napari_ozx.errors import UnsupportedZipFeature as UnsupportedZipFeature
+    from napari_ozx.errors import ZipFormatError as ZipFormatError
+    from napari_ozx.layers.add_labels import add_labels_to_image as add_labels_to_image
+    from napari_ozx.layers.categories.colouring import color_by as color_by
+    from napari_ozx.layers.categories.colouring import show_categories as show_categories
+    from napari_ozx.layers.reading import table_layer_data as table_layer_data
+    from napari_ozx.layers.regions.crop import open_roi as open_roi
+    from napari_ozx.layers.save_roi import save_roi_table as save_roi_table
+    from napari_ozx.layers.saveback import SaveBackError as SaveBackError
+    from napari_ozx.layers.saveback import save_labels_back as save_labels_back
+    from napari_ozx.layers.spatial.save import SpatialDataSaveError as SpatialDataSaveError
+    from napari_ozx.layers.spatial.save import save_to_spatialdata as save_to_spatialdata
+    from napari_ozx.layers.tables import color_labels_by as color_labels_by
+    from napari_ozx.layers.tables import zoom_to_roi as zoom_to_roi
+    from napari_ozx.ngff.read.open import Image as Image
+    from napari_ozx.ngff.read.open import OmeZarr as OmeZarr
+    from napari_ozx.ngff.read.open import open_ome_zarr as open_ome_zarr
+    from napari_ozx.ngff.read.plate import open_hcs as open_hcs
+    from napari_ozx.ngff.tables.conditions import PlateConditions as PlateConditions
+    from napari_ozx.ngff.tables.conditions import plate_conditions as plate_conditions
+    from napari_ozx.ngff.tables.read import TableData as TableData
+    from napari_ozx.ngff.tables.read import TableInfo as TableInfo
+    from napari_ozx.ngff.tables.read import list_tables as list_tables
+    from napari_ozx.ngff.tables.read import read_table as read_table
+    from napari_ozx.ngff.tables.read import roi_pixel_boxes as roi_pixel_boxes
+    from napari_ozx.ngff.tables.read import roi_world_boxes as roi_world_boxes
+    from napari_ozx.ngff.validate.walk import validate as validate
+    from napari_ozx.ngff.write.convert import convert as convert
+    from napari_ozx.ngff.write.options import WriteOptions as WriteOptions
+    from napari_ozx.ngff.write.writer import ImageSpec as ImageSpec
+    from napari_ozx.ngff.write.writer import LabelsSpec as LabelsSpec
+    from napari_ozx.ngff.write.writer import WriteCancelled as WriteCancelled
+    from napari_ozx.ngff.write.writer import write_ome_zarr as write_ome_zarr
+    from napari_ozx.ozx.store import OzxStore as OzxStore
+    from napari_ozx.ozx.validate import Finding as Finding
+    from napari_ozx.ozx.validate import ValidationReport as ValidationReport
+    from napari_ozx.ozx.validate import validate_rfc9 as validate_rfc9
+    from napari_ozx.ozx.write_store import OzxWriteStore as OzxWriteStore
+    from napari_ozx.ozx.writer import OzxWriter as OzxWriter
 
 
 def __getattr__(name: str) -> Any:

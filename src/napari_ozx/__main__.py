@@ -142,12 +142,19 @@ def _convert(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------- main
 
 
-#: the help formatter of every (sub)command: keeps the layout of EXIT_CODES
-_FMT = argparse.RawDescriptionHelpFormatter
+class _Parser(argparse.ArgumentParser):
+    """The parser of the CLI and, through ``add_subparsers``, of each subcommand: its help
+    ends with :data:`EXIT_CODES`, laid out as written."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("epilog", EXIT_CODES)
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
 
 class _Subcommands(Protocol):
-    """What ``ArgumentParser.add_subparsers()`` returns, as far as the CLI uses it."""
+    """What ``_Parser.add_subparsers()`` returns (it makes ``_Parser``s), as far as the CLI
+    uses it."""
 
     def add_parser(
         self,
@@ -155,19 +162,15 @@ class _Subcommands(Protocol):
         *,
         help: str | None = ...,
         description: str | None = ...,
-        epilog: str | None = ...,
-        formatter_class: type[argparse.HelpFormatter] = ...,
     ) -> argparse.ArgumentParser: ...
 
 
 def build_parser() -> argparse.ArgumentParser:
     from napari_ozx import __version__
 
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="napari-ozx",
         description="OME-Zarr directories and .ozx files",
-        epilog=EXIT_CODES,
-        formatter_class=_FMT,
     )
     ap.add_argument("--version", action="version", version=f"napari-ozx {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -187,8 +190,6 @@ def _add_info_parser(sub: _Subcommands) -> None:
         "info",
         help="hierarchy, shapes, dtypes, chunks/shards, codecs, sizes, versions, RFC-9 verdict "
         "(exit 1 if a node cannot be read or there is no OME metadata)",
-        epilog=EXIT_CODES,
-        formatter_class=_FMT,
     )
     p.add_argument("path", help="OME-Zarr directory, .ozx / .zip file or URL")
     p.add_argument("--json", action="store_true", help="print the report (or the error) as JSON")
@@ -198,8 +199,6 @@ def _add_validate_parser(sub: _Subcommands) -> None:
     p = sub.add_parser(
         "validate",
         help="RFC-9 conformance of .ozx files and OME metadata",
-        epilog=EXIT_CODES,
-        formatter_class=_FMT,
     )
     p.add_argument("paths", nargs="+", help="OME-Zarr directories or .ozx / .zip files")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
@@ -228,8 +227,6 @@ def _add_convert_parser(sub: _Subcommands) -> None:
         description="Rewrite SRC to DST. The source's chunking, sharding, codec and level, "
         "number of pyramid levels and OME-Zarr version are kept unless an option below "
         "says otherwise (a version the target cannot hold becomes 0.5).",
-        epilog=EXIT_CODES,
-        formatter_class=_FMT,
     )
     p.add_argument("src", help="the OME-Zarr image to read (directory, .ozx or URL)")
     p.add_argument("dst", help="the target: NAME.ozx (one file) or a directory NAME.ome.zarr")
@@ -264,8 +261,6 @@ def _add_convert_parser(sub: _Subcommands) -> None:
 def _add_transform_parser(sub: _Subcommands) -> None:
     p = sub.add_parser(
         "transform",
-        epilog=EXIT_CODES,
-        formatter_class=_FMT,
         help="map points between two coordinate systems of an OME-Zarr 0.6 hierarchy",
         description="Map points from coordinate system SOURCE to TARGET of the hierarchy at "
         "PATH (a scene's or an image's systems, through its coordinate transformations, "
@@ -291,8 +286,6 @@ def _add_set_default_reader_parser(
     p = sub.add_parser(
         "set-default-reader",
         help="make napari open OME-Zarr folders (*.zarr, *.ome.zarr) and .ozx with napari-ozx",
-        epilog=EXIT_CODES,
-        formatter_class=_FMT,
     )
     p.add_argument("--undo", action="store_true", help="remove napari-ozx's preferences")
 

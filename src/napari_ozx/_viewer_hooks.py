@@ -9,7 +9,8 @@
 * makes napari-ozx's polygon Surfaces show the features of the polygon under the
   cursor in the status bar;
 * in 3D, renders each multiscale layer from the finest level that fits
-  (:mod:`napari_ozx.layers.levels`);
+  (:mod:`napari_ozx.layers.levels`), its coarsest level shown until that one is read
+  (:mod:`napari_ozx._refine3d`);
 * frames a read of several layers (a scene's images, a plate's fields, a SpatialData
   store's elements) into an empty viewer: napari fits the camera to the first layer
   added only, so the view is fitted again once the read's last layer is in.
@@ -259,8 +260,11 @@ def time_text(viewer: Viewer) -> str:
 
 def apply_3d_levels(viewer: Viewer) -> None:
     """In 3D, render each napari-ozx multiscale layer from the finest level that fits the
-    GPU and the memory budget (:mod:`napari_ozx.layers.levels`) instead of napari's
+    GPU and the memory budget (:mod:`napari_ozx.layers.levels`), shown coarsest first and
+    refined once read off the GUI thread (:mod:`napari_ozx._refine3d`), instead of napari's
     coarsest; back in 2D, give napari its automatic choice again. Never raises."""
+    from napari_ozx._refine3d import cancel as cancel_refine
+    from napari_ozx._refine3d import refine, refining
     from napari_ozx.layers.levels import budget_3d, choose_3d_level
     from napari_ozx.layers.provenance import LEVEL_3D_KEY, LOCKED_3D_KEY
 
@@ -272,8 +276,8 @@ def apply_3d_levels(viewer: Viewer) -> None:
             continue
         try:
             if not three_d:
-                if layer.metadata.get(LOCKED_3D_KEY):
-                    layer.metadata.pop(LOCKED_3D_KEY, None)
+                cancel_refine(layer)
+                if layer.metadata.pop(LOCKED_3D_KEY, None) and layer.locked_data_level is not None:
                     layer.locked_data_level = None
                 continue
             pinned = layer.metadata.get(LEVEL_3D_KEY)
@@ -289,9 +293,12 @@ def apply_3d_levels(viewer: Viewer) -> None:
                     budget_3d(),
                 )
             )
-            if layer.locked_data_level is None or layer.metadata.get(LOCKED_3D_KEY):
-                layer.metadata[LOCKED_3D_KEY] = True
-                layer.locked_data_level = level
+            ours = layer.metadata.get(LOCKED_3D_KEY)
+            busy = refining(layer)
+            if busy == level or (ours and busy is None and layer.locked_data_level == level):
+                continue  # already shown at that level, or being read for it
+            if layer.locked_data_level is None or ours:
+                refine(viewer, layer, level)  # the coarsest now, *level* once read
         except Exception:
             logger.warning("napari-ozx: 3D level not chosen for %s", layer.name, exc_info=True)
 
@@ -350,10 +357,19 @@ def show_physical_time() -> None:
                 update()
                 apply_3d_levels(v)
 
+        def on_removed(event: Event) -> None:
+            from napari_ozx._refine3d import cancel, flush
+
+            cancel(getattr(event, "value", None))  # a 3D read in flight stops
+            v = ref()
+            if v is not None:
+                flush(v)  # the other layers' reads, if they waited for this one
+            update()
+
         viewer.dims.events.point.connect(update)
         viewer.dims.events.ndisplay.connect(on_ndisplay)
         viewer.layers.events.inserted.connect(update)
-        viewer.layers.events.removed.connect(update)
+        viewer.layers.events.removed.connect(on_removed)
         update()
     except Exception:
         logger.warning("napari-ozx: could not show the physical time", exc_info=True)

@@ -15,10 +15,10 @@ cells.ozx: OME-Zarr 0.5, 1 image (2 channels), 1 labels": the version "auto" cho
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from napari_ozx.layers.writing import FullLayerData, write_layer_data_summary
+from napari_ozx.layers.writing import FullLayerData, write_layer_data
 from napari_ozx.ngff.write.writer import WriteOptions, WriteSummary
 
 if TYPE_CHECKING:
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from napari_ozx.ngff.write.specs import ArrayData
 
 logger = logging.getLogger(__name__)
+
+#: napari's single-layer writer: (path, data, layer attributes) -> the paths written
+SingleLayerWriter = Callable[[str, "ArrayData | Sequence[ArrayData]", dict[str, object]], list[str]]
 
 
 def write_layers(
@@ -55,7 +58,7 @@ def write_layers(
             from napari_ozx.layers.file_save import with_version
 
             options = with_version(options, version, path)
-        written = write_layer_data_summary(path, layers, options, progress=progress)
+        written = write_layer_data(path, layers, options, progress=progress)
     finally:
         if bar is not None:
             bar.close()
@@ -84,42 +87,30 @@ def _progress_bar(desc: str) -> Progress | None:
     return progress(total=0, desc=desc)
 
 
-# File > Save: one npe2 writer per version, each writing what its display name says
-def write_layers_auto(path: str, layers: list[FullLayerData]) -> list[str]:
-    return write_layers(path, layers, version="auto")
+# File > Save: one npe2 writer per version and kind, each writing what its display name says
+def _layers_writer(version: str) -> Callable[[str, list[FullLayerData]], list[str]]:
+    def write(path: str, layers: list[FullLayerData]) -> list[str]:
+        return write_layers(path, layers, version=version)
+
+    return write
 
 
-def write_layers_05(path: str, layers: list[FullLayerData]) -> list[str]:
-    return write_layers(path, layers, version="0.5")
+write_layers_auto = _layers_writer("auto")
+write_layers_05 = _layers_writer("0.5")
+write_layers_06 = _layers_writer("0.6")
+write_layers_04 = _layers_writer("0.4")
 
 
-def write_layers_06(path: str, layers: list[FullLayerData]) -> list[str]:
-    return write_layers(path, layers, version="0.6")
+def _single_layer_writer(kind: str, version: str) -> SingleLayerWriter:
+    def write(
+        path: str, data: ArrayData | Sequence[ArrayData], meta: dict[str, object]
+    ) -> list[str]:
+        return write_layers(path, [(data, meta, kind)], version=version)
+
+    return write
 
 
-def write_layers_04(path: str, layers: list[FullLayerData]) -> list[str]:
-    return write_layers(path, layers, version="0.4")
-
-
-def write_single_image(
-    path: str, data: ArrayData | Sequence[ArrayData], meta: dict[str, object]
-) -> list[str]:
-    return write_layers(path, [(data, meta, "image")], version="auto")
-
-
-def write_single_labels(
-    path: str, data: ArrayData | Sequence[ArrayData], meta: dict[str, object]
-) -> list[str]:
-    return write_layers(path, [(data, meta, "labels")], version="auto")
-
-
-def write_single_image_04(
-    path: str, data: ArrayData | Sequence[ArrayData], meta: dict[str, object]
-) -> list[str]:
-    return write_layers(path, [(data, meta, "image")], version="0.4")
-
-
-def write_single_labels_04(
-    path: str, data: ArrayData | Sequence[ArrayData], meta: dict[str, object]
-) -> list[str]:
-    return write_layers(path, [(data, meta, "labels")], version="0.4")
+write_single_image = _single_layer_writer("image", "auto")
+write_single_labels = _single_layer_writer("labels", "auto")
+write_single_image_04 = _single_layer_writer("image", "0.4")
+write_single_labels_04 = _single_layer_writer("labels", "0.4")

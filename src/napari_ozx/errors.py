@@ -7,9 +7,21 @@ that is merely broken or unsupported.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 
 class OzxError(Exception):
     """Base class: something about a file or request that we can explain to a user."""
+
+
+#: how a reader that goes on past a part it cannot read tells the user: (what, why)
+Report = Callable[[str, OzxError], None]
+
+
+def log_report(what: str, err: OzxError) -> None:
+    """The :data:`Report` when no one else listens: a warning in the log."""
+    logging.getLogger(__name__).warning("napari-ozx: %s: %s", what, err)
 
 
 class ZipFormatError(OzxError, ValueError):

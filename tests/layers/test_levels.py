@@ -30,7 +30,9 @@ def test_budget_from_environment(monkeypatch):
 
 
 @pytest.mark.gui
-def test_3d_view_renders_the_finest_level_that_fits(make_napari_viewer, tmp_path, monkeypatch):
+def test_3d_view_renders_the_finest_level_that_fits(
+    make_napari_viewer, qtbot, tmp_path, monkeypatch
+):
     import numpy as np
 
     from tests._support.omegen import write_image
@@ -48,8 +50,9 @@ def test_3d_view_renders_the_finest_level_that_fits(make_napari_viewer, tmp_path
     viewer.dims.ndisplay = 2
     assert layer.locked_data_level is None  # napari's own choice in 2D
     viewer.dims.ndisplay = 3
-    assert layer.locked_data_level == 0  # 128 kB fits 1 MiB
+    assert layer.data_level == 2  # the coarsest at once, while level 0 is read
+    qtbot.waitUntil(lambda: layer.locked_data_level == 0)  # 128 kB fits 1 MiB
     viewer.dims.ndisplay = 2
     layer.metadata["napari_ozx_3d_level"] = 1  # pinned by the user
     viewer.dims.ndisplay = 3
-    assert layer.locked_data_level == 1
+    qtbot.waitUntil(lambda: layer.locked_data_level == 1)

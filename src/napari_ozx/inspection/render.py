@@ -12,15 +12,15 @@ HTML, so the command line and the dock cannot disagree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from napari_ozx.inspection._text import format_bytes, pretty_json, shape_text
 from napari_ozx.inspection.source import Inspection
+from napari_ozx.inspection.tables import TableDocs
 from napari_ozx.inspection.tree import COLLECTION, IMAGE, LABEL_IMAGE, LABELS, LEVEL, TreeNode
 
 if TYPE_CHECKING:
     from napari_ozx.ngff.model.metadata import Plate
-    from napari_ozx.ngff.read.documents import NodeDocuments
 
 __all__ = ["format_bytes", "info_report", "info_text", "pretty_json"]
 
@@ -92,20 +92,6 @@ def _axis_entry(a: Any) -> dict[str, Any]:
     return out
 
 
-class _Docs:
-    """The inspection's cached document reads as a :class:`~..ngff.tables.TableSource`."""
-
-    def __init__(self, insp: Inspection) -> None:
-        self.insp = insp
-        self.store = insp.store
-        self.source = insp.source
-
-    def read_docs(
-        self, paths: Sequence[str], kind: Literal["group", "ome-group", "array"] | None = None
-    ) -> list[NodeDocuments | None]:
-        return [None if r is None else r.docs for r in self.insp.read_many(list(paths))]
-
-
 def _tables(insp: Inspection, image: str | None) -> list[dict[str, Any]]:
     """The tables of the image at *image* (``None``: a SpatialData store's root tables),
     from their metadata (Fractal / ngio table specification V1, SpatialData)."""
@@ -113,9 +99,8 @@ def _tables(insp: Inspection, image: str | None) -> list[dict[str, Any]]:
     from napari_ozx.ngff.tables.read import list_tables, spatialdata_tables
 
     try:
-        infos = (
-            spatialdata_tables(_Docs(insp)) if image is None else list_tables(_Docs(insp), image)
-        )
+        docs = TableDocs(insp)
+        infos = spatialdata_tables(docs) if image is None else list_tables(docs, image)
     except TableError as e:
         return [{"name": None, "error": e.reason}]
     return [i.to_dict() for i in infos]
@@ -131,7 +116,7 @@ def _plate_wells(insp: Inspection, plate: Plate) -> dict[str, Any]:
     out: dict[str, Any] = {}
     conditions = None
     try:
-        conditions = plate_conditions(_Docs(insp), model=plate)
+        conditions = plate_conditions(TableDocs(insp), model=plate)
     except OzxError as e:
         out["conditions"] = {"error": str(e)}
     if conditions is not None and conditions.table is not None:
@@ -201,7 +186,7 @@ def info_report(insp: Inspection) -> dict[str, Any]:
         out["tables"] = _tables(insp, None)
         from napari_ozx.inspection.spatialdata import spatialdata_facts
 
-        out["spatialdata"] = spatialdata_facts(_Docs(insp))  # every element, by kind
+        out["spatialdata"] = spatialdata_facts(TableDocs(insp))  # every element, by kind
     elif meta is not None and meta.plate is not None:
         out["tables"] = _tables(insp, "")  # the plate's own (conditions, plate ROIs)
         out["plate"].update(_plate_wells(insp, meta.plate))

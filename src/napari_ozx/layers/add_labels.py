@@ -49,6 +49,7 @@ from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.saveback import SaveBackError, refusal, save_errors
 from napari_ozx.ngff.model.versions import version_key
 from napari_ozx.ozx.atomic import fsync_tree, replace_files
+from napari_ozx.ozx.edit import Fingerprint
 
 if TYPE_CHECKING:
     from napari.layers import Layer
@@ -195,8 +196,7 @@ def _add_opened(
     else:
         from napari_ozx.layers.editable import repoint_archive
 
-        st = target.stat()
-        before = ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
+        before = Fingerprint.of(target)
         _commit_ozx(target, cast("OzxStore", oz.store), lpath, name, prepared, group_docs)
         oz.close()  # before the others move: nothing of ours holds the old file
         repoint_archive(target, before)

@@ -27,7 +27,6 @@ import os
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
@@ -37,6 +36,7 @@ from napari_ozx.errors import OzxError
 from napari_ozx.layers.provenance import EDITABLE_KEY
 from napari_ozx.ngff.read.documents import local_root
 from napari_ozx.ngff.read.indexing import basic_box, expand, is_fancy
+from napari_ozx.ozx.edit import Fingerprint
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -50,6 +50,9 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "EDITABLE_KEY",
     "EditableLabels",
+    "Fingerprint",
+    "array_on_store",
+    "chunk_reader",
     "fingerprint",
     "labels_entry",
     "make_labels_editable",
@@ -62,9 +65,6 @@ __all__ = [
 CHEAP_PLANE_PIXELS = 4096 * 4096
 
 Chunk = tuple[int, ...]
-
-#: what a save-back compares with the source when opened (see :func:`fingerprint`)
-Fingerprint = tuple[object, ...]
 
 
 class LevelLike(Protocol):
@@ -195,20 +195,8 @@ class EditableLabels:
         if dirty:
             out = np.array(out, copy=True)
             for k, v in dirty:
-                cr = self.chunk_region(k)
-                inter = tuple(
-                    slice(max(a.start, b.start), min(a.stop, b.stop))
-                    for a, b in zip(cr, region, strict=True)
-                )
-                dst = tuple(
-                    slice(i.start - r.start, i.stop - r.start)
-                    for i, r in zip(inter, region, strict=True)
-                )
-                src = tuple(
-                    slice(i.start - c.start, i.stop - c.start)
-                    for i, c in zip(inter, cr, strict=True)
-                )
-                out[dst] = v[src]
+                in_chunk, in_region = _overlap_slices(self.chunk_region(k), region)
+                out[in_region] = v[in_chunk]
         return out
 
     def _chunk_for_read(self, idx: Chunk) -> np.ndarray:
@@ -275,24 +263,12 @@ class EditableLabels:
         mask[post] = True
         with self._lock:
             for chunk in self._chunks_in(region):
-                cr = self.chunk_region(chunk)
-                inter = tuple(
-                    slice(max(a.start, b.start), min(a.stop, b.stop))
-                    for a, b in zip(cr, region, strict=True)
-                )
-                src = tuple(
-                    slice(i.start - r.start, i.stop - r.start)
-                    for i, r in zip(inter, region, strict=True)
-                )
-                if not mask[src].any():
+                in_chunk, in_region = _overlap_slices(self.chunk_region(chunk), region)
+                if not mask[in_region].any():
                     continue
-                dst = tuple(
-                    slice(i.start - c.start, i.stop - c.start)
-                    for i, c in zip(inter, cr, strict=True)
-                )
                 block = self._dirty_chunk(chunk)
-                sub = block[dst]
-                np.copyto(sub, full[src], where=mask[src])
+                sub = block[in_chunk]
+                np.copyto(sub, full[in_region], where=mask[in_region])
 
     def _chunks_in(self, region: tuple[slice, ...]) -> Iterator[Chunk]:
         ranges = [
@@ -308,7 +284,7 @@ def region_size(region: tuple[slice, ...]) -> int:
 
 def _storage_chunks(base: LevelLike) -> tuple[int, ...]:
     """The zarr (inner) chunk shape behind a dask array from our reader, else its chunks."""
-    reader = _chunk_reader(base)
+    reader = chunk_reader(base)
     if reader is not None and len(reader.array.chunks) == len(base.shape):
         return tuple(int(c) for c in reader.array.chunks)
     chunks = getattr(base, "chunks", None)  # a dask array's blocks, or a zarr array's chunks
@@ -319,7 +295,7 @@ def _storage_chunks(base: LevelLike) -> tuple[int, ...]:
     return tuple(min(s, 256) for s in base.shape)
 
 
-def _chunk_reader(base: object) -> ChunkReader | None:
+def chunk_reader(base: object) -> ChunkReader | None:
     """The object our reader's dask arrays read through (``.array`` is the zarr array)."""
     from napari_ozx.ngff.read.lazy import source_reader
 
@@ -370,36 +346,45 @@ def _overlap(a: tuple[slice, ...], b: tuple[slice, ...]) -> bool:
     return all(x.start < y.stop and y.start < x.stop for x, y in zip(a, b, strict=True))
 
 
+def _overlap_slices(
+    chunk: tuple[slice, ...], region: tuple[slice, ...]
+) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+    """Where *chunk* and *region* (both in array coordinates) overlap, as slices into the
+    chunk's block and into the region's."""
+    inter = [
+        slice(max(c.start, r.start), min(c.stop, r.stop))
+        for c, r in zip(chunk, region, strict=True)
+    ]
+    in_chunk = tuple(slice(i.start - c.start, i.stop - c.start) for i, c in zip(inter, chunk))
+    in_region = tuple(slice(i.start - r.start, i.stop - r.start) for i, r in zip(inter, region))
+    return in_chunk, in_region
+
+
 # ------------------------------------------------------------------ fingerprint
 
 
-def fingerprint(data: EditableLabels) -> Fingerprint:
+def fingerprint(data: EditableLabels) -> Fingerprint | None:
     """What must not change between opening and saving: the stored array document of
-    level 0 (directory) or the whole archive (``.ozx``: size, mtime, inode)."""
-    reader = _chunk_reader(data.base)
+    level 0 (directory) or the whole archive (``.ozx``: size, mtime, inode); None when
+    *data* was not read from a local file."""
+    reader = chunk_reader(data.base)
     if reader is None:
-        return ()
+        return None
     store = reader.array.store_path.store
-    path = reader.array.path
+    path = reader.array.path.strip("/")
     root = local_root(store)
     if root is not None:
-        out = []
-        for doc in ("zarr.json", ".zarray"):
-            p = Path(root, path, doc)
-            if p.exists():
-                st = p.stat()
-                out.append((doc, st.st_size, st.st_mtime_ns))
-        return tuple(out)
+        lead = f"{path}/" if path else ""
+        return Fingerprint.of(root, (f"{lead}zarr.json", f"{lead}.zarray"))
     ozx = getattr(store, "path", None)
     if ozx:
         from napari_ozx.ozx.remote.source import is_url
 
         if is_url(str(ozx)) or not os.path.exists(ozx):
             # remote (HTTP / S3): nothing to stat; a save-back refuses it (saveback.py)
-            return ("remote", str(ozx))
-        st = os.stat(ozx)
-        return ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
-    return ()
+            return Fingerprint(str(ozx), (), ("remote",))
+        return Fingerprint.of(ozx)
+    return None
 
 
 # --------------------------------------------------------------------- layers
@@ -454,15 +439,15 @@ def repoint_archive(
 
     store = open_store(target)
     skip = {changed} if changed is not None else set()
-    if before is not None and len(before) == 4 and before[0] == "ozx":
-        follow_archive(target, cast("int", before[3]), store, skip)
+    if before is not None and before.inode is not None:
+        follow_archive(target, before.inode, store, skip)
     with _live_lock:
         todo = [e for e in _live if before is not None and e.opened == before]
     forced = list(arrays)
     todo.extend(a for a in forced if all(a is not t for t in todo))
     key = os.path.realpath(target)
     for e in todo:
-        reader = _chunk_reader(e.base)
+        reader = chunk_reader(e.base)
         if reader is None:
             continue
         old = reader.array.store_path.store

@@ -39,7 +39,7 @@ from napari_ozx.layers.writing import (
     FullLayerData,
     layer_axes,
     specs_from_layers,
-    with_xml_note,
+    write_layer_data,
 )
 from napari_ozx.ngff.model.metadata import Axis
 from napari_ozx.ngff.write.options import (
@@ -51,8 +51,6 @@ from napari_ozx.ngff.write.options import (
     versions_for_format,
 )
 from napari_ozx.ngff.write.writer import (
-    ImageSpec,
-    LabelsSpec,
     Progress,
     SceneSpec,
     StoredPyramid,
@@ -60,8 +58,6 @@ from napari_ozx.ngff.write.writer import (
     WriteSummary,
     chunk_and_shard,
     plan_levels,
-    summarize_write,
-    write_ome_zarr,
 )
 from napari_ozx.ozx.rfc9 import ARCHIVE_SUFFIXES
 
@@ -118,7 +114,8 @@ def _default_axes(ndim: int) -> tuple[Axis, ...]:
 def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:
     """What saving *layers* writes: one image (image layers become its channels) plus one
     label image per labels layer. Raises :class:`OzxError` where saving would."""
-    image, labels = _specs(layers)
+    _refuse(layers)
+    image, labels = specs_from_layers(layers)
     plans = []
     images = image.images if isinstance(image, SceneSpec) else [image] if image else []
     for im in images:
@@ -147,18 +144,14 @@ def plans_from_layer_data(layers: Sequence[FullLayerData]) -> list[ArrayPlan]:
     return plans
 
 
-def _specs(
-    layers: Sequence[FullLayerData],
-) -> tuple[ImageSpec | SceneSpec | None, list[LabelsSpec]]:
-    """What File > Save writes for *layers* (:func:`.writing.specs_from_layers`), with the
-    panel's own refusals first."""
+def _refuse(layers: Sequence[FullLayerData]) -> None:
+    """The panel's own refusals, before File > Save's (:func:`.writing.specs_from_layers`)."""
     images = [lyr for lyr in layers if lyr[2] == "image"]
     labels = [lyr for lyr in layers if lyr[2] == "labels"]
     if not images and not labels and len(layers) == len(images) + len(labels):
         raise OzxError("choose at least one image or labels layer")
     if not images and len(labels) > 1:
         raise OzxError("several label layers need an image to belong to (or save them one by one)")
-    return specs_from_layers(layers)
 
 
 # --------------------------------------------------------------------- estimates
@@ -439,6 +432,5 @@ def export_layers_summary(
 ) -> WriteSummary:
     """:func:`export_layers`, returning what was written (the version ``"auto"`` chose,
     the images and labels)."""
-    image, labels = _specs(layers)
-    out = write_ome_zarr(target, image, labels, options, progress=progress, cancel=cancel)
-    return with_xml_note(summarize_write(out, image, labels, options), layers)
+    _refuse(layers)
+    return write_layer_data(target, layers, options, progress, cancel)

@@ -28,7 +28,9 @@ __all__ = [
     "LEVEL_3D_KEY",
     "LOCKED_3D_KEY",
     "METADATA_KEY",
+    "ROI_KEY",
     "TABLE_KEY",
+    "LayerData",
     "LayerKind",
     "LayerSource",
     "TableOrigin",
@@ -45,8 +47,13 @@ EDITABLE_KEY = "napari_ozx_editable"
 LEVEL_3D_KEY = "napari_ozx_3d_level"
 #: ... True while napari-ozx (not the user) holds the layer's 3D level ...
 LOCKED_3D_KEY = "napari_ozx_locked_3d"
-#: ... and, on a layer made from a table, its :class:`TableOrigin` record
+#: ... on a layer made from a table, its :class:`TableOrigin` record ...
 TABLE_KEY = "napari_ozx_table"
+#: ... and, on a crop of one ROI (layers.regions.crop), which ROI of which table and level
+ROI_KEY = "napari_ozx_roi"
+
+#: napari's layer data: (data, layer attributes, layer type)
+LayerData = tuple[Any, dict[str, Any], str]
 
 #: image / labels: a plain image or label image; plate-overview: the lazy picture of a
 #: plate and its well-name points; well: a field (or its labels) of a plate's well

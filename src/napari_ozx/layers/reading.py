@@ -41,6 +41,7 @@ __all__ = [
     "LayerData",
     "Report",
     "image_layer_data",
+    "label_to_world",
     "labels_layer_data",
     "overview_layer_data",
     "placement",
@@ -132,7 +133,7 @@ def read_layer_data(
         by_label: dict[str, list[LayerData]] = {}
         for label in image.labels:
             try:
-                lds = labels_layer_data(label, to_world=_label_to_world(image, label))
+                lds = labels_layer_data(label, to_world=label_to_world(image, label))
             except OzxError as e:  # a broken label must not hide the image
                 report(f"{path} (labels {label.name!r})", e)
                 continue
@@ -220,7 +221,7 @@ def table_layer_data(
         return roi_shapes_layer_data(data, img, kwargs, report)
 
 
-def _label_to_world(image: OmeImage, label: OmeImage) -> Transform | None:
+def label_to_world(image: OmeImage, label: OmeImage) -> Transform | None:
     """Where a label image of *image* is shown: its own coordinate systems when it has
     more than its intrinsic one, else the image's (0.6 "labels": without a transformation
     between them, the label image's intrinsic system "is usually understood to be the

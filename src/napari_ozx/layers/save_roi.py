@@ -65,6 +65,7 @@ from napari_ozx.layers.add_labels import (
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.saveback import SaveBackError, refusal, save_errors
 from napari_ozx.ozx.atomic import fsync_tree, replace_files, swap_directory
+from napari_ozx.ozx.edit import Fingerprint
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -332,8 +333,7 @@ def _save(
         else:
             from napari_ozx.layers.editable import repoint_archive
 
-            st = target.stat()
-            before = ("ozx", st.st_size, st.st_mtime_ns, st.st_ino)
+            before = Fingerprint.of(target)
             _commit_ozx(target, cast("OzxStore", oz.store), tpath, table, keys, group_docs)
             oz.close()  # before the others move: nothing of ours holds the old file
             repoint_archive(target, before)

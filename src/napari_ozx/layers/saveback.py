@@ -21,8 +21,8 @@ How it stays atomic: the new chunk bytes are *staged* in memory first, the lower
 computed from the staged level above, and only then is anything written to disk. The
 staging encodes the changed chunks and shards itself (:class:`_Direct`: the bytes
 zarr-python writes, without its event loop; ~20 ms for a few strokes where zarr's partial
-shard writes took ~100 ms) for the layouts it reproduces exactly (Zarr v3, ``bytes`` +
-``zstd`` / ``crc32c``, sharded or not); anything else is encoded by zarr through
+shard writes took ~100 ms) for the layouts it reproduces exactly (the direct reader's,
+:mod:`napari_ozx.ngff.read.chunks`); anything else is encoded by zarr through
 :class:`_StagingStore` (reads the file, keeps writes to itself), as is everything when
 ``NAPARI_OZX_FAST_PATHS=0``. Then, for a directory, each changed key goes to a temporary
 file beside it, all are flushed, then renamed into place (a full disk fails while
@@ -41,10 +41,9 @@ type that does not match the stored level 0, labels with a channel axis.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -54,8 +53,8 @@ from napari_ozx.errors import OzxError
 from napari_ozx.layers.editable import (
     EditableLabels,
     Fingerprint,
-    _chunk_reader,
     array_on_store,
+    chunk_reader,
     fingerprint,
     repoint_archive,
 )
@@ -77,10 +76,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["SaveBackError", "save_labels_back"]
-
-#: one codec step of a chunk's bytes (encode, or decode) in :class:`_Direct`
-Encoder = Callable[[bytes], bytes]
-Decoder = Callable[[bytes | memoryview], bytes]
 
 
 class SaveBackError(OzxError):
@@ -247,7 +242,7 @@ def _save_back(target: Path, node: str, data: EditableLabels, name: str) -> Path
     if not dirty:
         return target
     # an .ozx: reuse the descriptor the layer already reads (checked unchanged above)
-    reader = _chunk_reader(data.base)
+    reader = chunk_reader(data.base)
     store: Any = reader.array.store_path.store if reader is not None else None
     store_path = getattr(store, "path", None)
     same = (
@@ -366,7 +361,7 @@ def _stage_and_commit(
         # same store, new shard files: the fast path's cached shard indexes are stale
         from napari_ozx.ngff.read.live import set_array
 
-        base_reader = _chunk_reader(data.base)
+        base_reader = chunk_reader(data.base)
         if base_reader is not None:
             set_array(base_reader, base_reader.array)
         data.clear_dirty()
@@ -467,47 +462,19 @@ class _Direct:
     """One level's chunks and shards encoded as zarr-python encodes them, without its
     event loop: a partial shard write there (read the shard, merge, encode, on the loop
     thread and its codec threads) cost ~10 ms per region, most of a save-back's own time
-    beside the copy. Only layouts reproduced exactly are taken (:func:`_direct`):
-    Zarr v3, a regular grid, ``bytes`` then ``zstd`` / ``crc32c`` codecs, optionally in
-    one ``sharding_indexed`` codec whose index is ``bytes`` (little-endian) [+ ``crc32c``].
-    Same rules as zarr-python: inner chunks in Morton order, the index at the end (or
-    start), a chunk equal to the fill value everywhere left out (``write_empty_chunks``),
-    a shard with no chunk left deleted; unchanged inner chunks keep their bytes."""
+    beside the copy. The layouts and their bytes are :mod:`napari_ozx.ngff.read.chunks`'
+    (the direct reader's); the rules are zarr-python's: a chunk equal to the fill value
+    everywhere left out (``write_empty_chunks``), a shard with no chunk left deleted,
+    unchanged inner chunks keep their bytes."""
 
-    def __init__(
-        self,
-        array: zarr.Array,
-        store: SupportsGetSync,
-        chunk: tuple[int, ...],
-        shard: tuple[int, ...] | None,
-        stored: np.dtype,
-        encoders: list[Encoder],
-        decoders: list[Decoder],
-        index_end: bool,
-        index_crc: bool,
-        reader: FastReader,
-    ) -> None:
+    def __init__(self, store: SupportsGetSync, reader: FastReader) -> None:
         import zarr
 
-        self.array = array
         self.reader = reader  # the stored values (ngff.fastread: no dask, no event loop)
+        self.layout = lo = reader.layout
         self.store = store
-        self.prefix = array.path.strip("/")
-        self.shape = tuple(int(n) for n in array.shape)
-        self.dtype = np.dtype(array.dtype)
-        self.fill = np.asarray(array.fill_value, dtype=self.dtype)
-        self.chunk = chunk  # the encoded unit: the inner chunk when sharded
-        self.shard = shard
-        self.stored = stored
-        self.encoders = encoders
-        self.decoders = decoders
-        self.index_end = index_end
-        self.index_crc = index_crc
+        self.shape, self.dtype, self.chunk = lo.shape, lo.dtype, lo.chunk
         self.write_empty = bool(zarr.config.get("array.write_empty_chunks", False))
-
-    def key(self, coords: tuple[int, ...]) -> str:
-        k = self.array.metadata.encode_chunk_key(coords)
-        return f"{self.prefix}/{k}" if self.prefix else k
 
     def region(self, cc: tuple[int, ...]) -> tuple[slice, ...]:
         """The part of chunk *cc* inside the array."""
@@ -528,26 +495,19 @@ class _Direct:
 
     def _encode(self, values: np.ndarray) -> bytes | None:
         """A whole chunk's bytes; None when zarr-python would leave it out."""
-        if not self.write_empty and bool((values == self.fill).all()):
+        if not self.write_empty and self.layout.is_fill(values):
             return None
-        data: Any = np.ascontiguousarray(values, dtype=self.stored).tobytes()
-        for enc in self.encoders:
-            data = enc(data)
-        return bytes(data)
-
-    def _decode(self, raw: bytes | memoryview) -> np.ndarray:
-        data: Any = raw
-        for dec in reversed(self.decoders):
-            data = dec(data)
-        flat = np.frombuffer(memoryview(data).cast("B"), dtype=self.stored)
-        return flat.reshape(self.chunk).astype(self.dtype)
+        return self.layout.encode(values)
 
     def _full(self, values: np.ndarray, old: bytes | memoryview | None) -> np.ndarray:
         """A whole chunk (edge chunks padded): *values* inside the array, the stored
         chunk (*old* bytes; else the fill value) outside, as zarr-python merges it."""
         if values.shape == self.chunk:
             return values
-        out = self._decode(old) if old is not None else np.full(self.chunk, self.fill)
+        if old is None:
+            out = np.full(self.chunk, self.layout.fill)
+        else:
+            out = self.layout.decode(old).astype(self.dtype)
         out[tuple(slice(0, n) for n in values.shape)] = values
         return out
 
@@ -558,185 +518,50 @@ class _Direct:
     def encode(self, new: dict[tuple[int, ...], np.ndarray]) -> dict[str, bytes | None]:
         """The new bytes of every storage key holding a chunk of *new* (chunk coords ->
         its values inside the array)."""
-        if self.shard is None:
+        lo = self.layout
+        if lo.shard is None:
             return {
-                self.key(cc): self._encode(
-                    self._full(v, None if v.shape == self.chunk else self._get(self.key(cc)))
+                lo.key(cc): self._encode(
+                    self._full(v, None if v.shape == self.chunk else self._get(lo.key(cc)))
                 )
                 for cc, v in new.items()
             }
-        per = tuple(s // c for s, c in zip(self.shard, self.chunk, strict=True))
+        per = lo.per_shard
         shards: dict[tuple[int, ...], dict[tuple[int, ...], np.ndarray]] = {}
         for cc, v in new.items():
             sc = tuple(i // p for i, p in zip(cc, per, strict=True))
             inner = tuple(i % p for i, p in zip(cc, per, strict=True))
             shards.setdefault(sc, {})[inner] = v
-        return {self.key(sc): self._shard(self.key(sc), per, ch) for sc, ch in shards.items()}
+        return {lo.key(sc): self._shard(lo.key(sc), ch) for sc, ch in shards.items()}
 
-    def _shard(
-        self, key: str, per: tuple[int, ...], changed: dict[tuple[int, ...], np.ndarray]
-    ) -> bytes | None:
+    def _shard(self, key: str, changed: dict[tuple[int, ...], np.ndarray]) -> bytes | None:
+        lo = self.layout
         raw = self._get(key)
-        n_index = 16 * int(np.prod(per)) + (4 if self.index_crc else 0)
-        chunks: dict[tuple[int, ...], Any] = {}
-        if raw is not None:
-            if len(raw) < n_index:
-                raise OzxError(f"the shard {key!r} is shorter than its index (truncated)")
-            index_raw = bytes(raw[-n_index:] if self.index_end else raw[:n_index])
-            body = index_raw[:-4] if self.index_crc else index_raw
-            if self.index_crc and _crc32c(body) != index_raw[-4:]:
-                raise OzxError(f"the index of shard {key!r} does not match its CRC-32C")
-            index = np.frombuffer(body, dtype="<u8").reshape((*per, 2))
-            present = (index[..., 0] != _MAX_U64) & (index[..., 1] != 0)
-            for inner in map(tuple, np.argwhere(present).tolist()):
-                off, n = (int(x) for x in index[inner])
-                if off + n > len(raw):
-                    raise OzxError(f"a chunk of shard {key!r} lies outside it (truncated)")
-                chunks[inner] = raw[off : off + n]
-        for inner, v in changed.items():
-            enc = self._encode(self._full(v, chunks.get(inner)))
+        chunks = {} if raw is None else lo.stored_chunks(raw, f"shard {key!r}")
+        for local, v in changed.items():
+            enc = self._encode(self._full(v, chunks.get(local)))
             if enc is None:
-                chunks.pop(inner, None)
+                chunks.pop(local, None)
             else:
-                chunks[inner] = enc
-        if not chunks:
-            return None
-        offsets = np.full((*per, 2), _MAX_U64, dtype="<u8")
-        parts: list[Any] = []
-        at = 0
-        for inner in _morton_order(per):
-            b = chunks.get(inner)
-            if b is None:
-                continue
-            offsets[inner] = (at, len(b))
-            parts.append(b)
-            at += len(b)
-        if not self.index_end:  # offsets count from the shard's start, index included
-            offsets[offsets[..., 0] != _MAX_U64, 0] += n_index
-        index_b = offsets.tobytes()
-        if self.index_crc:
-            index_b += _crc32c(index_b)
-        return b"".join([*parts, index_b] if self.index_end else [index_b, *parts])
-
-
-_MAX_U64 = 2**64 - 1
-
-
-def _crc32c(data: bytes) -> bytes:
-    import google_crc32c
-
-    return np.uint32(google_crc32c.value(data)).tobytes()
-
-
-@functools.lru_cache(maxsize=16)
-def _morton_order(per: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """The inner chunks of a shard in zarr-python's (Morton) write order: by their
-    compressed Morton code (bits interleaved over the axes that still have bits)."""
-    bits = [(n - 1).bit_length() for n in per]
-    coords = np.indices(per).reshape(len(per), -1).T
-    code = np.zeros(len(coords), dtype=np.int64)
-    out_bit = 0
-    for b in range(max(bits, default=0)):
-        for d, nb in enumerate(bits):
-            if b < nb:
-                code |= ((coords[:, d] >> b) & 1) << out_bit
-                out_bit += 1
-    return [tuple(int(x) for x in c) for c in coords[np.argsort(code, kind="stable")]]
+                chunks[local] = enc
+        return lo.build_shard({k: bytes(v) for k, v in chunks.items()})
 
 
 def _direct(array: zarr.Array, store: Store) -> _Direct | str:
     """How to encode *array*'s chunks directly (:class:`_Direct`), or why not."""
-    import numcodecs
-    from zarr.codecs import BytesCodec, Crc32cCodec, ShardingCodec, ZstdCodec
-    from zarr.codecs.sharding import ShardingCodecIndexLocation
-
+    from napari_ozx.ngff.read.chunks import chunk_layout
     from napari_ozx.ngff.read.fastread import fast_reader
 
-    md = array.metadata
-    if md.zarr_format != 3:
-        return "Zarr v2 labels"
     dtype = np.dtype(array.dtype)
-    if dtype.kind not in "iub" or array.fill_value is None:
+    if dtype.kind not in "iub":
         return f"data type {dtype}"
     if not callable(getattr(store, "get_sync", None)):
         return f"a store without synchronous reads ({type(store).__name__})"
-    sync = cast("SupportsGetSync", store)
-    grid = md.to_dict().get("chunk_grid", {})
-    if not isinstance(grid, dict) or grid.get("name") != "regular":
-        return "a chunk grid that is not regular"
     reader = fast_reader(array)
     if reader is None:
-        return "no direct reader (ngff.fastread)"
-    outer = tuple(int(n) for n in grid["configuration"]["chunk_shape"])
-
-    def stored_dtype(codec: object, dt: np.dtype) -> np.dtype | None:
-        if type(codec) is not BytesCodec:
-            return None
-        endian = getattr(codec.endian, "value", codec.endian)
-        if dt.itemsize == 1 or endian is None:
-            return dt
-        return dt.newbyteorder("<" if endian == "little" else ">")
-
-    def bytes_codecs(codecs: Sequence[object]) -> tuple[list[Encoder], list[Decoder]] | None:
-        enc: list[Encoder] = []
-        dec: list[Decoder] = []
-        for c in codecs:
-            if type(c) is ZstdCodec:
-                z = numcodecs.Zstd(level=c.level, checksum=c.checksum)
-                enc.append(z.encode)
-                dec.append(z.decode)
-            elif type(c) is Crc32cCodec:
-                enc.append(lambda b: bytes(b) + _crc32c(bytes(b)))
-                dec.append(_strip_crc32c)
-            else:
-                return None
-        return enc, dec
-
-    codecs = list(md.codecs)
-    if len(codecs) == 1 and type(codecs[0]) is ShardingCodec:
-        sc = codecs[0]
-        inner = list(sc.codecs)
-        idx = list(sc.index_codecs)
-        stored = stored_dtype(inner[0], dtype) if inner else None
-        coded = bytes_codecs(inner[1:])
-        idx_ok = (
-            bool(idx)
-            and stored_dtype(idx[0], np.dtype("<u8")) == np.dtype("<u8")
-            and (len(idx) == 1 or (len(idx) == 2 and type(idx[1]) is Crc32cCodec))
-        )
-        chunk = tuple(int(n) for n in sc.chunk_shape)
-        if (
-            stored is None
-            or coded is None
-            or not idx_ok
-            or any(o % c for o, c in zip(outer, chunk, strict=True))
-        ):
-            return "codecs " + ", ".join(type(c).__name__ for c in inner + idx)
-        return _Direct(
-            array,
-            sync,
-            chunk,
-            outer,
-            stored,
-            *coded,
-            index_end=sc.index_location == ShardingCodecIndexLocation.end,
-            index_crc=len(idx) == 2,
-            reader=reader,
-        )
-    stored = stored_dtype(codecs[0], dtype) if codecs else None
-    coded = bytes_codecs(codecs[1:])
-    if stored is None or coded is None:
-        return "codecs " + ", ".join(type(c).__name__ for c in codecs)
-    return _Direct(
-        array, sync, outer, None, stored, *coded, index_end=True, index_crc=False, reader=reader
-    )
-
-
-def _strip_crc32c(data: bytes | memoryview) -> bytes:
-    b = bytes(data)
-    if len(b) < 4 or _crc32c(b[:-4]) != b[-4:]:
-        raise OzxError("a stored chunk does not match its CRC-32C")
-    return b[:-4]
+        layout = chunk_layout(array)
+        return layout if isinstance(layout, str) else "no direct reader (ngff.fastread)"
+    return _Direct(cast("SupportsGetSync", store), reader)
 
 
 def _stage_direct(
@@ -962,7 +787,7 @@ def _repoint_ozx(data: EditableLabels, target: Path, before: Fingerprint | None)
     """The editable layer's base reads the replaced archive (its descriptor keeps the
     old inode): point it at the new file so the base holds the saved edits; the other
     label images opened from that archive follow (:func:`.editable.repoint_archive`)."""
-    reader = _chunk_reader(data.base)
+    reader = chunk_reader(data.base)
     changed = reader.array.path if reader is not None else None
     repoint_archive(target, before, [data], changed)
     data.clear_dirty()

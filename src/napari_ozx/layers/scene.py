@@ -24,11 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from napari_ozx.errors import OzxError
+from napari_ozx.errors import OzxError, Report, log_report
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.reading import (
-    Report,
-    _log_report,
     parse_system,
     placement,
     scene_systems,
@@ -130,7 +128,7 @@ def scene_placements(
     from napari_ozx.layers.spatial.placing import spatialdata_placements
     from napari_ozx.ngff.read.open import open_ome_zarr
 
-    report = report or _log_report
+    report = report or log_report
     layers = list(layers)
     if any((rec := _spatial_record(ly)) is not None and rec["source"] == source for ly in layers):
         return [(ly, kw, None) for ly, kw in spatialdata_placements(layers, source, system, report)]

@@ -37,13 +37,13 @@ Qt-free, and napari is not imported: the layer data are plain tuples.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from napari_ozx.errors import OzxError, TableError
-from napari_ozx.layers.provenance import TABLE_KEY
+from napari_ozx.errors import OzxError, Report, TableError, log_report
+from napari_ozx.layers.provenance import TABLE_KEY, LayerData
 from napari_ozx.ngff.tables.read import (
     OPEN_MAX_ROWS,
     ROI_TYPES,
@@ -80,9 +80,6 @@ __all__ = [
     "well_condition_points",
     "zoom_to_roi",
 ]
-
-LayerData = tuple[Any, dict[str, Any], str]
-Report = Callable[[str, OzxError], None]
 
 #: the metadata key of an image layer listing the image's tables
 TABLES_KEY = "napari_ozx_tables"
@@ -165,7 +162,7 @@ def roi_shapes_layer_data(
     if affine is not None:
         sub = _yx_affine(np.asarray(affine, dtype=float), iy, ix)
         if sub is None:
-            (report or _log_report)(
+            (report or log_report)(
                 info.source,
                 TableError(
                     "the image's transformation mixes y / x with other axes: its ROIs are "
@@ -295,7 +292,7 @@ def well_condition_points(
     try:
         conditions = plate_conditions(plate)
     except OzxError as e:
-        (report or _log_report)(str(plate.oz.source), e)
+        (report or log_report)(str(plate.oz.source), e)
         return points
     if conditions.table is None:
         return points
@@ -341,10 +338,6 @@ def set_well_conditions(layer: Layer, conditions: PlateConditions) -> bool:
 # ------------------------------------------------------------------- the reader's hook
 
 
-def _log_report(what: str, err: OzxError) -> None:
-    logger.warning("napari-ozx: %s: %s", what, err)
-
-
 def _report_table(report: Report, source: str, info: TableInfo, reason: str) -> None:
     report(source, TableError(reason, info.name))
 
@@ -374,7 +367,7 @@ def image_table_layers(
     its feature tables as the ``features`` of the labels layer data in *labels* (by label
     name; changed in place), and the listing in *image_kwargs*' metadata. Reads only the
     small tables (metadata first); never raises for a table."""
-    report = report or _log_report
+    report = report or log_report
     source = str(root.source)
     try:
         infos = list_tables(root, image.path)
@@ -421,9 +414,9 @@ def spatialdata_features(
     """A SpatialData store's tables on its labels elements (*labels*: element name ->
     its layer data): each element gets the rows of the tables that annotate it."""
     from napari_ozx.layers.categories.colouring import add_uns_colors
-    from napari_ozx.ngff.tables.colors import category_colors
+    from napari_ozx.ngff.tables.read import category_colors
 
-    report = report or _log_report
+    report = report or log_report
     source = str(root.source)
     try:
         infos = spatialdata_tables(root)

@@ -22,7 +22,6 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -52,6 +51,8 @@ from napari_ozx.ngff.write.writer import (
 )
 
 if TYPE_CHECKING:
+    import threading
+
     from napari_ozx.ngff.write.specs import ArrayData
 
 logger = logging.getLogger(__name__)
@@ -65,7 +66,6 @@ __all__ = [
     "stored_pyramid",
     "with_xml_note",
     "write_layer_data",
-    "write_layer_data_summary",
 ]
 
 FullLayerData = tuple[Any, dict[str, Any], str]
@@ -465,21 +465,14 @@ def write_layer_data(
     layers: Sequence[FullLayerData],
     options: WriteOptions | None = None,
     progress: Progress | None = None,
-) -> Path:
-    """Save image and label layer data to *path* (``.ozx`` or directory)."""
-    return write_layer_data_summary(path, layers, options, progress).target
-
-
-def write_layer_data_summary(
-    path: str | os.PathLike[str],
-    layers: Sequence[FullLayerData],
-    options: WriteOptions | None = None,
-    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
 ) -> WriteSummary:
-    """:func:`write_layer_data`, returning what was written (its
-    :meth:`~napari_ozx.ngff.write.writer.WriteSummary.message` is File > Save's notification)."""
+    """Save image and label layer data to *path* (``.ozx`` or directory); what was written
+    (its :meth:`~napari_ozx.ngff.write.writer.WriteSummary.message` is File > Save's
+    notification). Raises :class:`~napari_ozx.ngff.write.writer.WriteCancelled` when
+    *cancel* is set; nothing is then left at *path*."""
     image, lspecs = specs_from_layers(layers)
-    out = write_ome_zarr(path, image, lspecs, options, progress=progress)
+    out = write_ome_zarr(path, image, lspecs, options, progress=progress, cancel=cancel)
     return with_xml_note(summarize_write(out, image, lspecs, options), layers)
 
 

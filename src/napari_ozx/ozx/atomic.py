@@ -35,12 +35,13 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "StagedFiles",
     "create_partial",
     "fsync_dir",
     "fsync_tree",
@@ -271,26 +272,51 @@ def recover_directory(target: Path) -> Path | None:
 # ------------------------------------------------------------------ files and fsync
 
 
-def replace_files(contents: dict[Path, bytes]) -> None:
+class StagedFiles:
+    """New contents for files, written to locked ``.partial`` temporaries beside their
+    destinations (:func:`create_partial`) and flushed to disk; nothing is replaced until
+    :meth:`publish` renames them into place. :meth:`discard` removes them (a failure
+    while staging discards what was staged and re-raises)."""
+
+    def __init__(self, contents: Mapping[Path, bytes | bytearray | memoryview]) -> None:
+        self._temps: list[tuple[Path, int, Path]] = []
+        try:
+            for dest, data in contents.items():
+                tmp, fd = create_partial(dest)
+                self._temps.append((tmp, fd, dest))
+                view = memoryview(data).cast("B")
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+        except BaseException:
+            self.discard()
+            raise
+
+    def publish(self) -> None:
+        """Rename every temporary onto its destination, in the order given."""
+        for i, (tmp, fd, dest) in enumerate(self._temps):
+            try:
+                os.replace(tmp, dest)
+            except BaseException:
+                self._temps = self._temps[i:]  # still ours to discard
+                raise
+            release(fd)
+        self._temps = []
+
+    def discard(self) -> None:
+        for tmp, fd, _ in self._temps:
+            release(fd)
+            tmp.unlink(missing_ok=True)
+        self._temps.clear()
+
+
+def replace_files(contents: Mapping[Path, bytes | bytearray | memoryview]) -> None:
     """Each destination's bytes replaced atomically: all written to temporaries beside
     them and flushed first, then renamed into place; a failure before the renames
     removes the temporaries and changes nothing."""
-    temps: list[tuple[Path, Path]] = []
-    try:
-        for dest, data in contents.items():
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:8]}.partial"
-            temps.append((tmp, dest))
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-    except BaseException:
-        for tmp, _ in temps:
-            tmp.unlink(missing_ok=True)
-        raise
-    for tmp, dest in temps:
-        os.replace(tmp, dest)
+    for dest in contents:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    StagedFiles(contents).publish()
 
 
 def fsync_dir(path: Path) -> None:

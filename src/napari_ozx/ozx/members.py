@@ -46,6 +46,7 @@ __all__ = [
     "MemberChecks",
     "MemberReader",
     "Span",
+    "member_pool",
 ]
 
 #: encrypted members take the checked (refusing) path
@@ -63,7 +64,8 @@ VERIFY_BLOCK = 4 << 20
 SPECULATE_EXTRA = 512
 
 
-def _member_pool() -> ThreadPoolExecutor:
+def member_pool() -> ThreadPoolExecutor:
+    """The shared pool that reads members' local headers (and first bytes) ahead."""
     return shared_pool("ozx-member", 8)
 
 
@@ -182,7 +184,7 @@ class MemberReader:
         round trip after its first use). The header is checked as always."""
         lead = entry.header_offset + LOCAL_HEADER.size + local_name_length(entry)
         end = min(lead + SPECULATE_EXTRA + stop, self._cd_offset, self.reader.size)
-        header = _member_pool().submit(self._data_offset, entry)
+        header = member_pool().submit(self._data_offset, entry)
         try:
             window = self.reader.read(lead + start, max(end - lead - start, 0))
         finally:

@@ -305,9 +305,9 @@ class OzxStore(Store):
         if getattr(reader, "remote", False) and hasattr(reader, "prefetch_head"):
             # RFC-9 puts the metadata first: its likely extent is fetched while the end
             # records and central directory are (one round trip instead of two)
-            from napari_ozx.ozx.members import _member_pool
+            from napari_ozx.ozx.members import member_pool
 
-            early = _member_pool().submit(reader.prefetch_head, SPECULATIVE_HEAD)
+            early = member_pool().submit(reader.prefetch_head, SPECULATIVE_HEAD)
         try:
             index = read_zip_index(reader)
         except BaseException:

@@ -52,6 +52,7 @@ from zarr.buffer import default_buffer_prototype
 from napari_ozx._compat import zarr_store_check_writable, zarr_store_set_open
 from napari_ozx.ozx.rfc9 import DEFAULT_COMMENT, is_metadata_name
 from napari_ozx.ozx.writer import (
+    CommitOnExit,
     DuplicateEntryError,
     OzxOrderError,
     OzxWriter,
@@ -61,7 +62,6 @@ from napari_ozx.ozx.writer import (
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-    from types import TracebackType
 
 __all__ = ["OzxWriteStore"]
 
@@ -83,7 +83,7 @@ def _byte_range_bounds(size: int, byte_range: ByteRequest | None) -> tuple[int, 
     return start, max(start, stop)
 
 
-class OzxWriteStore(Store):
+class OzxWriteStore(CommitOnExit, Store):
     """Write-only, append-only zarr-python 3 store that streams into a new ``.ozx``.
 
     Parameters
@@ -168,17 +168,6 @@ class OzxWriteStore(Store):
         """Commit unless aborted or already committed."""
         self._writer.close()
         super().close()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
     def __getstate__(self) -> dict[str, Any]:
         raise TypeError("an OzxWriteStore cannot be pickled (it owns an open file)")

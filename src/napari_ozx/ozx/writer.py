@@ -76,6 +76,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_COMMENT",
+    "CommitOnExit",
     "DuplicateEntryError",
     "InvalidEntryNameError",
     "OzxOrderError",
@@ -239,7 +240,32 @@ class WriterOptions(TypedDict, total=False):
     require_root_metadata: bool
 
 
-class OzxWriter:
+class CommitOnExit:
+    """A ``with`` block around a write: :meth:`close` (commit) when the block ends
+    normally, :meth:`abort` (nothing left behind) when it raises."""
+
+    if TYPE_CHECKING:  # the class's own; none here, so ``super().close()`` passes by
+
+        def close(self) -> None: ...
+
+        def abort(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class OzxWriter(CommitOnExit):
     """Append-only, thread-safe streaming writer of an RFC-9 ``.ozx`` archive.
 
     Parameters
@@ -725,20 +751,6 @@ class OzxWriter:
                 return
         self._discard_temp()
         logger.debug("aborted writing %s", self._target)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
     def __repr__(self) -> str:
         return f"OzxWriter({str(self._target)!r}, state={self._state})"

@@ -6,8 +6,8 @@ points or ``should_error``, tolerances), and a runner that calls a "dingus" comm
 ``DINGUS PATH SOURCE TARGET COORDINATES`` reading ``{"coordinates": ...}`` or, on a non-zero
 exit, ``{"message": ...}``. Its runner needs Python >= 3.12; its cases are plain data, so
 they are read here and every case is run through our command (its ``main``, and one case
-as a real process). Never committed: the cases come from NAPARI_OZX_CONFORMANCE_DIR, or
-are downloaded once into ``tests/.conformance`` (git-ignored); without them (no network)
+as a real process). Never committed and never downloaded here: ``scripts/test.sh`` fetches
+them before pytest starts (``tests/_support/conformance.py``); without them (no network)
 the test is skipped, saying so.
 """
 
@@ -15,66 +15,23 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import tomllib
-import zipfile
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
 from napari_ozx.__main__ import main
-from tests._support.paths import TESTS
+from tests._support.conformance import PACKAGE, cases_dir
 
-CACHE = TESTS / ".conformance"
-PACKAGE = "ome-zarr-transformations-conformance"
-
-
-def _cases_dir() -> Path | None:
-    env = os.environ.get("NAPARI_OZX_CONFORMANCE_DIR")
-    if env:
-        return Path(env)
-    cases = CACHE / "cases"
-    if cases.is_dir():
-        return cases
-    CACHE.mkdir(exist_ok=True)
-    try:  # the wheel is pure data + a runner for Python >= 3.12: fetch it for 3.12
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--quiet",
-                "--only-binary=:all:",
-                "--python-version",
-                "3.12",
-                "-d",
-                str(CACHE),
-                PACKAGE,
-            ],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-    except (subprocess.SubprocessError, OSError):
-        return None
-    wheels = sorted(CACHE.glob("*.whl"))
-    if not wheels:
-        return None
-    with zipfile.ZipFile(wheels[-1]) as z:
-        z.extractall(CACHE)
-    return cases if cases.is_dir() else None
-
-
-CASES = _cases_dir()
+CASES = cases_dir()
 pytestmark = pytest.mark.skipif(
     CASES is None,
-    reason=f"the {PACKAGE} cases are not available (no network to download them and no "
-    "NAPARI_OZX_CONFORMANCE_DIR)",
+    reason=f"the {PACKAGE} cases are not here: scripts/test.sh fetches them before pytest "
+    "(python -m tests._support.conformance; it needs the package index), or set "
+    "NAPARI_OZX_CONFORMANCE_DIR",
 )
 
 

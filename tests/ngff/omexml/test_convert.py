@@ -122,14 +122,14 @@ def test_saving_one_image_of_a_collection_names_what_is_dropped(
     would no longer match them, so one warning (File > Save's notification) names the
     XML, the source and the images left out, and no XML is written."""
     from napari_ozx.layers.export import export_layers_summary
-    from napari_ozx.layers.writing import write_layer_data_summary
+    from napari_ozx.layers.writing import write_layer_data
     from napari_ozx.ngff.write.options import WriteOptions
 
     layers = _first_channel_of_the_first_image()
     target = tmp_path / "saved.ozx"
     with caplog.at_level(logging.WARNING, logger="napari_ozx.ngff.write.omexml"):
         if how == "File > Save":
-            summary = write_layer_data_summary(target, layers)
+            summary = write_layer_data(target, layers)
         else:
             summary = export_layers_summary(target, layers, WriteOptions())
     assert len(caplog.records) == 1

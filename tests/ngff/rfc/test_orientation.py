@@ -118,7 +118,7 @@ def test_kept_on_save_and_convert(lps: dict[str, Path], tmp_path: Path) -> None:
     src = lps["0.6"]
     want = _axes(_ome(src))
     # File > Save: the layer's labels carry the directions back into the written axes
-    saved = write_layer_data(tmp_path / "saved.zarr", read_layer_data(str(src)))
+    saved = write_layer_data(tmp_path / "saved.zarr", read_layer_data(str(src))).target
     assert [a.get("orientation") for a in _axes(_ome(saved))] == [a["orientation"] for a in want]
     # convert: every level copied, the source's metadata kept
     for version in ("0.5", "0.6"):

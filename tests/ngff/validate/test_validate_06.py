@@ -54,7 +54,8 @@ def test_what_we_and_ngff_zarr_write_validates(tmp_path):
     from napari_ozx.layers.writing import write_layer_data
 
     data = np.arange(64 * 64, dtype=np.uint16).reshape(64, 64)
-    out = write_layer_data(tmp_path / "r.ozx", [(data, {"name": "r", "rotate": 30.0}, "image")])
+    layers = [(data, {"name": "r", "rotate": 30.0}, "image")]
+    out = write_layer_data(tmp_path / "r.ozx", layers).target
     code, codes = _codes(out)
     assert code == 0, codes
     pytest.importorskip("ngff_zarr")

@@ -480,7 +480,7 @@ def hidden_categories(layer: Any) -> set[str]:
 
 def add_uns_colors(layer_kwargs: dict[str, Any], colours: Mapping[str, Mapping[str, str]]) -> None:
     """Record a table's ``uns`` colours (column -> category -> colour,
-    :func:`napari_ozx.ngff.tables.colors.category_colors`) in layer data's metadata, for
+    :func:`napari_ozx.ngff.tables.read.category_colors`) in layer data's metadata, for
     :func:`color_by` (changed in place; a list of metadata, one per layer, each)."""
     if not colours:
         return

@@ -24,12 +24,13 @@ An element that cannot be shown is reported once, naming it; nothing vanishes si
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from napari_ozx.errors import OzxError
+from napari_ozx.errors import OzxError, Report
+from napari_ozx.layers.provenance import LayerData
 
 if TYPE_CHECKING:
     from napari_ozx.ngff.read.open import OmeZarr
@@ -47,9 +48,6 @@ __all__ = [
     "polygons_layer_data",
     "spatialdata_element_layers",
 ]
-
-LayerData = tuple[Any, dict[str, Any], str]
-Report = Callable[[str, OzxError], None]
 
 #: the key of a SpatialData element's record in ``layer.metadata``
 SPATIAL_KEY = "napari_ozx_spatialdata"
@@ -72,7 +70,7 @@ def _meta(root: OmeZarr, element: Element, system: str, **extra: Any) -> dict[st
     }
 
 
-def _affine(
+def element_affine(
     element: Element, system: str, axes: Sequence[str], report: Report, what: str
 ) -> np.ndarray:
     from napari_ozx.ngff.spatial.elements import to_system
@@ -102,7 +100,7 @@ def points_layer_data(root: OmeZarr, data: PointsData, system: str, report: Repo
     kwargs: dict[str, Any] = {
         "name": el.name,
         "features": features,
-        "affine": _affine(el, system, data.axes, report, what),
+        "affine": element_affine(el, system, data.axes, report, what),
         "axis_labels": data.axes,
         # float32 scalars: napari broadcasts them to one value per point in their dtype
         # (int 0 -> int64, a float -> float64); float32 is what vispy draws with and
@@ -163,7 +161,7 @@ def circles_layer_data(root: OmeZarr, data: Circles, system: str, report: Report
     kwargs: dict[str, Any] = {
         "name": el.name,
         "features": features,
-        "affine": _affine(el, system, ("y", "x"), report, what),
+        "affine": element_affine(el, system, ("y", "x"), report, what),
         "axis_labels": ("y", "x"),
         "size": 2.0 * data.radii,
         "face_color": "#ffffff66",
@@ -177,7 +175,7 @@ def circles_layer_data(root: OmeZarr, data: Circles, system: str, report: Report
 def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Report) -> LayerData:
     el = data.element
     what = f"{root.source} (shapes {el.name!r})"
-    affine = _affine(el, system, ("y", "x"), report, what)
+    affine = element_affine(el, system, ("y", "x"), report, what)
     meta = _meta(
         root, el, system, shapes=len(data), rings=data.n_rings, geometry="polygons", axes=["y", "x"]
     )

@@ -19,8 +19,8 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from napari_ozx.errors import OzxError
-from napari_ozx.layers.spatial.elements import SPATIAL_KEY, Report, _affine
+from napari_ozx.errors import OzxError, Report
+from napari_ozx.layers.spatial.elements import SPATIAL_KEY, element_affine
 from napari_ozx.layers.spatial.store import spatialdata_systems
 
 logger = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ def spatialdata_placements(
                 new_meta[SPATIAL_KEY] = {**rec, "system": system}
             if el.kind not in ("images", "labels"):
                 axes = tuple(rec.get("axes", ("y", "x")) if rec is not None else ("y", "x"))
-                kw["affine"] = _affine(el, system, axes, report, what)
+                kw["affine"] = element_affine(el, system, axes, report, what)
             else:
                 # level 0 to the image's own system, then the element's transformation
                 # matched by axis name (spatialdata writes an affine's outputs as x, y)
@@ -99,7 +99,7 @@ def spatialdata_placements(
                 pl = placement(ms, system=ms.intrinsic, report=report, what=what)
                 c = ms.channel_axis
                 axes = tuple(a.name for i, a in enumerate(ms.axes) if i != c)
-                kw["affine"] = _affine(el, system, axes, report, what)
+                kw["affine"] = element_affine(el, system, axes, report, what)
                 kw["scale"] = pl["scale"]
                 kw["translate"] = pl["translate"]
             out.append((layer, kw))

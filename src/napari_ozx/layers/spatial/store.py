@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from napari_ozx.errors import OzxError
-from napari_ozx.layers.spatial.elements import SPATIAL_KEY, LayerData, Report
+from napari_ozx.errors import OzxError, Report
+from napari_ozx.layers.provenance import LayerData
+from napari_ozx.layers.spatial.elements import SPATIAL_KEY
 
 if TYPE_CHECKING:
     from napari_ozx.ngff.read.open import OmeZarr

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from napari_ozx.errors import OzxError
-from napari_ozx.layers.spatial.elements import SPATIAL_KEY, LayerData, Report
+from napari_ozx.errors import OzxError, Report
+from napari_ozx.layers.provenance import LayerData
+from napari_ozx.layers.spatial.elements import SPATIAL_KEY
 
 if TYPE_CHECKING:
     from napari_ozx.ngff.read.open import OmeZarr
@@ -76,8 +77,7 @@ def element_table_features(root: OmeZarr, layers: Sequence[LayerData], report: R
     instance id (changed in place). A problem is reported naming the table, never
     raised."""
     from napari_ozx.layers.categories.colouring import add_uns_colors
-    from napari_ozx.ngff.tables.colors import category_colors
-    from napari_ozx.ngff.tables.read import read_table, spatialdata_tables
+    from napari_ozx.ngff.tables.read import category_colors, read_table, spatialdata_tables
 
     targets = _targets(root, layers)
     if not targets:

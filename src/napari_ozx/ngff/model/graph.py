@@ -42,7 +42,14 @@ from napari_ozx.ngff.model.transforms import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SystemKey", "TransformGraph", "graph_from_hierarchy", "key_text", "parse_key"]
+__all__ = [
+    "SystemKey",
+    "TransformGraph",
+    "graph_from_hierarchy",
+    "key_text",
+    "parse_key",
+    "resolve_path",
+]
 
 SystemKey = tuple[str, str]
 
@@ -200,20 +207,29 @@ class TransformGraph:
 # ------------------------------------------------------------------ building
 
 
-def _join(base: str, rel: str, what: str) -> str:
+def resolve_path(base: str, rel: str) -> str | None:
+    """The store path of *rel* (``.`` and ``..`` segments allowed) relative to the group
+    at *base*, or None when it climbs above the hierarchy's root."""
     parts = [p for p in base.split("/") if p]
-    if rel.startswith(("/", "\\")):
-        raise TransformError(f"{what}: the path {rel!r} must be relative to its group")
     for seg in rel.split("/"):
         if seg in ("", "."):
             continue
         if seg == "..":
             if not parts:
-                raise TransformError(f"{what}: the path {rel!r} leaves the hierarchy's root")
+                return None
             parts.pop()
         else:
             parts.append(seg)
     return "/".join(parts)
+
+
+def _join(base: str, rel: str, what: str) -> str:
+    if rel.startswith(("/", "\\")):
+        raise TransformError(f"{what}: the path {rel!r} must be relative to its group")
+    path = resolve_path(base, rel)
+    if path is None:
+        raise TransformError(f"{what}: the path {rel!r} leaves the hierarchy's root")
+    return path
 
 
 def _axes(raw: object) -> list[object]:

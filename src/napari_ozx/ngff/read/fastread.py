@@ -13,12 +13,10 @@ tensorstore) do not. :class:`FastReader` does what they do, in Python:
 * the inner chunks one request needs are read with as few store calls as possible
   (neighbouring byte ranges of one shard are merged when the gap is small) through the
   store's synchronous ``get_sync`` (``OzxStore``, ``LocalStore``), without the event loop;
-* every chunk is decoded by the numcodecs codec zarr-python itself decodes it with (made
-  from the zarr codec's public configuration, or the Zarr v2 ``compressor``), then
-  viewed as the array's data type and reshaped: the same bytes -> the same pixels, and
-  the same exceptions (``ValueError``/``RuntimeError`` from the codec or the reshape) for
-  broken data. Several chunks of one request are decoded on a small thread pool
-  (numcodecs releases the GIL);
+* every chunk is decoded by :mod:`.chunks` (the numcodecs codecs zarr-python itself
+  decodes with): the same bytes -> the same pixels, and a
+  :class:`~napari_ozx.errors.ChunkDecodeError` for broken data. Several chunks of one
+  request are decoded on a small thread pool (numcodecs releases the GIL);
 * for remote stores (``threaded_io``) the requests of one read (shard indexes, then
   byte ranges) run concurrently on a small I/O pool, as dask's threads did per dask
   chunk before napari's reads became direct (:mod:`.lazy`);
@@ -26,9 +24,8 @@ tensorstore) do not. :class:`FastReader` does what they do, in Python:
   :data:`REMOTE_CHUNK_CACHE_BYTES`): napari's dask cache does not see the direct reads of
   :mod:`.lazy`, and a re-read there costs requests.
 
-Anything else — transposes, v2 filters or Fortran order, variable
-or object data types, unknown codecs, a store without ``get_sync`` — is refused by
-:func:`fast_reader` (returns ``None``, saying why once in the log, :mod:`.fastpaths`)
+Anything :func:`.chunks.chunk_layout` does not take, or a store without ``get_sync``, is
+refused by :func:`fast_reader` (returns ``None``, saying why once in the log, :mod:`.fastpaths`)
 and read by zarr-python as before.
 
 Measured with ``benchmarks/bench_compiled.py`` (numbers in the README's performance
@@ -47,6 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from napari_ozx.ngff.read.chunks import EMPTY, ChunkLayout, chunk_layout
 from napari_ozx.ngff.read.indexing import plain_box
 from napari_ozx.ozx.lru import ByteLRU
 from napari_ozx.ozx.pools import LightPool, in_pool, light_pool, shared_pool
@@ -85,7 +83,6 @@ _THREAD_MIN_CHUNKS = 4
 #: holds this much plus the read-ahead budget (:func:`.fastpaths.readahead_budget`),
 #: where read-ahead (:mod:`.browse`) puts the planes it fetches.
 REMOTE_CHUNK_CACHE_BYTES = 64 << 20
-_MAX_U64 = np.uint64(2**64 - 1)
 _MAX_SIZES = 1 << 16
 
 #: requests to remote stores in flight at once for reads someone waits for (napari's
@@ -116,9 +113,6 @@ def _decode_pool() -> ThreadPoolExecutor:
     return shared_pool("ozx-decode", _decode_threads())
 
 
-Decoder = Callable[..., Any]
-
-
 def _remote_cache_bytes() -> int:
     from napari_ozx.ngff.read.fastpaths import readahead_budget
 
@@ -129,148 +123,6 @@ _remote_chunks: ByteLRU[np.ndarray] = ByteLRU(
     _remote_cache_bytes, lambda a: int(a.nbytes), max_item=lambda limit: limit // 4
 )
 _reader_ids = itertools.count()
-
-
-def _bytes_decoders(codecs: Sequence[Any]) -> list[Decoder] | None:
-    """numcodecs ``decode`` callables for zarr v3 bytes->bytes codecs, or None if any is
-    one we do not reproduce exactly: the numcodecs codec zarr-python decodes each with,
-    made from the codec's public configuration (a zstd, blosc or gzip stream carries
-    what its decoder needs; level, shuffle and block size only matter for encoding)."""
-    import numcodecs
-    from zarr.codecs import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
-
-    out: list[Decoder] = []
-    for c in codecs:
-        if type(c) is Crc32cCodec:
-            out.append(_crc32c_decode)
-        elif type(c) is ZstdCodec:
-            out.append(numcodecs.Zstd(level=c.level, checksum=c.checksum).decode)
-        elif type(c) is BloscCodec:
-            out.append(numcodecs.Blosc().decode)
-        elif type(c) is GzipCodec:
-            out.append(numcodecs.GZip(level=c.level).decode)
-        else:
-            return None
-    return out[::-1]  # decode runs the codecs backwards
-
-
-def _crc32c_decode(data: Any) -> np.ndarray:
-    """The ``crc32c`` codec's decode: the bytes without their 4-byte little-endian CRC-32C
-    trailer, after checking it (zarr-python's check, with its error message)."""
-    import google_crc32c
-
-    view = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
-    if len(view) < 4:
-        raise ValueError(f"crc32c: {len(view)} bytes, too short to hold a checksum")
-    body, stored = view[:-4], view[-4:].tobytes()
-    computed = np.uint32(google_crc32c.value(body)).tobytes()
-    if computed != stored:
-        raise ValueError(
-            f"Stored and computed checksum do not match. Stored: {stored!r}. "
-            f"Computed: {computed!r}."
-        )
-    return body
-
-
-def _array_dtype(codec: Any, dtype: np.dtype) -> np.dtype | None:
-    """The stored dtype the v3 ``bytes`` codec describes (endianness applied)."""
-    from zarr.codecs import BytesCodec
-
-    if type(codec) is not BytesCodec:
-        return None
-    endian = codec.endian
-    if dtype.itemsize == 1 or endian is None:
-        return dtype
-    endian = getattr(endian, "value", endian)  # an Endian enum before zarr 3.4, then a str
-    return dtype.newbyteorder("<" if endian == "little" else ">")
-
-
-def _simple_dtype(dtype: np.dtype) -> bool:
-    return dtype.kind in "biuf" and not dtype.hasobject and dtype.fields is None
-
-
-class _Layout:
-    """What a request needs to know about one array's storage."""
-
-    def __init__(
-        self,
-        shape: tuple[int, ...],
-        chunk: tuple[int, ...],
-        shard: tuple[int, ...] | None,
-        stored_dtype: np.dtype,
-        decoders: list[Decoder],
-        index_end: bool,
-        index_crc: bool,
-    ) -> None:
-        self.shape = shape
-        self.chunk = chunk  # the decoded unit (inner chunk when sharded)
-        self.shard = shard
-        self.stored_dtype = stored_dtype
-        self.decoders = decoders
-        self.index_end = index_end
-        self.index_crc = index_crc
-        if shard is not None:
-            self.per_shard = tuple(s // c for s, c in zip(shard, chunk, strict=True))
-            self.n_per_shard = int(np.prod(self.per_shard))
-            self.index_size = 16 * self.n_per_shard + (4 if index_crc else 0)
-
-
-def _layout(array: zarr.Array) -> _Layout | str:
-    """How to read *array* directly, or why not (what we do not reproduce exactly)."""
-    md = array.metadata
-    dtype = np.dtype(array.dtype)
-    if not _simple_dtype(dtype):
-        return f"data type {dtype}"
-    shape = tuple(int(s) for s in array.shape)
-    if md.zarr_format == 2:
-        if md.filters or getattr(md, "order", "C") != "C":
-            return "Zarr v2 filters or F order"
-        comp = md.compressor
-        if comp is not None and not hasattr(comp, "decode"):
-            return f"compressor {comp!r}"
-        decoders: list[Decoder] | None = [] if comp is None else [comp.decode]
-        assert decoders is not None
-        return _Layout(shape, tuple(md.chunks), None, dtype, decoders, True, False)
-    from zarr.codecs import Crc32cCodec, ShardingCodec
-    from zarr.codecs.sharding import ShardingCodecIndexLocation
-
-    grid = md.to_dict().get("chunk_grid", {})  # the document's own words
-    if not isinstance(grid, dict) or grid.get("name") != "regular":
-        return f"chunk grid {grid.get('name') if isinstance(grid, dict) else grid!r}"
-    outer = tuple(int(n) for n in grid["configuration"]["chunk_shape"])
-    codecs = list(md.codecs)
-    if len(codecs) == 1 and type(codecs[0]) is ShardingCodec:
-        sc = codecs[0]
-        inner = list(sc.codecs)
-        if not inner or any(
-            o % c for o, c in zip(outer, sc.chunk_shape, strict=True)
-        ):  # pragma: no cover - zarr refuses such metadata already
-            return "inner chunks that do not divide the shard"
-        stored = _array_dtype(inner[0], dtype)
-        decoders = _bytes_decoders(inner[1:])
-        idx = list(sc.index_codecs)
-        if stored is None or decoders is None or not idx:
-            return "codecs " + ", ".join(type(c).__name__ for c in inner)
-        idx_dtype = _array_dtype(idx[0], np.dtype("<u8"))
-        if idx_dtype is None or idx_dtype.byteorder == ">":
-            return "shard index codecs " + ", ".join(type(c).__name__ for c in idx)
-        rest = idx[1:]
-        if len(rest) > 1 or (rest and type(rest[0]) is not Crc32cCodec):
-            return "shard index codecs " + ", ".join(type(c).__name__ for c in idx)
-        return _Layout(
-            shape,
-            tuple(sc.chunk_shape),
-            outer,
-            stored,
-            decoders,
-            sc.index_location == ShardingCodecIndexLocation.end,
-            bool(rest),
-        )
-    stored = _array_dtype(codecs[0], dtype) if codecs else None
-    decoders = _bytes_decoders(codecs[1:])
-    if stored is None or decoders is None:
-        return "codecs " + ", ".join(type(c).__name__ for c in codecs)
-    return _Layout(shape, outer, None, stored, decoders, True, False)
 
 
 def _has_get_sync(store: Any) -> bool:
@@ -287,11 +139,11 @@ def fast_reader(array: zarr.Array) -> FastReader | None:
     try:
         store = array.store_path.store
         if not _has_get_sync(store):
-            layout: _Layout | str = f"a store without synchronous reads ({type(store).__name__})"
-        elif array.fill_value is None:
-            layout = "no fill value"
+            layout: ChunkLayout | str = (
+                f"a store without synchronous reads ({type(store).__name__})"
+            )
         else:
-            layout = _layout(array)
+            layout = chunk_layout(array)
     except Exception as e:  # anything unexpected in zarr's model: let zarr read it
         layout = f"unexpected array metadata ({type(e).__name__}: {e})"
     if isinstance(layout, str):
@@ -303,16 +155,14 @@ def fast_reader(array: zarr.Array) -> FastReader | None:
 class FastReader:
     """Reads ``array[selection]`` for basic slice selections (what dask asks for)."""
 
-    def __init__(self, array: zarr.Array, layout: _Layout) -> None:
+    def __init__(self, array: zarr.Array, layout: ChunkLayout) -> None:
         from zarr.buffer import default_buffer_prototype
 
         self.array = array
         self.layout = layout
         self.store: Any = array.store_path.store
-        self.prefix = array.store_path.path.strip("/")
-        self.encode_key = array.metadata.encode_chunk_key
-        self.dtype = np.dtype(array.dtype)
-        self.fill = np.asarray(array.fill_value, dtype=self.dtype)
+        self.dtype = layout.dtype
+        self.fill = layout.fill
         self._proto = default_buffer_prototype()
         from napari_ozx.ozx.protocol import as_container
 
@@ -353,8 +203,7 @@ class FastReader:
         return (flat << 64) | self._uid
 
     def _key(self, coords: tuple[int, ...]) -> str:
-        key = self.encode_key(coords)
-        return f"{self.prefix}/{key}" if self.prefix else key
+        return self.layout.key(coords)
 
     def _get(self, key: str, byte_range: Any = None) -> memoryview | None:
         buf = self.store.get_sync(key, prototype=self._proto, byte_range=byte_range)
@@ -373,7 +222,7 @@ class FastReader:
         size = lo.index_size
         rng = SuffixByteRequest(size) if lo.index_end else RangeByteRequest(0, size)
         raw = self._get(self._key(coords), rng)
-        index = None if raw is None else self._decode_index(raw)
+        index = None if raw is None else self.layout.decode_index(raw)
         self._indexes.put(coords, index)  # type: ignore[arg-type]  # (None: no shard)
         return index
 
@@ -386,34 +235,6 @@ class FastReader:
                 self._sizes.clear()
             self._sizes[coords] = size
         return size
-
-    def _decode_index(self, raw: bytes | memoryview) -> np.ndarray:
-        lo = self.layout
-        raw = bytes(raw)  # small (16 bytes per inner chunk)
-        if len(raw) != lo.index_size:
-            raise ValueError(
-                f"shard index is {len(raw)} bytes, expected {lo.index_size} (truncated shard)"
-            )
-        body = raw
-        if lo.index_crc:
-            import google_crc32c
-
-            body = raw[:-4]
-            if np.uint32(google_crc32c.value(body)).tobytes() != raw[-4:]:
-                raise ValueError("Stored and computed checksum do not match.")
-        return np.frombuffer(body, dtype="<u8").reshape((*lo.per_shard, 2))
-
-    # ------------------------------------------------------------------ decode
-
-    def _decode(self, raw: bytes | memoryview) -> np.ndarray:
-        data: Any = raw
-        for dec in self.layout.decoders:
-            data = dec(data)
-        # bytes and arrays (what the codecs return) directly: a memoryview in the chain of
-        # a cached chunk is two more objects for the garbage collector to track
-        buf = data if isinstance(data, bytes | np.ndarray) else memoryview(data).cast("B")
-        arr = np.frombuffer(buf, dtype=self.layout.stored_dtype)
-        return arr.reshape(self.layout.chunk)
 
     # ------------------------------------------------------------------ reads
 
@@ -508,7 +329,7 @@ class FastReader:
             if raw is None:
                 out[tuple(dst)] = self.fill
                 return
-            decoded = raw if isinstance(raw, np.ndarray) else self._decode(raw)
+            decoded = raw if isinstance(raw, np.ndarray) else self.layout.decode(raw)
             out[tuple(dst)] = decoded[tuple(src)]
 
         if self._cache is not None:
@@ -634,7 +455,7 @@ class FastReader:
             if futures[cc].done():
                 return
             try:
-                value = None if raw is None else self._decode(raw)
+                value = None if raw is None else self.layout.decode(raw)
                 if value is not None:
                     # uncompressed chunks are views of the request's buffer: keep a copy
                     value = value if self.layout.decoders else value.copy()
@@ -729,7 +550,7 @@ class FastReader:
             for i in members:
                 local = tuple(c % p for c, p in zip(coords_list[i], per, strict=True))
                 off, n = index[local]
-                if off == _MAX_U64 and n == _MAX_U64:
+                if off == EMPTY and n == EMPTY:
                     sink(i, None)  # empty inner chunk: fill value
                     continue
                 spans.append((int(off), int(off) + int(n), i))
@@ -759,14 +580,10 @@ class FastReader:
             for i in members:
                 sink(i, None)  # missing shard: fill value
             return
-        isize = lo.index_size
-        raw_index = whole[-isize:] if lo.index_end else whole[:isize]
-        whole_index = self._decode_index(raw_index if len(whole) >= isize else whole)
+        index = lo.whole_index(whole)
         for i in members:
             local = tuple(c % p for c, p in zip(coords_list[i], lo.per_shard, strict=True))
-            off, n = whole_index[local]
-            empty = off == _MAX_U64 and n == _MAX_U64
-            sink(i, None if empty else whole[int(off) : int(off) + int(n)])
+            sink(i, lo.inner(whole, index, local))
 
     def _read_span(
         self,

@@ -49,7 +49,7 @@ with.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import dask.array as da
@@ -62,7 +62,14 @@ from napari_ozx.ngff.read.indexing import orthogonal
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
-__all__ = ["LazyArray", "LevelArray", "lazy_array", "source_reader"]
+__all__ = [
+    "LazyArray",
+    "LevelArray",
+    "forget_prepared",
+    "lazy_array",
+    "prepare_view",
+    "source_reader",
+]
 
 #: per root axis: an integer (the axis is dropped) or a ``(start, stop)`` box
 _Index = tuple[int | tuple[int, int], ...]
@@ -71,7 +78,7 @@ _Index = tuple[int | tuple[int, int], ...]
 class _Source:
     """What every view of one level shares: the reader and the level's chunk grid."""
 
-    __slots__ = ("bounds", "chunks", "dtype", "graph", "name", "reader", "shape")
+    __slots__ = ("bounds", "chunks", "dtype", "graph", "name", "prepared", "reader", "shape")
 
     def __init__(self, reader: Any, root: da.Array, graph: bool = True) -> None:
         self.reader = reader
@@ -79,6 +86,8 @@ class _Source:
         self.chunks: tuple[tuple[int, ...], ...] = root.chunks
         self.shape: tuple[int, ...] = tuple(int(n) for n in root.shape)
         self.dtype = root.dtype
+        # one view read ahead of napari's request (:func:`prepare_view`): (box, pixels)
+        self.prepared: tuple[_Index, np.ndarray] | None = None
         # not the array itself: no reference cycle (a LevelArray keeps its dask array)
         self.graph: Any = root.dask if graph else None
         # chunk boundaries per axis: block i covers [bounds[i], bounds[i + 1])
@@ -153,6 +162,9 @@ class LazyArray(da.Array):
         if direct is None:
             return super().compute(**kwargs)
         src, index = direct
+        ready = _take_prepared(src, index)
+        if ready is not None:
+            return ready
         _tell_browse(src, index)
         try:
             out = np.asarray(src.reader[_selection(index)])
@@ -163,6 +175,75 @@ class LazyArray(da.Array):
         if out.dtype != self.dtype:  # pragma: no cover - readers return the level dtype
             out = out.astype(self.dtype)
         return out[()] if out.ndim == 0 else out
+
+
+def _take_prepared(src: _Source, index: _Index) -> np.ndarray | None:
+    """The pixels of *index* if :func:`prepare_view` read exactly that box, else None;
+    handed over once (the caller keeps them: no second copy held here)."""
+    ready = src.prepared
+    if ready is None or ready[0] != index:
+        return None
+    src.prepared = None
+    return ready[1]
+
+
+#: how much :func:`prepare_view` reads in one call (whole chunks), between cancel checks
+_PREPARE_STEP = 16 << 20
+
+
+def _view_of(arr: object) -> tuple[_Source, _Index] | None:
+    if isinstance(arr, LevelArray):
+        return arr._src, arr._index
+    if isinstance(arr, LazyArray):
+        return arr._direct()
+    return None
+
+
+def prepare_view(arr: object, cancelled: Callable[[], bool] = lambda: False) -> bool:
+    """Read the view *arr* (a :class:`LazyArray` or :class:`LevelArray`) now, on the
+    calling thread, a plane of its first axis at a time, and keep its pixels for the next
+    ``np.asarray`` / ``compute()`` of the same box on that level (from any view of it):
+    napari's request is then served at once. One box is kept per level; a new one
+    replaces it. Returns False (nothing kept) when *arr* is not such a view or
+    *cancelled()* became true between planes; read errors propagate."""
+    view = _view_of(arr)
+    if view is None:
+        return False
+    src, index = view
+    sel = _selection(index)
+    shape = tuple(b - a for i in index if not isinstance(i, int) for a, b in [i])
+    out = np.empty(shape, dtype=src.dtype)
+    first = next((k for k, i in enumerate(index) if not isinstance(i, int)), None)
+    if first is None or shape[0] == 0:
+        out[...] = np.asarray(src.reader[sel])
+    else:
+        # whole chunks of the first axis at a time, about _PREPARE_STEP bytes: one read
+        # asks for all their chunks at once (remote: concurrent requests)
+        a, b = cast(tuple[int, int], index[first])
+        per_plane = max(1, out[0].nbytes)
+        bounds = [x for x in src.bounds[first] if a < x < b]
+        cuts, start = [], a
+        for x in [*bounds, b]:
+            if (x - start) * per_plane >= _PREPARE_STEP or x == b:
+                cuts.append((start, x))
+                start = x
+        for lo, hi in cuts:
+            if cancelled():
+                return False
+            part = list(sel)
+            part[first] = slice(lo, hi)
+            out[lo - a : hi - a] = np.asarray(src.reader[tuple(part)])
+    if cancelled():
+        return False
+    src.prepared = (index, out)
+    return True
+
+
+def forget_prepared(arr: object) -> None:
+    """Drop the pixels :func:`prepare_view` kept for *arr*'s level (memory back)."""
+    view = _view_of(arr)
+    if view is not None:
+        view[0].prepared = None
 
 
 def _tell_browse(src: _Source, index: _Index, served: bool = False) -> None:
@@ -366,6 +447,9 @@ class LevelArray:
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def compute(self, **_: object) -> np.ndarray:
+        ready = _take_prepared(self._src, self._index)
+        if ready is not None:
+            return ready
         sel = _selection(self._index)
         _tell_browse(self._src, self._index)
         try:

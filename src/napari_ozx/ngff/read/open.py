@@ -434,14 +434,18 @@ class _ChunkReader:
                 if not isinstance(s, int | np.integer):
                     axis += 1
             return out
+        except ChunkDecodeError as e:  # from the direct path (.chunks): name where
+            raise self._decode_error(sel, str(e)) from e
         except OzxError:
             raise
-        except Exception as e:  # codec / checksum / short-data failures
-            kind = "shard" if self.array.shards else "chunk"
-            raise ChunkDecodeError(
-                f"{self.source}: {self._key(sel)}: {kind} data could not be decoded "
-                f"({type(e).__name__}: {e})"
-            ) from e
+        except Exception as e:  # zarr-python's codec / checksum / short-data failures
+            raise self._decode_error(sel, f"{type(e).__name__}: {e}") from e
+
+    def _decode_error(self, sel: Any, reason: str) -> ChunkDecodeError:
+        kind = "shard" if self.array.shards else "chunk"
+        return ChunkDecodeError(
+            f"{self.source}: {self._key(sel)}: {kind} data could not be decoded ({reason})"
+        )
 
     def _key(self, sel: Any) -> str:
         """The stored key (shard or chunk) where the failed selection starts."""

@@ -80,9 +80,9 @@ def parquet_parts(root: Any, path: str) -> list[str]:
         except (OSError, NotImplementedError):
             names = []
         if not names:
-            from napari_ozx.ngff.tables.read import _file_size
+            from napari_ozx.ngff.tables.read import stored_size
 
-            return [path] if _file_size(root.store, path) is not None else []
+            return [path] if stored_size(root.store, path) is not None else []
     parts = [n for n in names if n.endswith(".parquet")]
 
     def order(name: str) -> tuple[int, str]:
@@ -105,9 +105,9 @@ def read_parquet(root: Any, keys: Sequence[str], columns: Sequence[str] | None =
         if local is not None:
             fragment = fmt.make_fragment(os.path.join(local, key), filesystem=fs)
         else:
-            from napari_ozx.ngff.tables.read import _get
+            from napari_ozx.ngff.tables.read import stored_bytes
 
-            fragment = fmt.make_fragment(pa.BufferReader(_get(root.store, key)))
+            fragment = fmt.make_fragment(pa.BufferReader(stored_bytes(root.store, key)))
         tables.append(
             fragment.to_table(
                 columns=list(columns) if columns is not None else None,
@@ -136,12 +136,12 @@ def parquet_schema(root: Any, key: str) -> Any:
     local = _local_root(root.store)
     if local is not None:
         return pq.ParquetFile(os.path.join(local, key))
-    from napari_ozx.ngff.tables.read import _file_size, _StoreFile
+    from napari_ozx.ngff.tables.read import StoredFile, stored_size
 
-    size = _file_size(root.store, key)
+    size = stored_size(root.store, key)
     if size is None:
         raise MetadataError(f"{key} is missing")
-    return pq.ParquetFile(_StoreFile(root.store, key, size))
+    return pq.ParquetFile(StoredFile(root.store, key, size))
 
 
 def release_unused() -> None:

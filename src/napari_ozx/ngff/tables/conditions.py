@@ -35,7 +35,7 @@ import numpy as np
 
 from napari_ozx.errors import NotOmeZarrError, TableError
 from napari_ozx.ngff.model.metadata import Plate
-from napari_ozx.ngff.tables.read import TableData, TableInfo, _opened, list_tables, read_table
+from napari_ozx.ngff.tables.read import TableData, TableInfo, list_tables, opened_source, read_table
 
 __all__ = [
     "CONDITIONS_MAX_BYTES",
@@ -168,7 +168,7 @@ def condition_tables(source: Any, plate: str = "") -> list[TableInfo]:
     """The condition tables of the plate at *plate* in *source* (the plate group's
     ``tables/``), metadata only; one named ``condition_table`` first."""
     source, plate = _unwrap(source, plate)
-    with _opened(source) as src:
+    with opened_source(source) as src:
         infos = [t for t in list_tables(src, plate) if t.type == "condition_table"]
     return sorted(infos, key=lambda t: t.name != DEFAULT_NAME)
 
@@ -196,7 +196,7 @@ def plate_conditions(
     :class:`~napari_ozx.errors.NotOmeZarrError` when *plate* is not a plate.
     """
     source, plate = _unwrap(source, plate)
-    with _opened(source) as src:
+    with opened_source(source) as src:
         model = model if model is not None else _plate_model(src, plate)
         if table is None:
             found = [t for t in list_tables(src, plate) if t.type == "condition_table"]

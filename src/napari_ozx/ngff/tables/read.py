@@ -80,15 +80,20 @@ __all__ = [
     "ROI_TYPES",
     "TABLE_TYPES",
     "RoiBoxes",
+    "StoredFile",
     "TableData",
     "TableInfo",
     "TableSource",
+    "category_colors",
     "list_tables",
+    "opened_source",
     "read_table",
     "roi_pixel_boxes",
     "roi_pixel_edges",
     "roi_world_boxes",
     "spatialdata_tables",
+    "stored_bytes",
+    "stored_size",
 ]
 
 TABLE_TYPES = ("roi_table", "masking_roi_table", "feature_table", "condition_table")
@@ -170,7 +175,7 @@ class StoreDocuments:
 
 
 @contextlib.contextmanager
-def _opened(source: Any) -> Iterator[TableSource]:
+def opened_source(source: Any) -> Iterator[TableSource]:
     """*source* as a :class:`TableSource`: itself when it is one, else the hierarchy at
     that path, URL or store, opened for the call and closed after it."""
     if hasattr(source, "read_docs") and hasattr(source, "store"):
@@ -358,7 +363,7 @@ def list_tables(source: Any, image: str = "") -> list[TableInfo]:
     cannot be read is listed with its :attr:`TableInfo.error`; a ``tables`` group whose
     list is malformed raises :class:`TableError`.
     """
-    with _opened(source) as src:
+    with opened_source(source) as src:
         return _list_tables(src, image)
 
 
@@ -400,7 +405,7 @@ def _list_tables(src: TableSource, image: str, only: str | None = None) -> list[
 
 def spatialdata_tables(source: Any) -> list[TableInfo]:
     """A SpatialData store's tables (the root's ``tables/`` group, listed), metadata only."""
-    with _opened(source) as src:
+    with opened_source(source) as src:
         names = sorted(_child_names(src, "tables"))
         paths = [join_path("tables", n, key="tables") for n in names]
         docs = src.read_docs(paths)
@@ -514,16 +519,12 @@ def _with_region(info: TableInfo, attrs: Mapping[str, Any], image: str) -> Table
     path = region.get("path") if isinstance(region, Mapping) else None
     if not isinstance(path, str):
         raise TableError(f'region {_short(region)} is not {{"path": "../labels/<name>"}}')
-    parts = [p for p in join_path(image, "tables").split("/") if p]
-    for seg in path.split("/"):
-        if seg in ("", "."):
-            continue
-        if seg == "..":
-            if not parts:
-                raise TableError(f"region path {path!r} leaves the hierarchy")
-            parts.pop()
-        else:
-            parts.append(seg)
+    from napari_ozx.ngff.model.graph import resolve_path
+
+    target = resolve_path(join_path(image, "tables"), path)
+    if target is None:
+        raise TableError(f"region path {path!r} leaves the hierarchy")
+    parts = [p for p in target.split("/") if p]
     labels = [p for p in join_path(image, "labels").split("/") if p]
     name = parts[-1] if parts[:-1] == labels and len(parts) == len(labels) + 1 else None
     return replace(info, regions=(name,) if name else (), region_path=path)
@@ -545,7 +546,7 @@ def read_table(
     :class:`TableInfo`. *columns*: only these (the index always). Refuses a table whose
     data is larger than *max_bytes*. Raises :class:`TableError` for a table that cannot
     be read."""
-    with _opened(source) as src:
+    with opened_source(source) as src:
         info = table if isinstance(table, TableInfo) else _find(src, table, image)
         info.check()
         assert info.backend is not None
@@ -684,7 +685,9 @@ def _wanted(name: str, info: TableInfo, columns: Sequence[str] | None) -> bool:
 # file members (parquet, csv): read through the store, sizes known upfront where possible
 
 
-def _file_size(store: Store, key: str) -> int | None:
+def stored_size(store: Store, key: str) -> int | None:
+    """The size in bytes of the file *key* in *store*, or None when it is missing or the
+    store cannot tell."""
     container = as_container(store)
     if container is not None:
         return container.member_size(key)
@@ -701,7 +704,9 @@ def _file_size(store: Store, key: str) -> int | None:
         return None
 
 
-def _get(store: Store, key: str, start: int | None = None, end: int | None = None) -> bytes:
+def stored_bytes(store: Store, key: str, start: int | None = None, end: int | None = None) -> bytes:
+    """The bytes of the file *key* in *store* (``[start, end)`` when given); raises
+    :class:`TableError` when it is missing."""
     from zarr.abc.store import RangeByteRequest
     from zarr.buffer import default_buffer_prototype
 
@@ -713,7 +718,7 @@ def _get(store: Store, key: str, start: int | None = None, end: int | None = Non
     return data
 
 
-class _StoreFile(io.RawIOBase):
+class StoredFile(io.RawIOBase):
     """A store member as a seekable read-only file (pyarrow reads a parquet footer and
     the column chunks it needs through it, never the whole file)."""
 
@@ -738,7 +743,7 @@ class _StoreFile(io.RawIOBase):
         n = min(len(b), self.size - self.pos)
         if n <= 0:
             return 0
-        data = _get(self.store, self.key, self.pos, self.pos + n)
+        data = stored_bytes(self.store, self.key, self.pos, self.pos + n)
         b[: len(data)] = data
         self.pos += len(data)
         return len(data)
@@ -761,11 +766,11 @@ class _ParquetLayout:
     def _file(self, src: TableSource, info: TableInfo) -> tuple[Any, int]:
         pq = _pyarrow_parquet(info)
         key = join_path(info.path, "table.parquet")
-        size = _file_size(src.store, key)
+        size = stored_size(src.store, key)
         if size is None:
             raise TableError("table.parquet is missing")
         try:
-            return pq.ParquetFile(_StoreFile(src.store, key, size)), size
+            return pq.ParquetFile(StoredFile(src.store, key, size)), size
         except TableError:
             raise
         except Exception as e:  # pyarrow's ArrowInvalid / OSError: not a parquet file
@@ -826,10 +831,10 @@ class _CsvLayout:
 
     def describe(self, src: TableSource, info: TableInfo) -> TableInfo:
         key = join_path(info.path, self.key)
-        size = _file_size(src.store, key)
+        size = stored_size(src.store, key)
         if size is None:
             raise TableError(f"{self.key} is missing")
-        head = _get(src.store, key, 0, min(size, _CSV_HEAD)) if size else b""
+        head = stored_bytes(src.store, key, 0, min(size, _CSV_HEAD)) if size else b""
         text = head.decode("utf-8", errors="replace")
         if size > _CSV_HEAD and "\n" not in text:
             raise TableError(f"{self.key} has no header line in its first {_CSV_HEAD:,} bytes")
@@ -837,7 +842,9 @@ class _CsvLayout:
         header = next(csv.reader(lines[:1]), []) if lines else []
         rows = None
         if size <= _CSV_COUNT_MAX:
-            rows = max(len(list(csv.reader(io.StringIO(_get(src.store, key).decode())))) - 1, 0)
+            rows = max(
+                len(list(csv.reader(io.StringIO(stored_bytes(src.store, key).decode())))) - 1, 0
+            )
         names = tuple(h for h in header if h != info.index_key)
         return replace(info, rows=rows, columns=names, nbytes=size)
 
@@ -845,11 +852,11 @@ class _CsvLayout:
         self, src: TableSource, info: TableInfo, columns: Sequence[str] | None, max_bytes: int
     ) -> TableData:
         key = join_path(info.path, self.key)
-        size = _file_size(src.store, key)
+        size = stored_size(src.store, key)
         if size is not None and size > max_bytes:
             raise _too_large(size, max_bytes)
         try:
-            text = _get(src.store, key).decode("utf-8")
+            text = stored_bytes(src.store, key).decode("utf-8")
         except UnicodeDecodeError as e:
             raise TableError(f"{self.key} is not UTF-8 text ({e})") from None
         rows = list(csv.reader(io.StringIO(text)))
@@ -1330,3 +1337,51 @@ def image_roi_boxes(table: TableData, image: Any) -> RoiBoxes:
     return roi_pixel_boxes(
         table, tuple(ms.axis_names), tuple(ms.datasets[0].scale), tuple(image.levels[0].shape)
     )
+
+
+# ------------------------------------------------------------- categorical colours
+# scanpy, squidpy and spatialdata-plot keep a categorical ``obs`` column's colours in
+# ``uns["<column>_colors"]``: one colour string per category, in the order of the
+# column's ``categories``; a viewer colours each category as the analysis did.
+
+#: at most this many categories (a colour list larger than this is ignored)
+MAX_COLOR_CATEGORIES = 100_000
+
+
+def category_colors(source: Any, info: TableInfo) -> dict[str, dict[str, str]]:
+    """column -> category -> colour string, for each categorical ``obs`` column of the
+    AnnData table *info* that has ``uns["<column>_colors"]`` (at least one colour per
+    category). {} for another table, or when they cannot be read (never raises)."""
+    if info.backend != "anndata":
+        return {}
+    try:
+        with opened_source(source) as src:
+            obs = _AnnDataLayout()._layout(src, info).obs_order
+            if not obs:
+                return {}
+            p = info.path
+            cols = list(obs)
+            colour_docs = src.read_docs([join_path(p, "uns", f"{c}_colors") for c in cols])
+            wanted = [
+                (c, d)
+                for c, d in zip(cols, colour_docs, strict=True)
+                if d is not None and d.error is None and d.node_type == "array"
+            ]
+            if not wanted:
+                return {}
+            cat_docs = src.read_docs([join_path(p, "obs", c, "categories") for c, _ in wanted])
+            pairs = [
+                (c, d, k)
+                for (c, d), k in zip(wanted, cat_docs, strict=True)
+                if k is not None and k.error is None and k.node_type == "array"
+            ]
+            docs = [x for _, d, k in pairs for x in (d, k)]
+            values = _arrays(src, docs, max_bytes=MAX_COLOR_CATEGORIES * 16)
+    except (OzxError, OSError, ValueError, KeyError, TypeError):
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for i, (c, _d, _k) in enumerate(pairs):
+        colours, cats = values[2 * i].ravel().tolist(), values[2 * i + 1].ravel().tolist()
+        if len(colours) >= len(cats) and all(isinstance(x, str) for x in colours):
+            out[c] = {str(cat): str(col) for cat, col in zip(cats, colours, strict=False)}
+    return out

@@ -52,6 +52,9 @@ __all__ = [
     "ROI_TABLE_ATTRIBUTES",
     "SourceTables",
     "TableCopy",
+    "anndata_obs_keys",
+    "memory_keys",
+    "put_keys",
     "roi_table_keys",
     "source_tables",
     "tables_group_keys",
@@ -73,6 +76,8 @@ _DATAFRAME: dict[str, Any] = {"encoding-type": "dataframe", "encoding-version": 
 _ARRAY: dict[str, Any] = {"encoding-type": "array", "encoding-version": "0.2.0"}
 _STRINGS: dict[str, Any] = {"encoding-type": "string-array", "encoding-version": "0.2.0"}
 _DICT: dict[str, Any] = {"encoding-type": "dict", "encoding-version": "0.1.0"}
+_STRING: dict[str, Any] = {"encoding-type": "string", "encoding-version": "0.2.0"}
+_CATEGORICAL: dict[str, Any] = {"encoding-type": "categorical", "encoding-version": "0.2.0"}
 _EMPTY_DICTS = ("layers", "obsm", "obsp", "uns", "varm", "varp")
 
 #: chunks and files are copied this many at a time (one trip through zarr's event loop
@@ -93,7 +98,7 @@ def _is_doc(key: str) -> bool:
     return base == "zarr.json" or base in _V2_DOCS or base == _V2_CONSOLIDATED
 
 
-def _memory_keys(fill: Callable[[Any], object]) -> dict[str, bytes]:
+def memory_keys(fill: Callable[[Any], object]) -> dict[str, bytes]:
     """The keys zarr writes when *fill* is given an in-memory store."""
     from zarr.storage import MemoryStore
 
@@ -121,17 +126,6 @@ def roi_table_keys(
     for j, c in enumerate(cols):
         matrix[:, j] = np.asarray(columns[c], dtype=np.float64)
 
-    def strings(g: Any, name: str, values: Sequence[str]) -> None:
-        arr = g.create_array(
-            name,
-            shape=(len(values),),
-            dtype=str,
-            chunks=(max(len(values), 1),),
-            attributes=_STRINGS,
-        )
-        if len(values):
-            arr[...] = np.asarray([str(v) for v in values], dtype=object)
-
     def fill(store: Any) -> None:
         root = zarr.create_group(
             store, zarr_format=_format(zarr_format), attributes={**_ANNDATA, **ROI_TABLE_ATTRIBUTES}
@@ -139,11 +133,11 @@ def roi_table_keys(
         obs = root.create_group(
             "obs", attributes={"column-order": [], "_index": ROI_INDEX_KEY, **_DATAFRAME}
         )
-        strings(obs, ROI_INDEX_KEY, names)
+        _strings_array(obs, ROI_INDEX_KEY, [str(v) for v in names])
         var = root.create_group(
             "var", attributes={"column-order": [], "_index": "_index", **_DATAFRAME}
         )
-        strings(var, "_index", cols)
+        _strings_array(var, "_index", cols)
         x = root.create_array(
             "X",
             shape=matrix.shape,
@@ -156,7 +150,119 @@ def roi_table_keys(
         for name in _EMPTY_DICTS:
             root.create_group(name, attributes=_DICT)
 
-    return _memory_keys(fill)
+    return memory_keys(fill)
+
+
+def _obs_column(g: Any, name: str, values: Any) -> None:
+    """One ``obs`` column in AnnData's encoding: a pandas categorical as ``categorical``
+    (``categories`` strings, ``codes``), strings as ``string-array``, numbers and
+    booleans as ``array``. Raises :class:`OzxError` for anything else."""
+    cats = getattr(getattr(values, "cat", None), "categories", None)
+    if cats is not None:
+        sub = g.create_group(name, attributes={"ordered": bool(values.cat.ordered), **_CATEGORICAL})
+        _strings_array(sub, "categories", [str(c) for c in cats])
+        codes = np.asarray(values.cat.codes)
+        arr = sub.create_array(
+            "codes",
+            shape=codes.shape,
+            dtype=codes.dtype,
+            chunks=(max(len(codes), 1),),
+            attributes=_ARRAY,
+        )
+        if len(codes):
+            arr[...] = codes
+        return
+    col = np.asarray(values)
+    if col.dtype.kind in "biuf":
+        arr = g.create_array(
+            name, shape=col.shape, dtype=col.dtype, chunks=(max(len(col), 1),), attributes=_ARRAY
+        )
+        if len(col):
+            arr[...] = col
+        return
+    if col.dtype.kind == "U" or (
+        col.dtype.kind == "O" and all(isinstance(v, str) for v in col.tolist())
+    ):
+        _strings_array(g, name, [str(v) for v in col.tolist()])
+        return
+    raise OzxError(
+        f"column {name!r} holds {col.dtype} values; a table column holds numbers, "
+        f"booleans, strings or categories"
+    )
+
+
+def _strings_array(g: Any, name: str, values: Sequence[str]) -> None:
+    arr = g.create_array(
+        name,
+        shape=(len(values),),
+        dtype=str,
+        chunks=(max(len(values), 1),),
+        attributes=_STRINGS,
+    )
+    if len(values):
+        arr[...] = np.asarray(values, dtype=object)
+
+
+def _uns_value(g: Any, name: str, value: Any) -> None:
+    """One ``uns`` entry: a dict as a ``dict`` group, a string as a ``string`` scalar,
+    a list of strings as a ``string-array`` (AnnData's encodings)."""
+    if isinstance(value, Mapping):
+        sub = g.create_group(name, attributes=_DICT)
+        for k, v in value.items():
+            _uns_value(sub, str(k), v)
+    elif isinstance(value, str):
+        arr = g.create_array(name, shape=(), dtype=str, attributes=_STRING)
+        arr[()] = value
+    elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        _strings_array(g, name, list(value))
+    else:
+        raise OzxError(f"uns entry {name!r}: only dicts, strings and lists of strings")
+
+
+def anndata_obs_keys(
+    index: Sequence[str],
+    obs: Mapping[str, Any],
+    *,
+    uns: Mapping[str, Any] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> dict[str, bytes]:
+    """Every key (relative to the table group) of an AnnData table with no ``X``: the
+    ``obs`` dataframe (*index* its row names, *obs* its columns in their order: pandas
+    categoricals, strings, numbers or booleans), an empty ``var``, *uns* (nested dicts
+    of strings and lists of strings) and the empty ``layers`` / ``obsm`` / ``obsp`` /
+    ``varm`` / ``varp`` groups, each in the encoding anndata 0.12 writes; the group's
+    own *attributes* after AnnData's. Zarr v3, zarr's default codecs."""
+    import zarr
+
+    n = len(index)
+    for name, col in obs.items():
+        if len(col) != n:
+            raise OzxError(f"column {name!r} has {len(col)} values for {n} rows")
+
+    def fill(store: Any) -> None:
+        root = zarr.create_group(
+            store, zarr_format=3, attributes={**_ANNDATA, **dict(attributes or {})}
+        )
+        cols = list(obs)
+        g = root.create_group(
+            "obs", attributes={"column-order": cols, "_index": "_index", **_DATAFRAME}
+        )
+        _strings_array(g, "_index", [str(i) for i in index])
+        for name in cols:
+            _obs_column(g, name, obs[name])
+        var = root.create_group(
+            "var", attributes={"column-order": [], "_index": "_index", **_DATAFRAME}
+        )
+        _strings_array(var, "_index", [])
+        for name in _EMPTY_DICTS:
+            if name == "uns":
+                u = root.create_group("uns", attributes=_DICT)
+                for k, v in (uns or {}).items():
+                    _uns_value(u, k, v)
+            else:
+                root.create_group(name, attributes=_DICT)
+
+    return memory_keys(fill)
 
 
 def tables_group_keys(
@@ -173,7 +279,7 @@ def tables_group_keys(
     if name not in listed:
         listed.append(name)
     attrs["tables"] = listed
-    out = _memory_keys(
+    out = memory_keys(
         lambda s: zarr.create_group(s, zarr_format=_format(zarr_format), attributes=attrs)
     )
     if attributes is not None and zarr_format == 2:
@@ -426,7 +532,7 @@ def _group_attributes(t: SourceTables, own: Sequence[str]) -> dict[str, Any]:
 def _group_keys(attrs: Mapping[str, Any], zarr_format: int) -> dict[str, bytes]:
     import zarr
 
-    return _memory_keys(
+    return memory_keys(
         lambda s: zarr.create_group(s, zarr_format=_format(zarr_format), attributes=dict(attrs))
     )
 
@@ -511,7 +617,7 @@ def _convert_subtree(
             if not _same_values(values, back):
                 raise OzxError(f"array {node!r} reads back different values")
 
-    out = _memory_keys(fill)
+    out = memory_keys(fill)
     for rel in files:
         out[rel] = _get(t.store, f"{t.path}/{rel}")
     return out

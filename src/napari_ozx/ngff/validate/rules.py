@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1644,12 +1644,7 @@ def check_plate(r: Reporter, node: str, plate: object, version: str) -> PlateFac
     if not isinstance(wells_raw, list):
         r.add("plate-wells", node, f"wells {short(wells_raw)}")
         wells_raw = []
-    for w in wells_raw:
-        path = w.get("path") if isinstance(w, Mapping) else None
-        if not isinstance(path, str) or not path:
-            r.add("plate-wells", node, f"well {short(w)} has no path")
-            continue
-        assert isinstance(w, Mapping)
+    for w, path in _with_paths(r, node, wells_raw, "plate-wells", "well"):
         wells.append(path)
         parts = path.split("/")
         ok_path = len(parts) == 2 and parts[0] in rows and parts[1] in cols
@@ -1700,6 +1695,20 @@ def check_plate(r: Reporter, node: str, plate: object, version: str) -> PlateFac
     return PlateFacts(tuple(wells), tuple(acqs))
 
 
+def _with_paths(
+    r: Reporter, node: str, entries: list[object], code: str, what: str
+) -> Iterator[tuple[Mapping[str, Any], str]]:
+    """(entry, path) of each entry of a plate's ``wells`` or a well's ``images`` that has a
+    path; each one without is reported (*code*) and skipped."""
+    for e in entries:
+        path = e.get("path") if isinstance(e, Mapping) else None
+        if not isinstance(path, str) or not path:
+            r.add(code, node, f"{what} {short(e)} has no path")
+            continue
+        assert isinstance(e, Mapping)
+        yield e, path
+
+
 def check_well(
     r: Reporter, node: str, well: object, version: str, plate: PlateFacts | None
 ) -> list[str]:
@@ -1709,12 +1718,7 @@ def check_well(
         r.add("well-images", node, f"well {short(well)}")
         return []
     paths: list[str] = []
-    for im in images:
-        p = im.get("path") if isinstance(im, Mapping) else None
-        if not isinstance(p, str) or not p:
-            r.add("well-images", node, f"well image {short(im)} has no path")
-            continue
-        assert isinstance(im, Mapping)
+    for im, p in _with_paths(r, node, images, "well-images", "well image"):
         paths.append(p)
         if plate is None:
             continue

@@ -62,11 +62,11 @@ class PrefetchedRangeReader(FsspecRangeReader):
         fs = self._fs
         early: Future[tuple[bytes, dict[str, Any]]] | None = None
         if head:
-            from napari_ozx.ozx.members import _member_pool
+            from napari_ozx.ozx.members import member_pool
 
             # a guess, sent once (no retries): if it fails, it is read again, pinned and
             # retried, when it is needed
-            early = _member_pool().submit(fs.cat_file_info, self._path, start=0, end=head)
+            early = member_pool().submit(fs.cat_file_info, self._path, start=0, end=head)
         try:
             data, info = call_with_retries(
                 "read", self.url, fs.cat_file_info, self._path, start=-tail,

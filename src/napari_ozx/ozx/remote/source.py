@@ -284,7 +284,7 @@ def _s3_options(url: str, storage_options: Mapping[str, object], timeout: float)
     return opts
 
 
-def _options(
+def fsspec_options(
     url: str, storage_options: Mapping[str, object] | None, timeout: float | None = None
 ) -> dict[str, Any]:
     """The keyword arguments of the fsspec file system for *url*: *storage_options*
@@ -317,7 +317,7 @@ def filesystem(
         raise OzxError(
             f"{url}: reading remote files needs fsspec (pip install 'napari-ozx[remote]')"
         ) from None
-    fs, path = fsspec.core.url_to_fs(url, **_options(url, storage_options, timeout))
+    fs, path = fsspec.core.url_to_fs(url, **fsspec_options(url, storage_options, timeout))
     return fs, path
 
 

@@ -27,10 +27,10 @@ from napari_ozx.ozx.remote.source import (
     TIMEOUT_S,
     RemoteError,
     RemoteFileSystem,
-    _options,
     access_denied,
     call_with_retries,
     filesystem,
+    fsspec_options,
 )
 from napari_ozx.ozx.rfc9 import is_archive_name
 
@@ -245,5 +245,5 @@ def remote_directory_store(
     if http_backend(url, storage_options) == "obstore":
         return ObstoreDirectoryStore.for_url(url, timeout)
     return RemoteDirectoryStore.for_url(
-        url, storage_options, _options(url, storage_options, timeout), timeout
+        url, storage_options, fsspec_options(url, storage_options, timeout), timeout
     )

@@ -1,0 +1,168 @@
+"""3D that refines from coarse to fine: the coarsest level at once, the chosen one when read.
+
+napari renders a multiscale layer in 3D from one level, read on the GUI thread when the
+view turns 3D: the level that fits the GPU and the memory budget
+(:mod:`napari_ozx.layers.levels`) can take seconds to read, over the network many, and
+napari shows nothing and answers nothing meanwhile. :func:`refine` instead locks the
+layer on its coarsest level (small: read at once), reads the chosen level's volume on a
+worker thread (napari's thread workers), and then locks the layer on it: napari's request
+for that volume is served from what was read (:func:`~napari_ozx.ngff.read.lazy.prepare_view`),
+so neither switch freezes napari for more than one draw. Back in 2D, or when the layer is
+removed, a read still in flight stops at its next step and what it read is dropped.
+
+Called by :func:`napari_ozx._viewer_hooks.apply_3d_levels` on the GUI thread; napari's Qt
+front end is loaded then (the workers' results come back on the GUI thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from napari_ozx._compat import napari_displayed_axes
+from napari_ozx.layers.provenance import LOCKED_3D_KEY
+
+if TYPE_CHECKING:
+    from napari.layers import Layer
+    from napari.viewer import Viewer
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["cancel", "flush", "level_view", "refine", "refining"]
+
+#: layer -> the stop flag of its read in flight and the level it reads (one per layer)
+_IN_FLIGHT: weakref.WeakKeyDictionary[Any, tuple[threading.Event, int]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def level_view(viewer: Viewer, layer: Layer, level: int) -> Any:
+    """The view of *layer*'s *level* napari asks for in 3D at the viewer's current point:
+    the displayed axes whole, the others at the point's index on that level (napari's
+    rounding: the data point divided by the level's downsampling, clipped, rounded)."""
+    data = layer.data[level]
+    displayed = set(napari_displayed_axes(layer))
+    if len(displayed) == data.ndim:
+        return data
+    point = np.asarray(layer.world_to_data(viewer.dims.point), dtype=float)
+    factors = np.asarray(layer.downsample_factors[level], dtype=float)
+    index: list[int | slice] = []
+    for d, n in enumerate(data.shape):
+        if d in displayed:
+            index.append(slice(None))
+        else:
+            p = float(np.clip(point[d] / factors[d], 0, n - 1))
+            index.append(int(np.round(p)))
+    return data[tuple(index)]
+
+
+def refining(layer: Layer) -> int | None:
+    """The level a read in flight for *layer* reads, else None."""
+    got = _IN_FLIGHT.get(layer)
+    return None if got is None else got[1]
+
+
+def cancel(layer: Layer | None) -> None:
+    """Stop *layer*'s read in flight, if any (it stops at its next step; nothing kept)."""
+    try:
+        got = _IN_FLIGHT.pop(layer, None)
+    except TypeError:  # not a layer (napari's event without one)
+        return
+    if got is not None:
+        got[0].set()
+
+
+def _still_3d(viewer: Viewer, layer: Layer) -> bool:
+    """*layer* is still in *viewer*, which is 3D, and its level still ours to choose."""
+    return (
+        layer in viewer.layers
+        and viewer.dims.ndisplay == 3
+        and bool(layer.metadata.get(LOCKED_3D_KEY))
+    )
+
+
+def _finished(layer: Layer | None, stop: threading.Event) -> None:
+    got = _IN_FLIGHT.get(layer) if layer is not None else None
+    if got is not None and got[0] is stop:
+        _IN_FLIGHT.pop(layer, None)
+
+
+def refine(viewer: Viewer, layer: Layer, level: int) -> None:
+    """Show *layer* from its coarsest level now (napari's own choice in 3D), read *level*
+    off the GUI thread, then lock it on *level*, together with the viewer's other layers
+    read meanwhile (one redraw). A coarsest *level* is locked at once. Never raises."""
+    from napari.qt.threading import create_worker
+
+    from napari_ozx.ngff.read import lazy
+
+    cancel(layer)
+    coarsest = len(layer.level_shapes) - 1
+    layer.metadata[LOCKED_3D_KEY] = True
+    if level >= coarsest:
+        layer.locked_data_level = coarsest
+        return
+    try:
+        view = level_view(viewer, layer, level)
+    except Exception:
+        logger.warning("napari-ozx: 3D view of %s not planned", layer.name, exc_info=True)
+        layer.locked_data_level = level
+        return
+    if layer.locked_data_level is not None or layer.data_level != coarsest:
+        layer.locked_data_level = coarsest  # napari shows the coarsest already: no reslice
+    stop = threading.Event()
+    _IN_FLIGHT[layer] = (stop, level)
+    ref = weakref.ref(layer)
+
+    def done(ok: object) -> None:
+        lay = ref()
+        _finished(lay, stop)
+        if lay is None or ok is not True or stop.is_set():
+            lazy.forget_prepared(view)
+        else:
+            _READY.append((ref, level, view, stop))
+        flush(viewer)
+
+    def failed(exc: BaseException) -> None:
+        lay = ref()
+        _finished(lay, stop)
+        lazy.forget_prepared(view)
+        logger.warning(
+            "napari-ozx: level %d of %s not read for 3D (the coarsest level stays): %s",
+            level,
+            getattr(lay, "name", "?"),
+            exc,
+        )
+        flush(viewer)
+
+    worker = create_worker(lazy.prepare_view, view, stop.is_set, _start_thread=False)
+    worker.returned.connect(done)
+    worker.errored.connect(failed)
+    worker.start()
+
+
+#: reads finished while others of the same viewer were in flight: (layer, level, view, stop)
+_READY: list[tuple[weakref.ref[Any], int, Any, threading.Event]] = []
+
+
+def flush(viewer: Viewer) -> None:
+    """Once none of *viewer*'s layers is being read, lock every layer read meanwhile on
+    its level in one go (one redraw), or drop what was read for a layer no longer wanted.
+    GUI thread; never raises."""
+    from napari_ozx.ngff.read import lazy
+
+    try:
+        if any(lay in viewer.layers for lay in list(_IN_FLIGHT)):
+            return
+        ready, _READY[:] = list(_READY), []
+        for ref, level, view, stop in ready:
+            lay = ref()
+            if lay is None or stop.is_set() or not _still_3d(viewer, lay):
+                lazy.forget_prepared(view)
+            else:
+                lay.locked_data_level = level
+    except Exception:
+        logger.warning("napari-ozx: 3D levels not applied", exc_info=True)
