@@ -31,7 +31,6 @@ from napari_ozx.errors import ChunkDecodeError
 
 if TYPE_CHECKING:
     import zarr
-    from zarr.core.metadata import ArrayV2Metadata
 
 __all__ = ["EMPTY", "ChunkLayout", "chunk_layout", "morton_order"]
 
@@ -336,7 +335,9 @@ def chunk_layout(array: zarr.Array) -> ChunkLayout | str:
     return ChunkLayout(array, outer, None, stored, steps)
 
 
-def _v2_layout(array: zarr.Array, md: ArrayV2Metadata, dtype: np.dtype) -> ChunkLayout | str:
+def _v2_layout(array: zarr.Array, md: Any, dtype: np.dtype) -> ChunkLayout | str:
+    """The layout of a Zarr v2 array (*md*: its zarr v2 metadata, whose type zarr keeps in
+    a private module)."""
     if md.filters or getattr(md, "order", "C") != "C":
         return "Zarr v2 filters or F order"
     comp = md.compressor
