@@ -48,6 +48,10 @@ gone:
   0.9.2; no fallback (the caller says the layer could not be made editable).
 * ``napari_colormap_display_name``: a colormap's display name (``Colormap._display_name``,
   its name as napari's menus show it). Checked against napari 0.9.2; "" when gone.
+* ``napari_unproxied``: the object behind napari's ``PublicOnlyProxy`` (its
+  ``__wrapped__``: napari hands a plugin's dock a proxy of the viewer, and every layer
+  reached through it is a new proxy, so identity and weak references need the layer
+  itself). Checked against napari 0.9.2; the object itself when it is no proxy.
 """
 
 from __future__ import annotations
@@ -142,6 +146,12 @@ def napari_displayed_axes(layer: Layer) -> list[int]:
 def napari_layer_state(layer: Layer) -> dict[str, Any]:
     """*layer*'s constructor arguments, as napari itself copies a layer."""
     return dict(layer._get_state())
+
+
+def napari_unproxied(obj: _R) -> _R:
+    """*obj* itself when napari hands it over as a ``PublicOnlyProxy``."""
+    inner = getattr(obj, "__wrapped__", None)
+    return obj if inner is None else inner
 
 
 def napari_colormap_display_name(cm: Colormap) -> str:

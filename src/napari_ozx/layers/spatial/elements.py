@@ -4,7 +4,8 @@
   (``z``, ``y``, ``x``), placed by the element's transformation to the coordinate system
   the store's images are shown in (napari's ``affine``); the parquet columns other than
   the coordinates are its ``features``, and the ``feature_key`` column (the gene)
-  colours the points, one colour per category (computed once from the categories'
+  colours the points, one colour per category, spatialdata-plot's palette
+  (:mod:`napari_ozx.layers.categories.palettes`; computed once from the categories'
   codes: napari's own per-point colour cycle takes seconds for millions of points);
 * circles -> a Points layer whose sizes are the diameters (in the element's units,
   scaled by the layer's transform like its positions);
@@ -55,25 +56,6 @@ SPATIAL_KEY = "napari_ozx_spatialdata"
 SHAPES_LAYER_MAX = 500
 #: the system SpatialData places elements in unless a store says otherwise
 DEFAULT_SYSTEM = "global"
-
-
-def _palette(n: int) -> np.ndarray:
-    """*n* distinct RGBA colours (golden-ratio hues), float32."""
-    h = (np.arange(n) * 0.618033988749895) % 1.0
-    s, v = 0.75, 0.95
-    i = np.floor(h * 6).astype(int) % 6
-    f = h * 6 - np.floor(h * 6)
-    p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
-    table = np.stack(
-        [
-            np.choose(i, [v, q, p, p, t, v]),
-            np.choose(i, [t, v, v, q, p, p]),
-            np.choose(i, [p, p, t, v, v, q]),
-            np.ones(n),
-        ],
-        axis=1,
-    )
-    return table.astype(np.float32)
 
 
 def _meta(root: OmeZarr, element: Element, system: str, **extra: Any) -> dict[str, Any]:
@@ -140,7 +122,10 @@ def points_layer_data(root: OmeZarr, data: PointsData, system: str, report: Repo
         col = features[key]
         cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
         codes = cat.cat.codes.to_numpy()
-        palette = np.vstack([_palette(max(len(cat.cat.categories), 1)), [0.5, 0.5, 0.5, 1.0]])
+        from napari_ozx.layers.categories.palettes import MISSING_RGBA, default_palette
+
+        # spatialdata-plot's palette for that many categories (scanpy's lists)
+        palette = np.vstack([default_palette(len(cat.cat.categories)), [MISSING_RGBA]])
         # a missing category (code -1) takes the last row: grey
         colours = np.take(palette.astype(np.float32), codes, axis=0, mode="wrap")
         kwargs["face_color"] = colours
