@@ -5,12 +5,12 @@ module docstrings fit a screen, and every name, test file and page they cite exi
 
 Each page's blocks run in order (a later block may use what an earlier one wrote) in a
 directory of its own holding a copy of the bundled sample as ``cells.ozx`` and the other
-small inputs the pages name (``plate.ome.zarr``, ``scene.ozx``), with ``napari-ozx`` of
-this environment on PATH and the session's temporary napari / napari-ozx config (see
-``conftest.py``) passed on. Python blocks run in this process (napari is imported once).
-What cannot run there in a few seconds -- the napari window, remote URLs, a cluster, the
-quick start that installs -- is fenced ```text, and a test checks that no runnable block
-does any of it.
+small inputs the pages name (``plate.ome.zarr``, ``scene.ozx``, ``store.zarr``: the
+SpatialData test store), with ``napari-ozx`` of this environment on PATH and the
+session's temporary napari / napari-ozx config (see ``conftest.py``) passed on. Python
+blocks run in this process (napari is imported once). What cannot run there in a few
+seconds -- the napari window, remote URLs, a cluster, the quick start that installs --
+is fenced ```text, and a test checks that no runnable block does any of it.
 """
 
 from __future__ import annotations
@@ -230,6 +230,7 @@ def _write_scene(path: Path) -> None:
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("docs-inputs")
     shutil.copy(ROOT / "resources/cells.ozx", d / "cells.ozx")
+    shutil.copytree(ROOT / "tests/ngff/spatial/data/blobs.zarr", d / "store.zarr")
     _write_plate(d / "plate.ome.zarr")
     _write_scene(d / "scene.ozx")
     return d

@@ -48,6 +48,8 @@ _EXPORTS: dict[str, str] = {
     "zoom_to_roi": "napari_ozx.layers.tables",
     "open_roi": "napari_ozx.layers.regions.crop",
     "color_labels_by": "napari_ozx.layers.tables",
+    "color_by": "napari_ozx.layers.categories.colouring",
+    "show_categories": "napari_ozx.layers.categories.colouring",
     "save_roi_table": "napari_ozx.layers.save_roi",
     "save_to_spatialdata": "napari_ozx.layers.spatial.save",
     "SpatialDataSaveError": "napari_ozx.layers.spatial.save",
@@ -91,6 +93,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from napari_ozx.errors import UnsupportedZipFeature as UnsupportedZipFeature
     from napari_ozx.errors import ZipFormatError as ZipFormatError
     from napari_ozx.layers.add_labels import add_labels_to_image as add_labels_to_image
+    from napari_ozx.layers.categories.colouring import color_by as color_by
+    from napari_ozx.layers.categories.colouring import show_categories as show_categories
     from napari_ozx.layers.reading import table_layer_data as table_layer_data
     from napari_ozx.layers.regions.crop import open_roi as open_roi
     from napari_ozx.layers.save_roi import save_roi_table as save_roi_table

@@ -8,9 +8,9 @@ The uses: zarr's event loop (:func:`zarr_sync`) and its Store's open flag and wr
 (:func:`zarr_store_set_open`, :func:`zarr_store_check_writable`); npe2's read loop
 (:func:`npe2_reading_plugin`); dask's Array slots for fast views (:func:`new_dask_view`)
 and its query-planning switch (:func:`dask_query_planning`); napari's Qt-loaded test,
-GPU texture size, layer displayed axes, layer state and colormap display name
-(``napari_*``). What each is for, the releases it was checked against and what happens
-when it is gone: ``docs/design/private-apis.md`` (a new use is added there too).
+GPU texture size, layer displayed axes, layer state, colormap display name and
+unproxied layers (``napari_*``). What each is for, the releases it was checked against and what
+happens when it is gone: ``docs/design/private-apis.md`` (a new use is added there too).
 """
 
 from __future__ import annotations
@@ -105,6 +105,12 @@ def napari_displayed_axes(layer: Layer) -> list[int]:
 def napari_layer_state(layer: Layer) -> dict[str, Any]:
     """*layer*'s constructor arguments, as napari itself copies a layer."""
     return dict(layer._get_state())
+
+
+def napari_unproxied(obj: _R) -> _R:
+    """*obj* itself when napari hands it over as a ``PublicOnlyProxy``."""
+    inner = getattr(obj, "__wrapped__", None)
+    return obj if inner is None else inner
 
 
 def napari_colormap_display_name(cm: Colormap) -> str:

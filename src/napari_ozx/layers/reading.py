@@ -103,8 +103,14 @@ def read_layer_data(
     from napari_ozx.ngff.read.open import open_ome_zarr
 
     root = open_ome_zarr(path)
+    report = report or _log_report
     read = _READERS.get(root.root.meta.kind, _images_layers)
-    layers = read(root, report or _log_report, system)
+    layers = read(root, report, system)
+    if read is _images_layers and _written_by_spatialdata(root):
+        # an element of a SpatialData store opened alone: its store's tables
+        from napari_ozx.layers.spatial.store import element_store_tables
+
+        element_store_tables(path, [ld for ld in layers if ld[2] == "labels"], report)
     warn_broken_rules(root)
     return layers
 
@@ -411,9 +417,19 @@ def scene_layer_data(
     return out
 
 
+def _written_by_spatialdata(root: OmeZarr) -> bool:
+    """A SpatialData store, or one of its elements opened alone (its version
+    "0.5-dev-spatialdata")."""
+    meta = root.root.meta
+    return meta.kind == "spatialdata" or "spatialdata" in str(meta.declared_version or "")
+
+
 def warn_broken_rules(root: OmeZarr) -> None:
     """A file that breaks an OME-Zarr MUST but still reads gets one logged warning naming
-    the first broken rule (the plate and its wells, not every field's pyramid)."""
+    the first broken rule (the plate and its wells, not every field's pyramid). What
+    spatialdata writes in every store (``WRITTEN_BY_SPATIALDATA``: omero channels with
+    a label only, its transformations) is normal input there: not warned about
+    (``validate`` still reports it)."""
     from napari_ozx.ngff.validate.walk import validate_documents
     from napari_ozx.ozx.protocol import as_container
     from napari_ozx.ozx.remote.source import is_url
@@ -425,7 +441,16 @@ def warn_broken_rules(root: OmeZarr) -> None:
     except Exception:  # the check must never stop a read that worked
         logger.debug("rule check of %s failed", root.source, exc_info=True)
         return
-    errors = [(f.node, f.message, f.section, f.rule) for f in findings if f.severity == "error"]
+    normal: frozenset[str] = frozenset()
+    if _written_by_spatialdata(root):
+        from napari_ozx.ngff.validate.spatialdata import WRITTEN_BY_SPATIALDATA
+
+        normal = WRITTEN_BY_SPATIALDATA  # what spatialdata always writes: normal input
+    errors = [
+        (f.node, f.message, f.section, f.rule)
+        for f in findings
+        if f.severity == "error" and f.code not in normal
+    ]
     if root.zarr_format == 2 and as_container(root.store) is not None:
         from napari_ozx.ozx import rfc9
 

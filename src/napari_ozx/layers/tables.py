@@ -393,6 +393,9 @@ def spatialdata_features(
 ) -> None:
     """A SpatialData store's tables on its labels elements (*labels*: element name ->
     its layer data): each element gets the rows of the tables that annotate it."""
+    from napari_ozx.layers.categories.colouring import add_uns_colors
+    from napari_ozx.ngff.tables.read import category_colors
+
     report = report or log_report
     source = str(root.source)
     try:
@@ -409,8 +412,11 @@ def spatialdata_features(
             continue
         try:
             table = read_table(root, info)
+            colours = category_colors(root, info)
             for region in targets:
                 _set_features(labels[region], labels_features(table, region))
+                for _data, kw, _kind in labels[region]:
+                    add_uns_colors(kw, colours)
         except TableError as e:
             _report_table(report, source, info, e.reason)
 
@@ -480,9 +486,10 @@ def color_labels_by(
 ) -> dict[int, tuple[float, float, float, float]]:
     """Colour a Labels layer's objects by one column of its ``features``.
 
-    Each label value gets *colormap*'s colour of its value, scaled between *limits*; a
-    categorical (text) column gets one colour per category. Objects without a value (not in
-    the table, or NaN) are grey; the background (0) stays transparent. The layer's
+    :func:`napari_ozx.color_by` on a Labels layer: each label value gets *colormap*'s
+    colour of its value, scaled between *limits*; a categorical (text) column gets one
+    colour per category (the table's ``uns`` colours, else scanpy's palette). Objects without a
+    value (not in the table, or NaN) are grey; the background (0) stays transparent. The layer's
     ``colormap`` becomes the matching ``DirectLabelColormap``.
 
     Parameters
@@ -507,42 +514,20 @@ def color_labels_by(
     OzxError
         The layer has no such feature.
     """
-    from napari.utils.colormaps import DirectLabelColormap, ensure_colormap
+    from napari_ozx.layers.categories.colouring import color_by, layer_kind
 
-    features = getattr(layer, "features", None)
-    if features is None or column not in features or "index" not in features:
+    if layer_kind(layer) != "labels":
+        features = getattr(layer, "features", None)
         have = [str(c) for c in getattr(features, "columns", [])]
         raise OzxError(
             f"labels {getattr(layer, 'name', '?')!r} have no feature {column!r} to colour by "
             f"(features: {', '.join(have) or 'none'})"
         )
-    labels = np.asarray(features["index"])
-    raw = np.asarray(features[column])
-    if raw.dtype.kind in "biuf":
-        values = raw.astype(float)
-    else:  # categories: their order of first appearance
-        codes: dict[Any, int] = {}
-        values = np.array(
-            [
-                np.nan if v is None or v != v else float(codes.setdefault(v, len(codes)))
-                for v in raw.tolist()
-            ]
-        )
-    finite = values[np.isfinite(values)]
-    lo, hi = (
-        limits
-        if limits is not None
-        else ((float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
-    )
-    cmap = ensure_colormap(colormap)
-    scaled = np.clip((values - lo) / (hi - lo), 0, 1) if hi > lo else np.zeros_like(values)
-    colours: dict[int, tuple[float, float, float, float]] = {}
-    for label, value, x in zip(labels.tolist(), values.tolist(), scaled.tolist(), strict=True):
-        if int(label) == 0:
-            continue
-        rgba = cmap.map([x])[0] if np.isfinite(value) else (0.5, 0.5, 0.5, 1.0)
-        colours[int(label)] = tuple(float(c) for c in rgba)  # type: ignore[assignment]
-    color_dict: dict[Any, Any] = {None: (0.5, 0.5, 0.5, 1.0), 0: (0.0, 0.0, 0.0, 0.0)}
-    color_dict.update(colours)
-    layer.colormap = DirectLabelColormap(color_dict=color_dict)
-    return colours
+    color_by(layer, column, colormap=colormap, limits=limits)
+    labels = np.asarray(layer.features["index"]).astype(np.int64)
+    rgba = np.asarray(layer.colormap.map(labels), dtype=float)
+    return {
+        int(v): tuple(float(c) for c in rgba[i])  # type: ignore[misc]
+        for i, v in enumerate(labels.tolist())
+        if v != 0
+    }

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["OUTLINE_WIDTH", "outline_width", "ring_mesh"]
+__all__ = ["OUTLINE_WIDTH", "mesh_vertex_rings", "outline_width", "ring_mesh"]
 
 #: an outline's width at a vertex, as a fraction of the median edge of the element
 #: (never more than a third of the way to its ring's centre)
@@ -141,6 +141,25 @@ def ring_mesh(
     values = np.ones(n + m, dtype=np.float32)
     values[n : n + n_fan] = 0
     return mesh, faces, values, filled
+
+
+def mesh_vertex_rings(
+    ring_offsets: np.ndarray, filled: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each vertex of :func:`ring_mesh`'s mesh (rings starting at *ring_offsets*,
+    *filled* as it returned), the ring it belongs to, and whether it is a filled ring's
+    centre: the ring vertices, then the filled rings' centres, then the outlines' inner
+    corners, in that order."""
+    o = np.asarray(ring_offsets, dtype=np.int64)
+    counts = np.diff(o)
+    ring_of = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    fill = np.asarray(filled, dtype=bool)
+    centres = np.flatnonzero(fill)
+    corners = ring_of[~fill[ring_of]]
+    rings = np.concatenate([ring_of, centres, corners])
+    centre = np.zeros(len(rings), dtype=bool)
+    centre[len(ring_of) : len(ring_of) + len(centres)] = True
+    return rings, centre
 
 
 def _inner_corners(

@@ -65,11 +65,13 @@ def element_table_features(root: OmeZarr, layers: Sequence[LayerData], report: R
     :mod:`.elements`): each element gets its rows' columns as ``features``, matched by
     instance id (changed in place). A problem is reported naming the table, never
     raised."""
-    from napari_ozx.ngff.tables.read import read_table, spatialdata_tables
+    from napari_ozx.layers.categories.colouring import add_uns_colors
+    from napari_ozx.ngff.tables.read import category_colors, read_table, spatialdata_tables
 
     targets = _targets(root, layers)
     if not targets:
         return
+    kwargs_of = {_element_name(kw): kw for _d, kw, _k in layers}
     for info in spatialdata_tables(root):
         mine = [r for r in info.regions if r in targets]
         if info.error is not None or not mine or not info.small():
@@ -80,6 +82,7 @@ def element_table_features(root: OmeZarr, layers: Sequence[LayerData], report: R
         except OzxError as e:
             report(what, e)
             continue
+        colours = category_colors(root, info)
         for region in mine:
             feats, id_column = targets[region]
             if not id_column:
@@ -93,8 +96,16 @@ def element_table_features(root: OmeZarr, layers: Sequence[LayerData], report: R
                 continue
             try:
                 join_rows(feats, feats[id_column], table.for_region(region), info, report)
+                if colours:
+                    add_uns_colors(kwargs_of[region], colours)
             except OzxError as e:
                 report(f"{what} on {region!r}", e)
+
+
+def _element_name(kwargs: Mapping[str, Any]) -> str:
+    meta = kwargs.get("metadata")
+    rec = meta.get(SPATIAL_KEY) if isinstance(meta, Mapping) else None
+    return str(rec.get("element", "")).rsplit("/", 1)[-1] if isinstance(rec, Mapping) else ""
 
 
 def _table_ids(rows: TableData, info: TableInfo) -> np.ndarray:
