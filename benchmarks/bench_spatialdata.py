@@ -3,7 +3,7 @@ memory, pan / zoom frame times, and napari-spatialdata on the same store where i
 
     xvfb-run -a .venv/bin/python benchmarks/bench_spatialdata.py [--points 2000000]
         [--polygons 100000] [--repeats 3] [--peer /path/to/python]
-        [--no-frames] [--only points|polygons] [--zoom-in 16] [--baseline JSON]
+        [--no-frames] [--only points|polygons|categories] [--zoom-in 16] [--baseline JSON]
 
 The large store is generated with pyarrow and shapely in spatialdata's layout, the
 layout taken from the small store spatialdata 0.7.3 wrote
@@ -35,6 +35,9 @@ the medians are printed. Measured:
     in ``--zoom-in`` times;
   - ``--baseline JSON``: points layer kwargs that replace the reader's in alternate
     children (e.g. ``'{"antialiasing": 1}'``), so a change is compared in one run;
+* **categories** (points): ``napari_ozx.color_by`` (the 300 genes; a numeric column)
+  and ``napari_ozx.show_categories`` (one gene, half of them, all again) on every
+  point, each call's median, in napari's Viewer without and with a window;
 * **napari-spatialdata** (``--peer``: a Python with napari-spatialdata 0.7 installed,
   e.g. its own virtual environment): ``Interactive(sdata)`` on the same store, the time
   and memory until its layers are in the viewer.
@@ -293,6 +296,45 @@ print(json.dumps({**freeze, "frames": frames}))
 viewer.close()
 """
 
+CHILD_CATEGORIES = r"""
+import json, statistics, sys, time
+import numpy as np
+import napari
+from qtpy.QtWidgets import QApplication
+from napari_ozx import color_by, show_categories
+if sys.argv[2] == "window":
+    viewer = napari.Viewer(show=True)
+    (layer,) = viewer.open(sys.argv[1], plugin="napari-ozx")
+else:  # napari's model alone: no vispy layer to update
+    from napari.components import ViewerModel
+    from napari_ozx.layers.reading import read_layer_data
+    viewer = ViewerModel()
+    ((data, kw, _kind),) = read_layer_data(sys.argv[1], report=lambda w, e: None)
+    layer = viewer.add_points(data, **kw)
+app = QApplication.instance() or QApplication([])
+genes = list(layer.features["gene"].cat.categories)
+def timed(fn, *a, **k):
+    t = time.perf_counter(); fn(*a, **k); d = time.perf_counter() - t
+    app.processEvents()  # (the canvas draws after: not napari-ozx's work)
+    return d
+out = {"points": len(layer.data), "genes": len(genes)}
+steps = {
+    "show_categories one gene": lambda: show_categories(layer, "gene", genes[:1]),
+    "show_categories half the genes": lambda: show_categories(layer, "gene", genes[::2]),
+    "show_categories all (None)": lambda: show_categories(layer, "gene", None),
+    "color_by gene (categorical)": lambda: color_by(layer, "gene"),
+    "color_by quality (continuous)": lambda: color_by(layer, "quality"),
+    # napari's own cost of the same colour update: the floor of the calls above
+    "napari face_color set alone": lambda: setattr(layer, "face_color", layer.face_color),
+}
+for name, fn in steps.items():
+    out[name] = statistics.median(timed(fn) for _ in range(int(sys.argv[3])))
+show_categories(layer, "gene", genes[:1])
+drawn = int(np.count_nonzero(np.asarray(layer.face_color)[:, 3] > 0))
+out["drawn after one gene"] = drawn
+print(json.dumps(out))
+"""
+
 CHILD_PEER = r"""
 import json, sys, time
 def anon():
@@ -335,6 +377,25 @@ def _child(python: str, code: str, *args: str, timeout: float = 900) -> dict | s
 
 def _median(runs: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in runs)
+
+
+def _categories(py: str, store: str, args: argparse.Namespace) -> None:
+    """color_by / show_categories on every point (each call: median of --repeats), on
+    napari's ViewerModel (no vispy layer) and, unless --no-frames, in a window (napari's
+    vispy layer updated in the call); beside napari's own face_color update (the floor)."""
+    for where in ("model", *(() if args.no_frames else ("window",))):
+        r = _child(py, CHILD_CATEGORIES, store, where, str(args.repeats))
+        if not isinstance(r, dict):
+            print(f"  categories ({where}): failed ({r})")
+            continue
+        timings = ", ".join(
+            f"{k} {v:.2f} s" for k, v in r.items() if k.startswith(("show_", "color_", "napari"))
+        )
+        print(
+            f"  categories on {r['points']:,} points, {r['genes']} genes "
+            f"({'in a window' if where == 'window' else 'ViewerModel, no window'}): {timings}; "
+            f"one gene shown: {r['drawn after one gene']:,} points drawn"
+        )
 
 
 def _window(py: str, store: str, kind: str, args: argparse.Namespace) -> None:
@@ -386,7 +447,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--peer", help="a Python with napari-spatialdata 0.7 installed")
     ap.add_argument("--no-frames", action="store_true", help="skip the napari window")
-    ap.add_argument("--only", choices=("points", "polygons"), help="measure one kind")
+    ap.add_argument(
+        "--only",
+        choices=("points", "polygons", "categories"),
+        help="measure one kind (categories: color_by / show_categories on the points only)",
+    )
     ap.add_argument(
         "--zoom-in", type=float, default=16.0, help="the zoomed-in view: x the whole element's zoom"
     )
@@ -411,6 +476,9 @@ def main() -> None:
         )
         small = str(SMALL.parent / "points_only.zarr")
         kinds = (("points", "points", args.points), ("shapes", "polygons", args.polygons))
+        if args.only == "categories":
+            _categories(py, str(split_store(big, "points", tmp / "points.zarr")), args)
+            return
         for kind, label, n in [k for k in kinds if args.only in (None, k[1])]:
             store = split_store(big, kind, tmp / f"{kind}.zarr")
             runs = [_child(py, CHILD_OPEN, str(store), small) for _ in range(args.repeats)]
@@ -434,6 +502,8 @@ def main() -> None:
                         f"{rate['seconds']:.2f} s ({1000 * per:.2f} ms each: "
                         f"{per * n:.0f} s for {n:,})"
                     )
+            if kind == "points":
+                _categories(py, str(store), args)
             if not args.no_frames:
                 _window(py, str(store), kind, args)
             if args.peer:

@@ -365,3 +365,7 @@ def test_napari_and_zarr_private_names_are_still_there():
     assert hasattr(ensure_colormap("gray"), "_display_name")
     assert "_is_open" in Store.__annotations__ and callable(Store._check_writable)
     assert isinstance(_compat.napari_max_3d_texture(), int)
+    from napari.utils._proxies import PublicOnlyProxy
+
+    assert _compat.napari_unproxied(PublicOnlyProxy(layer)) is layer
+    assert _compat.napari_unproxied(layer) is layer

@@ -1,6 +1,6 @@
 """Hardening from a fault campaign: every finding has a test here that fails without its fix.
 
-Findings (issue "Never a wrong pixel, never a runaway allocation, nothing left behind"):
+Findings (never a wrong pixel, never a runaway allocation, nothing left behind):
 bounded sizes, checksummed chunks, pinned remote objects, paths under the root, fill
 values only where the archive really has no member, stale partials, the directory swap,
 OzxError-only failures on hostile metadata, bounded inflation, prompt cancellation.

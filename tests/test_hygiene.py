@@ -3,6 +3,7 @@ on src/ and tests/, mypy on src/."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -42,3 +43,24 @@ def test_ruff_is_clean(args: tuple[str, ...]) -> None:
 def test_mypy_is_clean() -> None:
     out = subprocess.run(_tool("mypy"), cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
+
+
+#: an issue's number, or one of its item numbers: history, not behaviour
+_HISTORY = re.compile(r"\bissues?[ -]?\d+|\(items? \d+|\bitems? \d+:|-{3,} item \d+", re.I)
+
+
+def test_tests_say_what_they_check_not_which_issue_asked():
+    """Test names, docstrings and comments describe behaviour; an issue number tells a
+    newcomer nothing (the commit log keeps the history)."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if not any(part.startswith(".") for part in path.relative_to(ROOT).parts)  # caches
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if _HISTORY.search(line)
+    ]
+    assert not bad, "\n".join(bad)
+    n, i = 43, 7  # (the examples are built, so this file's own lines do not match)
+    for history in (f"CI (issue {n}, item {i})", f"Issue {n} item {i}: x", f"issue-{n} fixes"):
+        assert _HISTORY.search(history), history
+    assert not _HISTORY.search("dask issue #11922; 4 items 5 px wide")

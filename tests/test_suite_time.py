@@ -1,4 +1,4 @@
-"""CI's time budget (issue 43, item 7): an unmarked test over the limit fails the run, and
+"""CI's time budget: an unmarked test over the limit fails the run, and
 the query-planning pass takes the modules that make dask arrays
 (``tests/_support/suitetime.py``). Each case runs a tiny suite in a child pytest, with and
 without pytest-xdist, as ``.ci/run`` does."""

@@ -46,8 +46,13 @@ _EXPORTS: dict[str, str] = {
     "plate_conditions": "napari_ozx.ngff.tables.conditions",
     "PlateConditions": "napari_ozx.ngff.tables.conditions",
     "zoom_to_roi": "napari_ozx.layers.tables",
+    "open_roi": "napari_ozx.layers.regions.crop",
     "color_labels_by": "napari_ozx.layers.tables",
+    "color_by": "napari_ozx.layers.categories.colouring",
+    "show_categories": "napari_ozx.layers.categories.colouring",
     "save_roi_table": "napari_ozx.layers.save_roi",
+    "save_to_spatialdata": "napari_ozx.layers.spatial.save",
+    "SpatialDataSaveError": "napari_ozx.layers.spatial.save",
     # validating: the OME-Zarr rules and the container; the container (RFC-9) alone
     "validate": "napari_ozx.ngff.validate.walk",
     "validate_rfc9": "napari_ozx.ozx.validate",
@@ -88,10 +93,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from napari_ozx.errors import UnsupportedZipFeature as UnsupportedZipFeature
     from napari_ozx.errors import ZipFormatError as ZipFormatError
     from napari_ozx.layers.add_labels import add_labels_to_image as add_labels_to_image
+    from napari_ozx.layers.categories.colouring import color_by as color_by
+    from napari_ozx.layers.categories.colouring import show_categories as show_categories
     from napari_ozx.layers.reading import table_layer_data as table_layer_data
+    from napari_ozx.layers.regions.crop import open_roi as open_roi
     from napari_ozx.layers.save_roi import save_roi_table as save_roi_table
     from napari_ozx.layers.saveback import SaveBackError as SaveBackError
     from napari_ozx.layers.saveback import save_labels_back as save_labels_back
+    from napari_ozx.layers.spatial.save import SpatialDataSaveError as SpatialDataSaveError
+    from napari_ozx.layers.spatial.save import save_to_spatialdata as save_to_spatialdata
     from napari_ozx.layers.tables import color_labels_by as color_labels_by
     from napari_ozx.layers.tables import zoom_to_roi as zoom_to_roi
     from napari_ozx.ngff.read.open import Image as Image

@@ -2,52 +2,15 @@
 
 The rest of the package uses public API only: no private name (``_x``) of napari, npe2,
 vispy, zarr or dask, as an attribute, an import or a module name, outside this module
-(``tests/test_compat.py`` checks it by parsing every module with ``ast``, and checks each
-item below against the installed versions, so a release that changes one fails a test
-instead of a user's read).
-
-Each use says what it is for, what it was checked against, and what happens when it is
-gone:
-
-* ``zarr_sync``: ``zarr.core.sync.sync`` runs a coroutine on zarr's own event loop.
-  zarr's async objects (stores, ``AsyncArray``) are bound to that loop, so batched
-  metadata reads must run there; zarr has no public equivalent. Checked against zarr
-  3.1.6 and 3.4.2.
-* ``npe2_reading_plugin``: the plugin npe2 is reading with, found on the call stack
-  (``npe2.io_utils._read`` and its ``plugin_name`` argument). npe2 passes a reader
-  nothing but the path; this tells "the user picked napari-ozx" from "napari asks every
-  reader". Checked against npe2 0.10.0; if npe2 reorganises, it answers None and
-  the reader declines as before.
-* ``new_dask_view``: a classic ``dask.array.Array`` (subclass) made without
-  ``Array.__new__``: its name, chunks and meta set through dask's ``_name`` / ``_chunks``
-  properties and ``_meta`` / ``_cached_keys`` slots. napari makes up to three views per
-  tile; the public constructor (normalising chunks and meta, annotating a graph layer
-  the view does not have yet) costs several times as much as setting the slots, a
-  noticeable part of a tile read. Checked against dask 2026.8.0; where those slots or
-  properties are not there, the public constructor is used (same array, slower).
-* ``dask_query_planning``: whether ``dask.array.Array`` is the query-planning (array
-  expression) class, read from dask's own config the way ``dask.array`` reads it. Our
-  direct tile path subclasses the classic ``Array``; under query planning levels are
-  ``LevelArray`` instead (:func:`napari_ozx.ngff.read.lazy.lazy_array`).
-* ``zarr_store_set_open`` / ``zarr_store_check_writable``: our stores subclass
-  ``zarr.abc.store.Store``, whose open flag (``_is_open``) and write check
-  (``_check_writable``) are its subclass protocol without a public name. Checked
-  against zarr 3.1.6 and 3.4.2.
-* ``napari_qt_loaded``: whether napari's Qt front end (``napari._qt``) is imported, i.e.
-  a window may exist; asked without importing Qt. Checked against napari 0.6 to 0.9.2;
-  if napari renames the package, it answers False and the viewer hooks do nothing.
-* ``napari_max_3d_texture``: the GPU's largest 3D texture, from
-  ``napari._vispy.utils.gl.get_max_texture_sizes``. Checked against napari 0.9.2; when it
-  is gone (or there is no GL), the default every OpenGL 3D texture supports.
-* ``napari_displayed_axes``: a layer's displayed axes (``layer._slice_input.displayed``,
-  the layer's own axes, which differ from the viewer's when the layer has fewer
-  dimensions). Checked against napari 0.9.2; when it is gone, the last 2 or 3 of the
-  layer's axes (what napari displays by default).
-* ``napari_layer_state``: a layer's constructor arguments (``layer._get_state()``), to
-  remake a labels layer as editable with everything else kept. Checked against napari
-  0.9.2; no fallback (the caller says the layer could not be made editable).
-* ``napari_colormap_display_name``: a colormap's display name (``Colormap._display_name``,
-  its name as napari's menus show it). Checked against napari 0.9.2; "" when gone.
+(``tests/test_compat.py`` checks it with ``ast``, and checks each use here against the
+installed versions, so a release that changes one fails a test instead of a user's read).
+The uses: zarr's event loop (:func:`zarr_sync`) and its Store's open flag and write check
+(:func:`zarr_store_set_open`, :func:`zarr_store_check_writable`); npe2's read loop
+(:func:`npe2_reading_plugin`); dask's Array slots for fast views (:func:`new_dask_view`)
+and its query-planning switch (:func:`dask_query_planning`); napari's Qt-loaded test,
+GPU texture size, layer displayed axes, layer state, colormap display name and
+unproxied layers (``napari_*``). What each is for, the releases it was checked against and what
+happens when it is gone: ``docs/design/private-apis.md`` (a new use is added there too).
 """
 
 from __future__ import annotations
@@ -142,6 +105,12 @@ def napari_displayed_axes(layer: Layer) -> list[int]:
 def napari_layer_state(layer: Layer) -> dict[str, Any]:
     """*layer*'s constructor arguments, as napari itself copies a layer."""
     return dict(layer._get_state())
+
+
+def napari_unproxied(obj: _R) -> _R:
+    """*obj* itself when napari hands it over as a ``PublicOnlyProxy``."""
+    inner = getattr(obj, "__wrapped__", None)
+    return obj if inner is None else inner
 
 
 def napari_colormap_display_name(cm: Colormap) -> str:

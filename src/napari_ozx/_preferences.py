@@ -1,19 +1,16 @@
 """Make napari-ozx napari's reader for OME-Zarr folders, in one step.
 
-napari asks which plugin should open a folder ending in ``.zarr`` whenever more than one
-claims it, and its own builtin reader (which cannot read OME-Zarr groups) claims
-``*.zarr`` and is preselected. napari resolves that question from the user's reader
-preferences (``settings.plugins.extension2reader``, pattern -> plugin), matching folder
-paths with a trailing separator. Setting ours for the patterns below makes
-``napari image.ome.zarr`` and drag-and-drop open with napari-ozx without a dialog.
+napari asks which plugin should open a folder ending in ``.zarr`` when several claim it,
+with its builtin reader (which cannot read OME-Zarr groups) preselected; it resolves that
+from the user's reader preferences (``settings.plugins.extension2reader``). Setting ours
+for OME-Zarr patterns (:func:`make_default_reader`) makes ``napari image.ome.zarr`` and
+drag-and-drop open with napari-ozx without a dialog: ``napari-ozx set-default-reader``,
+the *File > IO Utilities* command and ``scripts/quickstart.sh`` use it. napari saves its
+settings file on every change (``NAPARI_CONFIG`` points it elsewhere, as the tests do).
 
-Used by ``napari-ozx set-default-reader`` (CLI), the *File > IO Utilities* menu command
-and ``scripts/quickstart.sh``. napari saves its settings file on every change
-(``NAPARI_CONFIG`` points it elsewhere, as the tests do).
-
-Also the URLs the *Open URL* dock opened last (:func:`recent_urls`, :func:`remember_url`):
-napari's settings have no section a plugin may add to, so they live in napari-ozx's own
-config directory (``NAPARI_OZX_CONFIG_DIR`` overrides it), beside the export options.
+Also the URLs the *Open URL* dock opened last (:func:`recent_urls`, :func:`remember_url`;
+never one carrying a credential, :func:`carries_secret`), in napari-ozx's own config
+directory (``NAPARI_OZX_CONFIG_DIR``): napari's settings have no section for plugins.
 """
 
 from __future__ import annotations

@@ -108,17 +108,24 @@ def read(path: str | Sequence[str]) -> list[Any]:
     """Read one or more OME-Zarr sources into layer data.
 
     A source that cannot be read is reported once, as a napari notification that says
-    the reason first (see :func:`notify_error`); the others still open.
+    the reason first (see :func:`notify_error`); the others still open. A problem with
+    a part of a source (an element, a table) is a warning shown once the read is over,
+    saying the rest opened; never "cannot open" for a source that opened.
     """
     paths = [path] if isinstance(path, str | os.PathLike) else list(path)
     layers: list[LayerData] = []
     for p in map(os.fspath, paths):
+        problems: list[tuple[str, BaseException]] = []
 
-        def report(what: str, err: BaseException, p: str = p) -> None:
-            notify_error(p, err, context=what.replace(p, "", 1).strip(), severity="warning")
+        def report(
+            what: str, err: BaseException, found: list[tuple[str, BaseException]] = problems
+        ) -> None:
+            found.append((what, err))
 
+        opened = False
         try:
             layers.extend(read_layer_data(p, report=report))
+            opened = True
         except (OzxError, OSError) as e:
             notify_error(p, e)
         except Exception as e:
@@ -126,6 +133,10 @@ def read(path: str | Sequence[str]) -> list[Any]:
             notify_error(
                 p, RuntimeError(f"unexpected {type(e).__name__}: {e} (please report this)")
             )
+        # a part's problem, told once the read is over: "the rest opened" only if it did
+        for what, err in problems:
+            context = what.replace(p, "", 1).strip()
+            notify_error(p, err, context=context, severity="warning" if opened else "error")
     if layers:
         after_read(layers)
     return layers or _NULL_LAYER
@@ -134,19 +145,25 @@ def read(path: str | Sequence[str]) -> list[Any]:
 # ------------------------------------------------------------------ notifications
 
 
-def toast_text(path: str, err: BaseException | str, context: str = "") -> str:
+def toast_text(path: str, err: BaseException | str, context: str = "", opened: bool = False) -> str:
     """A notification's text: ``"<reason> (<file name>[ context])"`` on the first line
     (what a collapsed napari toast shows, so the reason leads it), the full path on the
-    next (shown when the toast is expanded or in the notification list)."""
+    next (shown when the toast is expanded or in the notification list): "napari-ozx
+    cannot open <path>" when it did not open, "napari-ozx opened <path>" for a problem
+    with a part of a file that *opened*."""
     full = os.fspath(path)
-    return f"{headline(reason_of(err, full), full, context)}\nnapari-ozx cannot open {full}"
+    first = headline(reason_of(err, full), full, context)
+    if opened:
+        return f"{first}\nnapari-ozx opened {full}"
+    return f"{first}\nnapari-ozx cannot open {full}"
 
 
 def notify_error(
     path: str, err: BaseException | str, context: str = "", severity: str = "error"
 ) -> None:
-    """Show (and log) why *path* cannot be opened, reason first; never raises."""
-    text = toast_text(path, err, context)
+    """Show (and log) why *path* cannot be opened, reason first; a ``"warning"``: a
+    problem with a part of *path*, which opened. Never raises."""
+    text = toast_text(path, err, context, opened=severity == "warning")
     logger.log(logging.ERROR if severity == "error" else logging.WARNING, "%s", text)
     try:
         from napari.utils import notifications

@@ -1,19 +1,18 @@
 """What a read does to the napari viewer it was read into (called by :mod:`._reader`).
 
 * docks the plate navigator when a plate (or well) was read, the scene dock when a 0.6
-  scene or a SpatialData store of more than one coordinate system was, by their
-  manifest names (one per window; the widgets find their plates and scenes from the
-  layers' :class:`~napari_ozx.layers.provenance.LayerSource` or SpatialData record);
-* keeps the physical time of the current slice in the canvas text overlay;
+  scene or a SpatialData store of several coordinate systems was, the categories dock when
+  a SpatialData store with something to colour by was, by their manifest names (one per
+  window; the widgets find what they show from the layers' records);
+* keeps the current slice's physical time in the canvas overlay, and shows the features
+  of the polygon under the cursor (napari-ozx's polygon Surfaces) in the status bar;
 * in 3D, renders each multiscale layer from the finest level that fits
   (:mod:`napari_ozx.layers.levels`), its coarsest level shown until that one is read
   (:mod:`napari_ozx._refine3d`);
-* frames a read of several layers (a scene's images, a plate's fields, a SpatialData
-  store's elements) into an empty viewer: napari fits the camera to the first layer
-  added only, so the view is fitted again once the read's last layer is in.
+* frames a read of several layers into an empty viewer once its last layer is in (napari
+  fits the camera to the first layer added only).
 
-Only when napari's Qt front end is already imported (a window exists): a headless read
-never imports Qt from here. Nothing here raises.
+Only when napari's Qt front end is already imported; never imports Qt, never raises.
 """
 
 from __future__ import annotations
@@ -37,11 +36,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "CATEGORIES_DOCK_NAME",
     "NAVIGATOR_NAME",
     "SCENE_DOCK_NAME",
     "after_read",
     "apply_3d_levels",
     "frame_when_added",
+    "hover_polygons",
     "show_dock",
     "show_physical_time",
     "show_plate_navigator",
@@ -52,6 +53,7 @@ __all__ = [
 PLUGIN_NAME = "napari-ozx"  # name in napari.yaml (as _reader.PLUGIN_NAME)
 NAVIGATOR_NAME = "Plate navigator"  # display_name of the plate navigator widget
 SCENE_DOCK_NAME = "Scene coordinate system"  # display_name of the scene dock
+CATEGORIES_DOCK_NAME = "Categories"  # display_name of the categories dock
 
 
 def after_read(layers: Sequence[LayerData]) -> None:
@@ -63,6 +65,10 @@ def after_read(layers: Sequence[LayerData]) -> None:
     stores = _spatialdata_scenes(layers)
     if stores:  # a SpatialData store with more than one coordinate system
         show_dock(SCENE_DOCK_NAME, lambda src: src.source in stores)
+    if any(_has_categories(ld) for ld in layers):  # genes, a table's columns
+        show_dock(CATEGORIES_DOCK_NAME, lambda src: True)
+    if any(ld[2] == "surface" for ld in layers):
+        hover_polygons()
     if layers:
         show_physical_time()
     if len(layers) > 1:
@@ -388,6 +394,59 @@ def _spatialdata_scenes(layers: Sequence[LayerData]) -> set[str]:
         if isinstance(rec, dict) and len(rec.get("systems") or ()) > 1:
             out.add(str(rec.get("source")))
     return out
+
+
+def _has_categories(ld: LayerData) -> bool:
+    """A SpatialData element's layer with something to colour by: points coloured by
+    their ``feature_key`` (genes), a table's colours, labels with a table's rows."""
+    from napari_ozx.layers.categories.colouring import CATEGORIES_KEY
+    from napari_ozx.layers.spatial.elements import SPATIAL_KEY
+
+    meta = ld[1].get("metadata")
+    first = meta[0] if isinstance(meta, list) and meta else meta
+    if not isinstance(first, dict):
+        return False
+    rec = first.get(SPATIAL_KEY)
+    if not isinstance(rec, dict):
+        return False
+    if rec.get("colour_by") or CATEGORIES_KEY in first:
+        return True
+    features = ld[1].get("features")
+    return ld[2] == "labels" and features is not None and len(features) > 1
+
+
+_HOVERING: Any = None  # weakref.WeakSet of viewers whose polygon Surfaces get hover
+
+
+def hover_polygons() -> None:
+    """In the current viewer (installed once), every polygon Surface napari-ozx made
+    shows the features of the polygon under the cursor in the status bar
+    (:func:`napari_ozx.layers.categories.hover.install_hover`), those inserted from now
+    on and those already there. Only with napari's Qt front end; never raises."""
+    global _HOVERING
+    if not napari_qt_loaded():
+        return
+    try:
+        import weakref
+
+        import napari
+
+        from napari_ozx.layers.categories.hover import install_hover
+
+        viewer = napari.current_viewer()
+        if viewer is None:
+            return
+        if _HOVERING is None:
+            _HOVERING = weakref.WeakSet()
+        if viewer not in _HOVERING:
+            _HOVERING.add(viewer)
+            viewer.layers.events.inserted.connect(
+                lambda event: install_hover(getattr(event, "value", None))
+            )
+        for layer in viewer.layers:
+            install_hover(layer)
+    except Exception:
+        logger.warning("napari-ozx: polygon hover not installed", exc_info=True)
 
 
 def show_plate_navigator() -> None:

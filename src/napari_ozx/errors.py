@@ -55,7 +55,17 @@ class NotOmeZarrError(MetadataError):
 
 
 class UnsupportedExtensionError(MetadataError):
-    """A must-understand Zarr extension (ZEP 10), codec, data type ... we do not implement."""
+    """A must-understand Zarr extension (ZEP 10), codec, data type ... we do not implement.
+
+    Parameters
+    ----------
+    name : str
+        The extension's (codec's, data type's ...) name.
+    node : str
+        The node that requires it ("" is the root).
+    what : str, default "extension"
+        What it is, for the message ("codec", "data type" ...).
+    """
 
     def __init__(self, name: str, node: str, what: str = "extension") -> None:
         self.name = name
@@ -69,9 +79,18 @@ class UnsupportedExtensionError(MetadataError):
 
 class TableError(MetadataError):
     """A table next to an image (Fractal / ngio table specification V1, SpatialData) that
-    cannot be read: malformed attributes, missing or truncated columns, an unknown
-    backend, a backend whose optional dependency is missing. The message says the reason
-    first, then the table and the file; the image itself still opens."""
+    cannot be read: malformed attributes, missing or truncated columns, an unknown backend,
+    a backend whose optional dependency is missing. The image itself still opens.
+
+    Parameters
+    ----------
+    reason : str
+        Why, said first in the message.
+    table : str, default ""
+        The table's name.
+    source : str, default ""
+        The file or URL.
+    """
 
     def __init__(self, reason: str, table: str = "", source: str = "") -> None:
         self.reason = reason
@@ -84,7 +103,17 @@ class TableError(MetadataError):
 
 
 class InvalidOptionError(OzxError, ValueError):
-    """A write option outside what it allows (the message names the option and the range)."""
+    """A write option outside what it allows (the message names the option and the range).
+
+    Parameters
+    ----------
+    option : str
+        The option's name (a :class:`~napari_ozx.ngff.write.options.WriteOptions` field).
+    value : object
+        The value refused.
+    reason : str
+        What is allowed instead.
+    """
 
     def __init__(self, option: str, value: object, reason: str) -> None:
         self.option = option

@@ -1,4 +1,4 @@
-"""Two pytest plugins that keep CI inside its time budget (issue 43, item 7).
+"""Two pytest plugins that keep CI inside its time budget.
 
 ``SlowCheck``: a test that takes more than :data:`SLOW_LIMIT_S` (its setup, call and
 teardown together) without the ``slow`` mark fails the run, naming it. CI has 90 minutes

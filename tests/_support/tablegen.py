@@ -74,6 +74,15 @@ def rois() -> list[Any]:
     ]
 
 
+def nuclei_labels() -> np.ndarray:
+    """The z, y, x label image ``nuclei``: objects 1 and 2 inside, 3 at the border."""
+    labels = np.zeros(SHAPE[1:], dtype=np.uint32)
+    labels[0:2, 5:15, 10:30] = 1
+    labels[1:4, 30:50, 40:70] = 2
+    labels[3, 80:96, 100:120] = 3
+    return labels
+
+
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """ngio's and anndata's future warnings (pyramid modes, zarr v2) are not ours."""
@@ -106,10 +115,7 @@ def write_ngio_image(path: Path, version: str = "0.5", extra_rois: int = 0) -> N
             overwrite=True,
             consolidation_mode="auto",
         )
-        labels = np.zeros(SHAPE[1:], dtype=np.uint32)
-        labels[0:2, 5:15, 10:30] = 1
-        labels[1:4, 30:50, 40:70] = 2
-        labels[3, 80:96, 100:120] = 3
+        labels = nuclei_labels()
         lab = oz.derive_label("nuclei")
         lab.set_array(labels)
         lab.consolidate(mode="auto")

@@ -188,7 +188,7 @@ def test_public_bucket_opens_without_credentials(s3, monkeypatch, caplog, variab
     for name in (*NAMES, *NAMES):  # each twice: the decision is made and logged once
         url = f"s3://{PUBLIC}/{name}"
         np.testing.assert_array_equal(_level0(url), data)
-    assert remote._options(f"s3://{PUBLIC}/x.ozx", None)["anon"] is True
+    assert remote.fsspec_options(f"s3://{PUBLIC}/x.ozx", None)["anon"] is True
     (message,) = _anonymous_messages(caplog)
     assert f"s3://{PUBLIC}/" in message and "no AWS credentials found" in message
 
@@ -213,7 +213,7 @@ def test_profile_credentials_and_endpoint(s3, monkeypatch, aws, caplog):
     )
     monkeypatch.setenv("AWS_PROFILE", "myprofile")
     caplog.set_level(logging.INFO, logger=LOGGER)
-    assert "anon" not in remote._options(f"s3://{PRIVATE}/x.ozx", None)
+    assert "anon" not in remote.fsspec_options(f"s3://{PRIVATE}/x.ozx", None)
     for name in NAMES:  # the private bucket: only signed requests get through
         np.testing.assert_array_equal(_level0(f"s3://{PRIVATE}/{name}"), data)
     assert _anonymous_messages(caplog) == []
@@ -226,7 +226,7 @@ def test_profile_in_storage_options(s3, aws):
     )
     (aws / "aws-config").write_text(f"[profile other]\nendpoint_url = {endpoint}\n")
     opts = {"profile": "other"}
-    assert "anon" not in remote._options(f"s3://{PRIVATE}/x.ozx", opts)
+    assert "anon" not in remote.fsspec_options(f"s3://{PRIVATE}/x.ozx", opts)
     np.testing.assert_array_equal(_level0(f"s3://{PRIVATE}/x.ozx", opts), data)
 
 
@@ -235,7 +235,7 @@ def test_environment_credentials(s3, monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-    assert "anon" not in remote._options(f"s3://{PRIVATE}/x.ozx", None)
+    assert "anon" not in remote.fsspec_options(f"s3://{PRIVATE}/x.ozx", None)
     for name in NAMES:
         np.testing.assert_array_equal(_level0(f"s3://{PRIVATE}/{name}"), data)
 
@@ -267,7 +267,7 @@ def test_explicit_anon_wins_over_found_credentials(s3, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     opts = {"anon": True}
-    assert remote._options(f"s3://{PRIVATE}/x.ozx", opts)["anon"] is True
+    assert remote.fsspec_options(f"s3://{PRIVATE}/x.ozx", opts)["anon"] is True
     np.testing.assert_array_equal(_level0(f"s3://{PUBLIC}/x.ozx", opts), data)
     with pytest.raises(OzxError, match="access denied"):
         _level0(f"s3://{PRIVATE}/x.ozx", opts)
@@ -278,7 +278,7 @@ def test_explicit_credentials_win_over_anonymous(s3, monkeypatch, caplog):
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
     caplog.set_level(logging.INFO, logger=LOGGER)
     opts = {"key": KEY, "secret": SECRET}
-    assert "anon" not in remote._options(f"s3://{PRIVATE}/x.ozx", opts)
+    assert "anon" not in remote.fsspec_options(f"s3://{PRIVATE}/x.ozx", opts)
     for name in NAMES:
         np.testing.assert_array_equal(_level0(f"s3://{PRIVATE}/{name}", opts), data)
     assert _anonymous_messages(caplog) == []
@@ -289,7 +289,7 @@ def test_explicit_anon_false_is_not_overridden(s3, monkeypatch):
     endpoint, _ = s3
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
     opts = {"anon": False}
-    assert remote._options(f"s3://{PUBLIC}/x.ozx", opts)["anon"] is False
+    assert remote.fsspec_options(f"s3://{PUBLIC}/x.ozx", opts)["anon"] is False
     with pytest.raises(RemoteError, match=r"^s3://public-bucket/x\.ozx: .*credentials"):
         open_remote_store(f"s3://{PUBLIC}/x.ozx", opts)
 
@@ -302,7 +302,7 @@ def test_invalid_credentials_are_not_retried_anonymously(s3, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAWRONG")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
     url = f"s3://{PUBLIC}/x.ozx"
-    assert "anon" not in remote._options(url, None)
+    assert "anon" not in remote.fsspec_options(url, None)
     _moto_api(endpoint, "reset-auth", b"0")
     try:
         with pytest.raises(RemoteError, match=r"^s3://public-bucket/x\.ozx: access denied"):
@@ -327,7 +327,7 @@ def _server_requests(caplog, bucket: str) -> list[tuple[str, str]]:
 
 
 def test_public_bucket_policy_both_routes_one_request_per_object(s3, monkeypatch, caplog):
-    # issue 43, item 1: a public folder opens as a public .ozx does; each document and
+    # a public folder opens as a public .ozx does; each document and
     # chunk of the folder is one GET (s3fs sent a HEAD before each whole-object GET: a
     # second round trip, and refused by a store that grants reads but not HEAD)
     endpoint, data = s3
@@ -335,7 +335,7 @@ def test_public_bucket_policy_both_routes_one_request_per_object(s3, monkeypatch
     caplog.set_level(logging.INFO, logger="werkzeug")
     for name in NAMES:
         np.testing.assert_array_equal(_level0(f"s3://{PUBLIC}/{name}"), data)
-    assert remote._options(f"s3://{PUBLIC}/x.ome.zarr", None)["anon"] is True
+    assert remote.fsspec_options(f"s3://{PUBLIC}/x.ome.zarr", None)["anon"] is True
     folder = [r for r in _server_requests(caplog, PUBLIC) if "/x.ome.zarr/" in r[1]]
     assert ("GET", f"{PUBLIC}/x.ome.zarr/zarr.json") in folder
     assert any(p.startswith(f"{PUBLIC}/x.ome.zarr/0/c/") for _, p in folder)  # chunks
@@ -345,7 +345,7 @@ def test_public_bucket_policy_both_routes_one_request_per_object(s3, monkeypatch
 
 @pytest.mark.parametrize("name", NAMES)
 def test_refusal_is_one_message_and_not_retried(s3, monkeypatch, caplog, name):
-    # issue 43, item 1: no credentials anywhere, a bucket that is not public: one clear
+    # no credentials anywhere, a bucket that is not public: one clear
     # message saying what to set, at the first refusal (it was retried 4 times as a
     # network fault: "reading zarr.json failed: PermissionError: Forbidden (after 4 attempts)")
     endpoint, _ = s3

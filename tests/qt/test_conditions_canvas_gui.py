@@ -1,4 +1,4 @@
-"""A plate's conditions on the canvas, in a real napari window (issue 43, item 2): the
+"""A plate's conditions on the canvas, in a real napari window: the
 plate's wells layer carries each well's condition columns as ``features``, so the
 status napari computes for the cursor over a well names the well and its conditions;
 the layer follows the condition table chosen in the plate navigator. ``napari-ozx info``

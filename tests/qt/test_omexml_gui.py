@@ -1,4 +1,4 @@
-"""bioformats2raw's OME-XML in a real napari window (issue 41 items 3 and 5): two series
+"""bioformats2raw's OME-XML in a real napari window: two series
 open as layers named by their XML image names, and the inspector shows the XML's
 facts with where each value came from."""
 

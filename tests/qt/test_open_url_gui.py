@@ -1,5 +1,5 @@
-"""File > IO Utilities > Open URL…: a remote OME-Zarr opened from napari itself (issue 43,
-item 5), in a real napari window, against the project's local servers (the HTTP server of
+"""File > IO Utilities > Open URL…: a remote OME-Zarr opened from napari itself, in a
+real napari window, against the project's local servers (the HTTP server of
 ``tests/_support/httpserver.py`` and moto's S3 server of ``tests/ozx/test_s3.py``).
 
 The dock is driven as a user drives it: the URL typed into its box, *Open* clicked or

@@ -1,4 +1,4 @@
-"""RFC-4 orientation in a real napari window (issue 41 item 8): an image ngff-zarr 0.50
+"""RFC-4 orientation in a real napari window: an image ngff-zarr 0.50
 wrote with its LPS orientation opens with axis labels naming each direction, low to high
 coordinates ("UI/UX: End-user applications SHOULD display the encoded information with,
 for example, the human-readable names of the axes"), so napari's slider shows it."""

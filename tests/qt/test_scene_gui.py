@@ -166,10 +166,9 @@ def test_rotated_layer_saved_from_the_viewer_reopens_in_place(make_napari_viewer
 
 
 def test_spatialdata_store_of_images_and_labels_docks_the_scene_dock(make_napari_viewer, qtbot):
-    """Issue 42 item 1 ("the scene dock re-places them with the rest"): a SpatialData
-    store of images and labels only, in two coordinate systems ("global" first), docks
-    the scene dock as it opens and is offered in it; "aligned" and back re-places its
-    layers. Written by spatialdata 0.7.3 (``tests/ngff/spatial/make_fixtures.py``
+    """A SpatialData store of images and labels only, in two coordinate systems ("global"
+    first), docks the scene dock as it opens and is offered in it; "aligned" and back
+    re-places its layers. Written by spatialdata 0.7.3 (``tests/ngff/spatial/make_fixtures.py``
     ``raster_systems.zarr``): "global" is x' = 2 x + 5, y' = 3 y + 7 (an affine whose
     outputs spatialdata writes as ``c, x, y``), "aligned" a scale of 2."""
     pytest.importorskip("pyarrow")

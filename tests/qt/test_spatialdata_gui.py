@@ -1,6 +1,6 @@
 """A SpatialData store written by spatialdata 0.7.3 in napari itself (real window +
 OpenGL canvas under Xvfb): every element is a layer, the points and shapes drawn where
-the image is (issue 42)."""
+the image is."""
 
 from __future__ import annotations
 
@@ -73,8 +73,8 @@ def _world(layer, m: np.ndarray, p=(4.0, 5.0)) -> None:
 
 
 def test_scene_dock_re_places_a_spatialdata_store(make_napari_viewer, qtbot, tmp_path, monkeypatch):
-    """Issue 42 item 1: "placed by the element's transformations in the same coordinate
-    system as the images. The scene dock re-places them with the rest." The store's
+    """Elements are placed by their transformations in the images' coordinate systems,
+    and the scene dock re-places them with the rest. The store's
     systems are listed in the scene dock; choosing one moves images, labels, points and
     circles (sizes with them) and polygons by their elements' transformations; the labels
     element with no transformation to it is hidden, named in one message, and shown

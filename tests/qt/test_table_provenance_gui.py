@@ -1,4 +1,4 @@
-"""Table layers know where they came from (issue 43, item 4), in a real napari window:
+"""Table layers know where they came from, in a real napari window:
 with the Shapes layer of a ROI table selected, the metadata inspector shows that table
 (its name and type, the image it belongs to, its rows), not "No OME-Zarr source".
 

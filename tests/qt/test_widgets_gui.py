@@ -433,7 +433,7 @@ def test_widgets_are_listed_in_the_plugins_menu(make_napari_viewer):
 
 def test_inspector_validates_directories_with_a_badge(no_leaks, qtbot, tmp_path):
     """The OME metadata rules run for a directory too: a pass/fail badge naming the
-    spec version, and each broken rule listed with its node (issue: validator)."""
+    spec version, and each broken rule listed with its node."""
     import json
 
     from napari_ozx._qt.inspector import InspectorWidget

@@ -1,23 +1,15 @@
 """One lifecycle for every napari-ozx dock widget: :class:`OzxDockWidget`.
 
-A dock widget holds three kinds of things that must be let go of when it goes away:
-connections to the viewer's events, background workers, and whatever the subclass
+A dock holds viewer event connections, background workers and whatever a subclass
 registers with :meth:`OzxDockWidget.add_cleanup` (open files, cancel flags). They are
-recorded in a Qt-free :class:`_Lifecycle` so that the same idempotent
-:meth:`_Lifecycle.close` can run from any of the ways a dock ends:
-
-* the widget is closed (``closeEvent``),
-* napari undocks it (it is reparented to nothing after having been docked),
-* the viewer's window closes or the widget is deleted (``destroyed``; by then the
-  Python wrapper must not be touched, hence the separate record).
-
-Closing waits for *this widget's* workers only, for a bounded time: superqt's
-``WorkerBase.await_workers`` waits on the global thread pool, i.e. on every worker of
-napari and of the other docks, and could freeze the GUI on someone else's long job.
-
-User-facing reports go through :func:`notify` (``notify_error`` / ``notify_warning`` /
-``notify_info`` on the widget): napari's notification with the reason first and the
-short file name, the full path and the exception in its details.
+recorded in a Qt-free ``_Lifecycle`` whose one idempotent ``close`` runs however the dock
+ends: closed (``closeEvent``), undocked by napari (reparented to nothing), or its window
+closed / the widget deleted (``destroyed``, when the Python wrapper must not be touched).
+Closing waits for *this widget's* workers only, for a bounded time (superqt's
+``await_workers`` would wait on every worker of napari and the other docks). User-facing
+reports go through :func:`notify` (``notify_error`` / ``notify_warning`` /
+``notify_info``): the reason first and the short file name, the full path and the
+exception in the details.
 """
 
 from __future__ import annotations

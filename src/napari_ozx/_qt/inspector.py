@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from qtpy.QtCore import Qt, Signal
+from qtpy.QtCore import QPoint, Qt, Signal
 from qtpy.QtGui import QColor, QFontDatabase, QIcon, QPainter, QPixmap, QTextCursor, QTextDocument
 from qtpy.QtWidgets import (
     QApplication,
@@ -31,6 +31,7 @@ from qtpy.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -469,7 +470,8 @@ class InspectorWidget(OzxDockWidget):
         return self.metadata_findings
 
     def _build_table_page(self) -> QWidget:
-        """A table's first rows; a ROI table's row, double-clicked, zooms to that ROI."""
+        """A table's first rows; a ROI table's row, double-clicked, zooms to that ROI;
+        its context menu opens it as layers too."""
         self.table_preview = _preview_table()
         self.table_note = QLabel("")
         self.table_note.setWordWrap(True)
@@ -480,7 +482,34 @@ class InspectorWidget(OzxDockWidget):
         lay.addWidget(self.table_preview, 1)
         self._preview_node: TreeNode | None = None
         self.table_preview.cellDoubleClicked.connect(self._zoom_to_row)
+        self.table_preview.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table_preview.customContextMenuRequested.connect(self._row_menu)
         return page
+
+    def _row_menu(self, pos: QPoint) -> None:
+        row = self.table_preview.rowAt(pos.y())
+        if row < 0 or self.roi_layer() is None:
+            return
+        menu = QMenu(self.table_preview)
+        menu.addAction("Zoom to ROI", lambda: self._zoom_to_row(row))
+        menu.addAction("Open as layers", lambda: self.open_row_as_layers(row))
+        viewport = self.table_preview.viewport()
+        menu.popup(viewport.mapToGlobal(pos) if viewport is not None else pos)
+
+    def open_row_as_layers(self, row: int) -> None:
+        """A previewed ROI table's row as its own layers (``open_roi``, through the
+        Levels and ROIs dock: its level and mask): zoomed to, selected, opened."""
+        from napari_ozx._qt.levels import open_selected_rois
+
+        self._zoom_to_row(row)  # selects the row's rectangle in its layer
+        layer = self.roi_layer()
+        if layer is None or self._viewer is None or not layer.selected_data:
+            return
+        self._viewer.layers.selection.active = layer
+        try:
+            open_selected_rois(self._viewer)
+        except OzxError as e:
+            self.table_note.setText(_esc(str(e)))
 
     # ------------------------------------------------------------------ public API
     @property

@@ -1,33 +1,17 @@
 """Plate navigator: a dock widget whose plate map (:mod:`.plate_map`) opens wells at full
 resolution.
 
-How a plate reaches this widget:
-
-* when a plate (or a well) is read in a napari window, the reader asks napari to show
-  this widget by its manifest name (``viewer.window.add_plugin_dock_widget``, so one
-  instance per window); it is never handed a plate;
-* every layer the reader makes carries a :class:`~napari_ozx.layers.provenance.LayerSource`
-  (plate id, source, plate path, overview field ...): the widget finds the plates from
-  the layers already in the viewer when it is created and from every layer napari
-  inserts later, and binds the overview layers to their plate (used for canvas clicks and
-  to forget the plate when its overview is deleted). A navigator opened by hand from the
-  Plugins menu finds plates the same way.
-
-Clicking a well (on the map, or on its tile in the overview on the canvas), or Enter on
-the keyboard-selected well, loads the chosen field (or all fields as a grid) in a worker
-thread: metadata only (``HcsPlate.open_fields`` + reader layer mapping); the layers are
-added on the GUI thread, on top of the well's overview tile, replacing the previous
-well's layers unless "Keep previous wells" is checked. Errors become napari
-notifications and the well is marked red; the rest keeps working.
-
-A plate with a condition table (Fractal's ``condition_table``, read once per plate in a
-worker) gets the condition panel (:mod:`.plate_conditions`): wells coloured by a chosen
-column with a legend, a filter that fades the other wells and keeps them from being
-opened on the map, and each well's conditions in its tooltip. The plate's wells layer
-on the canvas carries the conditions as ``features`` (one invisible point per well,
-:func:`napari_ozx.layers.tables.well_condition_points`), so napari's status bar shows a
-hovered well's conditions; it stays the selected layer when the plate opens, and follows
-the condition table chosen in the panel. The navigator's hover line names them too.
+The reader never hands it a plate: reading a plate asks napari to show this dock by its
+manifest name (one per window), and :class:`PlateNavigator` finds plates from the
+:class:`~napari_ozx.layers.provenance.LayerSource` of the layers in the viewer, now and
+as napari inserts them (opened by hand from the Plugins menu, it does the same). Clicking
+a well (on the map or its tile on the canvas), or Enter, loads its field (or all fields as
+a grid) in a worker, metadata only; the layers are added on the GUI thread over the well's
+tile, replacing the previous well's unless "Keep previous wells" is checked. A failed well
+is marked red and notified. A plate with a condition table gets the condition panel
+(:mod:`.plate_conditions`: colours, legend, filter, tooltips), and its wells layer carries
+the conditions as ``features``
+(:func:`napari_ozx.layers.tables.well_condition_points`) for napari's status bar.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from qtpy.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QComboBox, QFormLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 from superqt.utils import WorkerBase
 
 from napari_ozx._qt.base import OzxDockWidget
@@ -53,13 +53,22 @@ class SceneDock(OzxDockWidget):
             "The coordinate system the scene's images are placed in (napari's world)"
         )
         self.system_combo.setEnabled(False)
+        # a SpatialData store takes the layers drawn over it (the save dock)
+        self.save_button = QPushButton("Save a layer into this store…")
+        self.save_button.setToolTip(
+            "Save the selected Shapes, Points or Labels layer as an element of this "
+            "SpatialData store"
+        )
+        self.save_button.setVisible(False)
         form = QFormLayout()
         form.addRow("Coordinate system", self.system_combo)
         lay = QVBoxLayout(self)
         lay.addWidget(self.status)
         lay.addLayout(form)
+        lay.addWidget(self.save_button)
         lay.addStretch(1)
         self.system_combo.activated.connect(self._chosen)
+        self.save_button.clicked.connect(self.open_save)
         if napari_viewer is not None:
             layers = napari_viewer.layers
             self.connect_event(layers.events.inserted, self.refresh)
@@ -86,6 +95,7 @@ class SceneDock(OzxDockWidget):
             self._select(self._shown_system(source))
             return
         self.source = source
+        self.save_button.setVisible(self._is_store(source))
         self.system_combo.clear()
         self.system_combo.setEnabled(False)
         if source is None:
@@ -116,7 +126,29 @@ class SceneDock(OzxDockWidget):
         else:
             self.notify_error(f"cannot read the scene: {e}", self.source, e)
 
+    def _is_store(self, source: str | None) -> bool:
+        """Whether *source* is a SpatialData store opened in the viewer."""
+        from collections.abc import Mapping
+
+        from napari_ozx.layers.spatial.elements import SPATIAL_KEY
+
+        if source is None or self._viewer is None:
+            return False
+        for layer in self._viewer.layers:
+            rec = layer.metadata.get(SPATIAL_KEY) if isinstance(layer.metadata, Mapping) else None
+            if isinstance(rec, Mapping) and rec.get("source") == source:
+                return True
+        return False
+
     # ------------------------------------------------------------------ actions
+    def open_save(self) -> None:
+        """The save dock, its store this one's."""
+        from napari_ozx._qt.spatial_save import open_save_dock
+
+        if self._viewer is None or self.source is None:
+            return
+        open_save_dock(self._viewer).set_store(self.source)
+
     def _chosen(self, *_: object) -> None:
         system = self.system_combo.currentText()
         if not system or self.source is None or self._viewer is None:

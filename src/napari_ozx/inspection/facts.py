@@ -1,10 +1,11 @@
 """Facts about one node, for people: summary sections, array facts, ZEP 10 extensions.
 
 Everything comes from metadata (no pixel is read). Array facts are read off zarr's own
-parsed metadata objects (the array the opener would build, :func:`ngff.open.array_node`):
-shapes, data type and the codec pipeline as zarr understands it, so the inspector, the
-CLI and the reader cannot disagree about what a codec is. Stored sizes come from the
-container's member table (``ozx.protocol.Container.stored_sizes``) or the directory.
+parsed metadata objects (the array the opener would build,
+:func:`~napari_ozx.ngff.read.open.array_node`): shapes, data type and the codec pipeline as zarr
+understands it, so the inspector, the CLI and the reader cannot disagree about what a codec is.
+Stored sizes come from the container's member table (``ozx.protocol.Container.stored_sizes``) or the
+directory.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class ExtensionInfo:
 
 
 def extension_infos(exts: NodeExtensions) -> tuple[ExtensionInfo, ...]:
-    """The ZEP 10 pass's findings (:mod:`ngff.extensions`), refused ones included."""
+    """The ZEP 10 pass's findings (:mod:`napari_ozx.ngff.model.extensions`), refused ones
+    included."""
     out = [
         ExtensionInfo(e.name, e.must_understand, e.understood, dict(e.configuration))
         for e in exts.extensions

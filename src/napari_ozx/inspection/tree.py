@@ -1,21 +1,14 @@
 """The lazy hierarchy tree: nodes whose children are read when they are expanded.
 
-:class:`Hierarchy` opens one source read-only and caches each node's documents, read
-through :mod:`napari_ozx.ngff.read.documents` (the opener's reader) and parsed by
-:mod:`napari_ozx.ngff.model.metadata`. Children are loaded on first request:
-
-* an image lists its pyramid levels and its ``labels`` group (one batch of documents);
-* a plate lists its rows and wells from the plate metadata alone; a well reads its own
-  documents only when it is expanded, so a 1536-well plate costs one document until the
-  user opens a well;
-* an image's (or a plate's) ``tables`` group is a node whose children, one per table
-  (:mod:`.tables`: type, backend, rows from the tables' metadata), are listed when it is
-  expanded;
-* a Zarr group without OME metadata lists the store.
-
-Problems (an unknown must-understand extension, invalid JSON or OME metadata) become a
-node's ``error``, never an exception: the tree also shows what the reader refuses.
-Every method is thread-safe (a GUI calls them from worker threads).
+:class:`Hierarchy` opens one source read-only and caches each node's documents (read
+through :mod:`napari_ozx.ngff.read.documents`, parsed by
+:mod:`napari_ozx.ngff.model.metadata`) as :class:`TreeNode` records whose children load on first
+request: an image's levels and ``labels`` in one batch; a plate's rows and wells from its
+metadata alone, a well's documents only when expanded (a 1536-well plate costs one
+document until a well is opened); a ``tables`` node's tables (:mod:`.tables`) when
+expanded; a plain Zarr group's listing. Problems (an unknown must-understand extension,
+invalid JSON or OME metadata) become a node's ``error``, never an exception, so the tree
+shows what the reader refuses. Thread-safe: a GUI calls it from worker threads.
 """
 
 from __future__ import annotations

@@ -1,29 +1,18 @@
 """Save a *new* labels layer into the OME-Zarr image it was drawn over, under ``labels/``.
 
-napari's "New labels" over an opened image (or any integer layer with the image's
-level-0 shape) becomes ``<image>/labels/<name>``: a label image with the image's pyramid
-(same level shapes and coordinate transformations, so it overlays every level), storage
-chunks and shards like the image's, ``image-label`` with the layer's colours and
-``source.image: "../../"``, the file's OME version and Zarr format; its name is appended
-to the ``labels`` group's list (the group is created when absent).
+:func:`add_labels_to_image` writes napari's "New labels" (or any integer layer of the
+image's level-0 shape) as ``<image>/labels/<name>``: the image's pyramid, chunks and
+shards, ``image-label`` with the layer's colours, the file's OME version and Zarr format,
+its name appended to the ``labels`` group. One
+:class:`~napari_ozx.layers.transaction.EditTransaction` commits the new arrays (levels
+streamed at commit) and the group document, nothing else rewritten; an ``.ozx`` is rebuilt
+beside itself and its readers follow it. The layer then reads the saved labels
+copy-on-write and saves later edits with :func:`~napari_ozx.layers.saveback.save_labels_back`.
+Refused with one :class:`~napari_ozx.layers.transaction.SaveBackError`, nothing written: an
+existing name, a wrong shape, a non-integer layer, a read-only target, a remote source, a
+labels group changed since it was read.
 
-One :class:`~napari_ozx.layers.transaction.EditTransaction` writes it, all or nothing:
-the new label image's documents and levels (streamed by the writer at commit) and the
-``labels`` group's document; nothing existing is rewritten but that document. In a
-directory the new label image (or a new ``labels`` group) is built beside its place and
-renamed in before the group document lists it; an ``.ozx`` is rebuilt beside itself,
-every existing member copied byte for byte, and the layers reading it follow the new
-file. A labels group changed by someone else since it was read is refused.
-
-Afterwards the layer reads the saved label image copy-on-write (an
-:class:`~napari_ozx.layers.editable.EditableLabels`) and carries its
-:class:`~napari_ozx.layers.provenance.LayerSource`, so later edits are saved with
-:func:`~napari_ozx.layers.saveback.save_labels_back`.
-
-Refused with one :class:`~napari_ozx.layers.transaction.SaveBackError` (reason first, the
-file named, nothing written): a name that already exists (save-back is the way to change
-it), a shape that is not the image's level 0 without its channel axis, a non-integer
-layer, a read-only target, a remote source.
+How each commit stays atomic: ``docs/design/saving.md``.
 """
 
 from __future__ import annotations
@@ -73,11 +62,28 @@ def add_labels_to_image(
     image: Layer | LayerSource | str | os.PathLike[str],
     name: str | None = None,
 ) -> Path:
-    """Write *labels_layer* into the file of *image* as ``labels/<name>`` (module doc).
+    """Write *labels_layer* into the file of *image* as ``labels/<name>`` (see the module).
 
-    *image* is the image layer (opened from the file), its :class:`LayerSource`, or the
-    file's path. *name* defaults to the layer's name (made safe for a path). Returns
-    the file written; the layer then reads it and saves back into it.
+    Parameters
+    ----------
+    labels_layer : napari.layers.Layer
+        An integer layer (napari's "New labels") with the image's level-0 shape, without
+        its channel axis.
+    image : napari.layers.Layer, LayerSource, str or os.PathLike
+        The image layer opened from the file, its :class:`LayerSource`, or the file's path.
+    name : str, optional
+        The new label image's name (default: the layer's name, made safe for a path).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written; the layer then reads it and saves back into it.
+
+    Raises
+    ------
+    SaveBackError
+        Refused, nothing written: the name exists, a wrong shape, a non-integer layer, a
+        read-only target or a remote source.
     """
     lname = getattr(labels_layer, "name", None) or "labels"
     src, target = local_image_target(

@@ -1,21 +1,16 @@
 """Editable labels without loading the volume: a copy-on-write level 0.
 
-napari makes a multiscale Labels layer read-only (the paint tools are greyed out with no
-explanation), and painting into a dask array is not possible at all. An
-:class:`EditableLabels` array stands in for level 0: reads go to the lazy source, a
-write copies only the touched *storage chunks* into memory (the dirty map) and changes
-them there. Memory therefore grows by one chunk per chunk touched (a 256x256 uint32
-chunk is 256 KiB), never by the volume; :mod:`napari_ozx.layers.saveback` writes just
-those chunks (and the pyramid regions below them) back to the file.
-
-napari indexes a Labels layer two ways and both are supported: basic indexing (ints and
-slices: slicing for display) and a tuple of integer coordinate arrays (``data_setitem``,
-painting and fill, and its undo history).
-
-The layer is single-scale (level 0 only): napari then reads the displayed plane at full
-resolution, which is cheap for planes up to a few thousand pixels a side.
-:func:`make_labels_editable` swaps a multiscale labels layer for such a layer on demand;
-:func:`read_only_reason` is the text a read-only one shows.
+napari makes a multiscale Labels layer read-only, and a dask array cannot be painted. An
+:class:`EditableLabels` stands in for level 0: reads go to the lazy source, a write copies
+only the touched storage chunks into memory (the dirty map), so memory grows by a chunk
+per chunk touched, never by the volume; :mod:`napari_ozx.layers.saveback` writes just those
+back. Both ways napari indexes labels work: basic indexing (display slicing) and a tuple
+of coordinate arrays (painting, fill, undo). The layer is single-scale (napari reads the
+shown plane at full resolution, cheap up to a few thousand pixels a side).
+:func:`make_labels_editable` swaps a multiscale labels layer for one on demand;
+:func:`read_only_reason` is what a read-only one says; :func:`fingerprint` records what
+was opened, so a save refuses a file changed since; :func:`repoint_archive` follows an
+``.ozx`` that napari-ozx rebuilt.
 """
 
 from __future__ import annotations
@@ -110,7 +105,7 @@ class EditableLabels:
             else ()
         )
         self._dirty: dict[Chunk, np.ndarray] = {}
-        #: the source's fingerprint when opened (see :func:`..saveback.fingerprint`)
+        #: the source's fingerprint when opened (see :func:`fingerprint`)
         self.opened: Fingerprint | None = None
         self._lock = threading.RLock()
 
@@ -427,11 +422,11 @@ def repoint_archive(
     """napari-ozx replaced the ``.ozx`` *target* (fingerprint *before*) by a new archive
     whose members are the old ones byte for byte, except below the level-0 array
     *changed* (a save-back's labels; ``None`` when nothing changed). Every open lazy
-    level reading the old file now reads the new one (:func:`..ngff.live.follow_archive`:
-    the old file's space is not held), and every live editable array that had opened it
-    as *before*, and *arrays*, counts as having opened the new one. Without this a
-    save-back of one label image made every other label image of the archive refuse to
-    save ("the file changed since ... opened"). Arrays opened separately on *changed*
+    level reading the old file now reads the new one
+    (:func:`~napari_ozx.ngff.read.live.follow_archive`: the old file's space is not held), and every
+    live editable array that had opened it as *before*, and *arrays*, counts as having opened the
+    new one. Without this a save-back of one label image made every other label image of the archive
+    refuse to save ("the file changed since ... opened"). Arrays opened separately on *changed*
     keep the old file (and still refuse to save over the change). Returns the new store.
     """
     from napari_ozx.ngff.read.live import follow_archive, set_array

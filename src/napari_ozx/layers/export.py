@@ -1,22 +1,15 @@
 """Export without Qt, for the export panel and File > Save: plans, layout estimates,
 remembered options, and the export itself.
 
-* :func:`estimate_export` says, for a :class:`~napari_ozx.ngff.write.writer.WriteOptions` and
-  the arrays about to be written, what the writer will produce: per pyramid level the
-  chunk and shard shapes, chunks per shard, the (uncompressed) size of one shard, and the
-  number of entries (``.ozx``) or files (directory), metadata documents included. It uses
-  the writer's own layout rules, so the numbers are the writer's, not a second opinion;
-  the entry count is exact for data without empty (all fill value) shards, an upper
-  bound otherwise.
-* :func:`load_options` / :func:`save_options` keep the options between sessions as JSON
-  in the user's config directory (``NAPARI_OZX_CONFIG_DIR`` overrides it). The export
-  panel saves what the user chose, and File > Save uses the same options
-  (:func:`napari_ozx._writer.write_layers` calls :func:`load_options`).
-* :func:`export_layers` writes napari layer data like File > Save does, with a progress
-  callback and a cancel event (the export panel runs it in a worker thread);
-  :func:`export_layers_summary` does the same and says what it wrote.
-
-Nothing here imports napari or Qt.
+:func:`estimate_export` says what the writer will produce for a
+:class:`~napari_ozx.ngff.write.options.WriteOptions` and the arrays to write: per level the
+chunk and shard shapes, chunks per shard, one shard's size, and the number of entries or
+files (exact without all-fill-value shards, an upper bound otherwise), from the writer's
+own layout rules. :func:`load_options` / :func:`save_options` keep the options between
+sessions as JSON in the user's config directory (``NAPARI_OZX_CONFIG_DIR``); File > Save
+uses them too. :func:`export_layers` writes napari layer data as File > Save does, with
+progress and cancel (the panel runs it in a worker); :func:`export_layers_summary` also
+says what it wrote. Nothing here imports napari or Qt.
 """
 
 from __future__ import annotations

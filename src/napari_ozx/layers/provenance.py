@@ -1,19 +1,13 @@
 """Where a napari layer came from: :class:`LayerSource`, stored in ``layer.metadata``.
 
 Every layer napari-ozx creates carries one record under :data:`METADATA_KEY`: the source
-(path or URL), the node inside the hierarchy, what kind of layer it is and, for plates,
-which plate / well / field. The plate navigator finds plates from it, the inspector
-follows the active layer with it. It is a plain JSON-able ``dict`` in the metadata (napari
-copies metadata, sessions may serialise it) and is read back tolerantly:
-:meth:`LayerSource.from_metadata` returns ``None`` for metadata written by someone else,
-by an older version, or damaged — never raises.
-
-A layer made from a table (a ROI table's Shapes layer, :mod:`napari_ozx.layers.tables`)
-carries a :class:`TableOrigin` under :data:`TABLE_KEY` instead: the file, the image the
-table belongs to and the table, so the inspector shows that table when the layer is
-selected.
-
-No napari import: this works on anything with a ``metadata`` mapping.
+(path or URL), the node inside the hierarchy, the layer's kind and, for plates, which
+plate / well / field; the plate navigator finds plates and the inspector follows the
+active layer by it. It is a plain JSON-able ``dict`` read back tolerantly
+(:meth:`LayerSource.from_metadata` returns ``None`` for someone else's, an older or a
+damaged record, never raises). A layer made from a table carries a :class:`TableOrigin`
+under :data:`TABLE_KEY` instead (the file, the image, the table), so the inspector shows
+that table. No napari import: it works on anything with a ``metadata`` mapping.
 """
 
 from __future__ import annotations
@@ -28,6 +22,7 @@ __all__ = [
     "LEVEL_3D_KEY",
     "LOCKED_3D_KEY",
     "METADATA_KEY",
+    "ROI_KEY",
     "TABLE_KEY",
     "LayerData",
     "LayerKind",
@@ -46,8 +41,10 @@ EDITABLE_KEY = "napari_ozx_editable"
 LEVEL_3D_KEY = "napari_ozx_3d_level"
 #: ... True while napari-ozx (not the user) holds the layer's 3D level ...
 LOCKED_3D_KEY = "napari_ozx_locked_3d"
-#: ... and, on a layer made from a table, its :class:`TableOrigin` record
+#: ... on a layer made from a table, its :class:`TableOrigin` record ...
 TABLE_KEY = "napari_ozx_table"
+#: ... and, on a crop of one ROI (layers.regions.crop), which ROI of which table and level
+ROI_KEY = "napari_ozx_roi"
 
 #: napari's layer data: (data, layer attributes, layer type)
 LayerData = tuple[Any, dict[str, Any], str]

@@ -41,6 +41,7 @@ __all__ = [
     "LayerData",
     "Report",
     "image_layer_data",
+    "label_to_world",
     "labels_layer_data",
     "overview_layer_data",
     "placement",
@@ -95,57 +96,102 @@ def read_layer_data(
 
     A plate gives its overview, a well its fields (see :func:`plate_layer_data`); a 0.6
     scene its images placed in one coordinate system (*system*, see
-    :func:`scene_layer_data`).
+    :func:`scene_layer_data`); a SpatialData store its elements. Each kind of root has
+    its own reader (:data:`_READERS`; an image, a label image or a labels group: the
+    images' reader).
     """
     from napari_ozx.ngff.read.open import open_ome_zarr
 
-    report = report or _log_report
     root = open_ome_zarr(path)
-    if root.root.meta.kind in ("plate", "well"):
-        layers = plate_layer_data(root, report)
-        warn_broken_rules(root)
-        return layers
-    if root.root.meta.kind == "scene":
-        layers = scene_layer_data(root, report, system)
-        warn_broken_rules(root)
-        return layers
-    out: list[LayerData] = []
-    # a SpatialData store says which elements are label images by their container
-    sd_labels = (
-        {p for p, kind in root.spatialdata_elements() if kind == "labels"}
-        if root.root.meta.kind == "spatialdata"
-        else set()
-    )
-    sd_layers: dict[str, list[LayerData]] = {}
-    images = root.images()
-    for image in images:
-        if image.meta.image_label is not None or image.path in sd_labels:
-            lds = labels_layer_data(image)
-            out.extend(lds)
-            if image.path in sd_labels:
-                sd_layers[image.path.rsplit("/", 1)[-1]] = lds
-            continue
-        ld = image_layer_data(image, report=report)
-        if root.root.meta.kind == "collection" and len(images) > 1:
-            ld = _series_named(ld, image)  # a file of several images: tell them apart
-        out.append(ld)
-        by_label: dict[str, list[LayerData]] = {}
-        for label in image.labels:
-            try:
-                lds = labels_layer_data(label, to_world=_label_to_world(image, label))
-            except OzxError as e:  # a broken label must not hide the image
-                report(f"{path} (labels {label.name!r})", e)
-                continue
-            out.extend(lds)
-            by_label[label.path.rsplit("/", 1)[-1]] = lds
-        out.extend(_table_layers(root, image, ld[1], by_label, report))
-    if sd_layers:
-        _spatialdata_tables(root, sd_layers, report)
-    if root.root.meta.kind == "spatialdata":  # its points and shapes (layers.spatial)
-        from napari_ozx.layers.spatial.store import spatialdata_store_layers
+    report = report or _log_report
+    read = _READERS.get(root.root.meta.kind, _images_layers)
+    layers = read(root, report, system)
+    if read is _images_layers and _written_by_spatialdata(root):
+        # an element of a SpatialData store opened alone: its store's tables
+        from napari_ozx.layers.spatial.store import element_store_tables
 
-        out.extend(spatialdata_store_layers(root, report, raster=out))
+        element_store_tables(path, [ld for ld in layers if ld[2] == "labels"], report)
     warn_broken_rules(root)
+    return layers
+
+
+def _plate_layers(root: OmeZarr, report: Report, system: object) -> list[LayerData]:
+    return plate_layer_data(root, report)
+
+
+def _scene_layers(root: OmeZarr, report: Report, system: str | None) -> list[LayerData]:
+    return scene_layer_data(root, report, system)
+
+
+def _images_layers(root: OmeZarr, report: Report, system: object) -> list[LayerData]:
+    """The root image (or label image) or a labels group's label images."""
+    return [ld for image in root.images() for ld in _image_layers(root, image, report)]
+
+
+def _collection_layers(root: OmeZarr, report: Report, system: object) -> list[LayerData]:
+    """A bioformats2raw collection: each series, named by its image when there are
+    several (:func:`_series_named`)."""
+    images = root.images()
+    return [
+        ld
+        for image in images
+        for ld in _image_layers(root, image, report, by_series=len(images) > 1)
+    ]
+
+
+def _spatialdata_layers(root: OmeZarr, report: Report, system: object) -> list[LayerData]:
+    """A SpatialData store: its images and labels (a label image is one by its
+    container), the tables' features on those labels, then its points and shapes
+    (:mod:`.spatial`)."""
+    from napari_ozx.layers.spatial.store import spatialdata_store_layers
+
+    out: list[LayerData] = []
+    labels: dict[str, list[LayerData]] = {}
+    for path, container in root.spatialdata_elements():
+        image = root.image(path)
+        if container != "labels":
+            out.extend(_image_layers(root, image, report))
+            continue
+        lds = labels_layer_data(image)
+        out.extend(lds)
+        labels[path.rsplit("/", 1)[-1]] = lds
+    if labels:
+        _spatialdata_tables(root, labels, report)
+    out.extend(spatialdata_store_layers(root, report, raster=out))
+    return out
+
+
+#: the reader of each kind of root (:attr:`NodeMetadata.kind`); the others read images
+_READERS: dict[str, Callable[[OmeZarr, Report, Any], list[LayerData]]] = {
+    "plate": _plate_layers,
+    "well": _plate_layers,
+    "scene": _scene_layers,
+    "spatialdata": _spatialdata_layers,
+    "collection": _collection_layers,
+}
+
+
+def _image_layers(
+    root: OmeZarr, image: OmeImage, report: Report, by_series: bool = False
+) -> list[LayerData]:
+    """An image's layer, then its label images' and its tables' (a broken label image
+    or table is reported, never hides the image); a label image's labels layers."""
+    if image.meta.image_label is not None:
+        return labels_layer_data(image)
+    ld = image_layer_data(image, report=report)
+    if by_series:
+        ld = _series_named(ld, image)
+    out = [ld]
+    by_label: dict[str, list[LayerData]] = {}
+    for label in image.labels:
+        try:
+            lds = labels_layer_data(label, to_world=label_to_world(image, label))
+        except OzxError as e:
+            report(f"{root.source} (labels {label.name!r})", e)
+            continue
+        out.extend(lds)
+        by_label[label.path.rsplit("/", 1)[-1]] = lds
+    out.extend(_table_layers(root, image, ld[1], by_label, report))
     return out
 
 
@@ -196,10 +242,33 @@ def _spatialdata_tables(root: OmeZarr, labels: dict[str, list[LayerData]], repor
 def table_layer_data(
     path: str, table: str, image: str = "", report: Report | None = None
 ) -> LayerData:
-    """A ROI (or masking ROI) table of the image at *image* in *path* as Shapes layer
-    data, whatever its size (the reader reads only small tables when an image opens).
-    For a feature table use :func:`napari_ozx.read_table` and
-    :func:`napari_ozx.layers.tables.labels_features` on its labels layer."""
+    """A ROI (or masking ROI) table as napari Shapes layer data, whatever its size.
+
+    The reader reads only small tables when an image opens; this reads any. For a feature
+    table use :func:`napari_ozx.read_table` and
+    :func:`napari_ozx.layers.tables.labels_features` on its labels layer.
+
+    Parameters
+    ----------
+    path : str
+        The OME-Zarr directory, ``.ozx`` file or URL.
+    table : str
+        The table's name.
+    image : str, default ""
+        The image's group in the hierarchy; "" is the root.
+    report : callable, optional
+        Called as ``report(message, error)`` for what cannot be shown.
+
+    Returns
+    -------
+    tuple
+        napari layer data ``(data, attributes, "shapes")``, placed as the image is.
+
+    Raises
+    ------
+    TableError
+        The table cannot be read, or is not a ROI table.
+    """
     from napari_ozx.errors import TableError
     from napari_ozx.layers.tables import roi_shapes_layer_data
     from napari_ozx.ngff.read.open import open_ome_zarr
@@ -216,7 +285,7 @@ def table_layer_data(
         return roi_shapes_layer_data(data, img, kwargs, report)
 
 
-def _label_to_world(image: OmeImage, label: OmeImage) -> Transform | None:
+def label_to_world(image: OmeImage, label: OmeImage) -> Transform | None:
     """Where a label image of *image* is shown: its own coordinate systems when it has
     more than its intrinsic one, else the image's (0.6 "labels": without a transformation
     between them, the label image's intrinsic system "is usually understood to be the
@@ -348,9 +417,19 @@ def scene_layer_data(
     return out
 
 
+def _written_by_spatialdata(root: OmeZarr) -> bool:
+    """A SpatialData store, or one of its elements opened alone (its version
+    "0.5-dev-spatialdata")."""
+    meta = root.root.meta
+    return meta.kind == "spatialdata" or "spatialdata" in str(meta.declared_version or "")
+
+
 def warn_broken_rules(root: OmeZarr) -> None:
     """A file that breaks an OME-Zarr MUST but still reads gets one logged warning naming
-    the first broken rule (the plate and its wells, not every field's pyramid)."""
+    the first broken rule (the plate and its wells, not every field's pyramid). What
+    spatialdata writes in every store (``WRITTEN_BY_SPATIALDATA``: omero channels with
+    a label only, its transformations) is normal input there: not warned about
+    (``validate`` still reports it)."""
     from napari_ozx.ngff.validate.walk import validate_documents
     from napari_ozx.ozx.protocol import as_container
     from napari_ozx.ozx.remote.source import is_url
@@ -362,7 +441,16 @@ def warn_broken_rules(root: OmeZarr) -> None:
     except Exception:  # the check must never stop a read that worked
         logger.debug("rule check of %s failed", root.source, exc_info=True)
         return
-    errors = [(f.node, f.message, f.section, f.rule) for f in findings if f.severity == "error"]
+    normal: frozenset[str] = frozenset()
+    if _written_by_spatialdata(root):
+        from napari_ozx.ngff.validate.spatialdata import WRITTEN_BY_SPATIALDATA
+
+        normal = WRITTEN_BY_SPATIALDATA  # what spatialdata always writes: normal input
+    errors = [
+        (f.node, f.message, f.section, f.rule)
+        for f in findings
+        if f.severity == "error" and f.code not in normal
+    ]
     if root.zarr_format == 2 and as_container(root.store) is not None:
         from napari_ozx.ozx import rfc9
 
@@ -779,10 +867,21 @@ def overview_layer_data(ov: Overview, report: Report | None = None) -> list[Laye
         "metadata": src.to_metadata(),
     }
     points = np.array([(a[0], a[1]) for a in ann], dtype=float).reshape(-1, 2)
-    from napari_ozx.layers.tables import well_condition_points
+    if plate.kind == "plate" and _has_tables(plate):
+        from napari_ozx.layers.tables import well_condition_points
 
-    points = well_condition_points(ov, points, points_kw, report)
+        points = well_condition_points(ov, points, points_kw, report)
     return [(data, kw, kind), (points, points_kw, "points")]
+
+
+def _has_tables(plate: HcsPlate) -> bool:
+    """Whether the plate has a ``tables`` group, where a condition table would be (or
+    one that cannot be read, which the tables code reports); without one the plate opens
+    without importing the tables code or looking further."""
+    from napari_ozx.ngff.read.documents import join_path
+
+    (docs,) = plate.oz.read_docs([join_path(plate.path, "tables")], kind="ome-group")
+    return docs is not None
 
 
 def well_layer_data(

@@ -1,46 +1,19 @@
 """Save the rectangles of a napari Shapes layer as a ROI table of the image they were drawn
 over (Fractal / ngio table specification V1, ``tables/<name>``).
 
-:func:`save_roi_table` writes a ``roi_table`` as ngio 1.1 writes one with its default
-AnnData backend (:func:`napari_ozx.ngff.tables.write.roi_table_keys`, in the image's Zarr
-format: v2 for OME-Zarr 0.4, v3 for 0.5 / 0.6), so ngio reads it back with the same boxes:
+:func:`save_roi_table` writes a ``roi_table`` as ngio 1.1 writes one
+(:func:`napari_ozx.ngff.tables.write.roi_table_keys`, in the image's Zarr format), so ngio
+reads back the same boxes and napari-ozx reopens the same rectangles;
+:func:`roi_columns_from_shapes` computes its columns (corners through both layers'
+transforms to level-0 pixel edges, micrometres from the array origin, z from the stack or
+the features, names from the features). Committed by one
+:class:`~napari_ozx.layers.transaction.EditTransaction`, as
+:func:`~napari_ozx.layers.add_labels.add_labels_to_image` is; refused with one
+:class:`~napari_ozx.layers.transaction.SaveBackError` (not a Shapes layer, empty, a shape that
+is not an axis-aligned rectangle, an image not opened from a local file, an existing name
+without ``overwrite``). Only ROI tables are written from napari.
 
-* each rectangle's corners are taken to the world (the Shapes layer's own transform) and
-  into the image layer's level-0 pixels (its transform, the inverse of how napari-ozx
-  places an image); the table's micrometres are pixel *edges* from the array origin
-  (ngio's convention: pixel *i* spans i .. i + 1) where napari centres pixel *i* on i
-  (it spans i - 0.5 .. i + 0.5), so a corner at pixel coordinate ``c`` is the edge
-  ``c + 0.5``; any corner, on a pixel edge or between two, is saved as drawn, and
-  napari-ozx reopens the table as the same rectangles
-  (:func:`~napari_ozx.layers.tables.roi_shapes_layer_data`);
-* ``x_micrometer`` / ``len_x_micrometer`` (and y) are those pixels times the image's
-  level-0 pixel size, **relative to the array origin** (the image's OME translation is not
-  added: ngio ignores it when it maps a ROI to pixels), in the axes' own unit as ngio uses
-  it;
-* z: a 2D Shapes layer's rectangles cover the whole z stack (``z_micrometer`` 0,
-  ``len_z_micrometer`` the stack's depth), unless the layer's ``features`` carry finite
-  ``z_micrometer`` / ``len_z_micrometer`` (a layer read from a ROI table: its rows keep
-  their z); a rectangle of an nD layer covers the z plane it was drawn on. Without a z
-  axis, 0 and 1, as ngio writes a ROI without z;
-* the ROI names (the table's ``FieldIndex``) are the ``features``' ``name`` column, else
-  its ``index`` column, else ``ROI_0``, ``ROI_1`` ...; a repeated name gets ``_2``,
-  ``_3`` ...; ``x_micrometer_original`` / ``y_micrometer_original`` (stage positions) are
-  kept when the features have them.
-
-Atomic, through one :class:`~napari_ozx.layers.transaction.EditTransaction` (as
-:func:`~napari_ozx.layers.add_labels.add_labels_to_image`): the table's keys and the
-``tables`` group's document are staged; in a directory the table is built beside its
-place and renamed (an overwritten table swapped) in before the group document lists it;
-an ``.ozx`` is rebuilt beside itself, every other member copied byte for byte. A failure
-leaves the file as it was and nothing beside it.
-
-Refused with one :class:`~napari_ozx.layers.transaction.SaveBackError` (reason first, then
-the file or layer; nothing written): not a Shapes layer, an empty layer, a shape that is not
-a rectangle or whose rectangle is rotated against the image's pixel grid, an image layer
-not opened from a local OME-Zarr file, a table name that exists (unless ``overwrite``).
-
-Only ROI tables are written. Feature, masking ROI and condition tables are read-only in
-napari-ozx: they are shown, and carried over by ``convert``, but never written from napari.
+The pixel conventions: ``docs/design/tables.md``; the commit: ``docs/design/saving.md``.
 """
 
 from __future__ import annotations
@@ -94,12 +67,34 @@ def save_roi_table(
     *,
     overwrite: bool = False,
 ) -> Path:
-    """Write the rectangles of *shapes_layer* as a ROI table ``name`` (default: the
-    layer's name, made safe for a path) into the ``tables/`` of the image *image_layer*
-    was opened from (module doc). *image_layer* is the napari image layer opened by
-    napari-ozx (its :class:`LayerSource` names the file and image; its transform places
-    the rectangles). An existing table of that name is refused unless *overwrite*.
-    Returns the file written."""
+    """Write the rectangles of *shapes_layer* as a ROI table of the image *image_layer* shows.
+
+    The table goes into the ``tables/`` of the image *image_layer* was opened from, as ngio
+    writes a ROI table (see the module).
+
+    Parameters
+    ----------
+    shapes_layer : napari.layers.Shapes
+        Axis-aligned rectangles, drawn over the image.
+    image_layer : napari.layers.Image
+        The image layer opened by napari-ozx: its :class:`LayerSource` names the file and
+        image, its transform places the rectangles.
+    name : str, optional
+        The table's name (default: the layer's name, made safe for a path).
+    overwrite : bool, default False
+        Replace an existing table of that name (refused otherwise).
+
+    Returns
+    -------
+    pathlib.Path
+        The OME-Zarr file the table was written into.
+
+    Raises
+    ------
+    SaveBackError
+        Refused, nothing written: not a Shapes layer, an empty layer, a shape that is not
+        an axis-aligned rectangle, an image not opened from a local file, an existing name.
+    """
     sname = _layer_name(shapes_layer)
     if not (hasattr(shapes_layer, "shape_type") and hasattr(shapes_layer, "data")):
         raise SaveBackError(

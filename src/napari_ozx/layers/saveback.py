@@ -1,43 +1,19 @@
 """Save edited labels back into the file they came from, with one action.
 
-Only what changed is written:
+:func:`save_labels_back` writes only what changed: in a directory the changed level-0
+chunks (whole shards when sharded) and the lower levels' regions they cover, every other
+file untouched; an ``.ozx`` is rebuilt beside itself copying every unchanged member byte
+for byte in the kernel, then renamed onto the old one. The new bytes are staged in memory
+first (encoded directly for the direct reader's layouts, :mod:`napari_ozx.ngff.read.chunks`,
+else by zarr), lower levels taken from the staged level above by every n-th pixel, and
+only then committed by one :class:`~napari_ozx.layers.transaction.EditTransaction`
+(temporaries renamed into place; for an ``.ozx`` the unchanged members copied ahead while
+the chunks are encoded). Refused with one
+:class:`SaveBackError` naming the file and the reason, nothing written: a read-only
+target, a source changed since opened, non-integer labels, a shape or data type unlike
+the stored level 0, a channel axis.
 
-* **directory** — the changed storage chunks (whole shards when sharded: zarr rewrites a
-  shard to change a chunk of it) of level 0, and the regions of the lower pyramid levels
-  they cover. Every other file (all image chunks, untouched label chunks) keeps its
-  bytes and its mtime.
-* **.ozx** — a new archive beside the old one: every unchanged member is copied byte
-  for byte in the kernel (``os.copy_file_range``, ``pread``/``pwrite`` fallback) with its
-  recorded CRC-32, which is trusted only when the member is STORED and its local header
-  agrees with the central directory (name, method, CRC, sizes; else it is re-read and
-  re-checksummed). Its cost against a durable copy of the file (copy + fsync + rename)
-  is measured by ``benchmarks/bench_saveback.py`` and, inside napari through the menu
-  command, ``benchmarks/bench_saveback_napari.py`` (the README's table). The changed
-  label members are new; the metadata keeps RFC-9's ``zarr.json``-first order (the
-  :class:`~napari_ozx.ozx.writer.OzxWriter` enforces it) and the archive comment; the
-  new file is renamed onto the old one.
-
-How it stays atomic: the new chunk bytes are *staged* in memory first, the lower levels
-computed from the staged level above, and only then is anything written to disk. The
-staging encodes the changed chunks and shards itself (:class:`_Direct`: the bytes
-zarr-python writes, without its event loop; ~20 ms for a few strokes where zarr's partial
-shard writes took ~100 ms) for the layouts it reproduces exactly (the direct reader's,
-:mod:`napari_ozx.ngff.read.chunks`); anything else is encoded by zarr through
-:class:`_StagingStore` (reads the file, keeps writes to itself), as is everything when
-``NAPARI_OZX_FAST_PATHS=0``. The staged keys are then committed by one
-:class:`~napari_ozx.layers.transaction.EditTransaction`: for a directory each changed key
-goes to a temporary file beside it, all are flushed, then renamed into place (a full disk
-fails while writing the temporaries, which are removed: the original is untouched); for
-``.ozx`` the new archive is one temporary file renamed at the end, its unchanged members
-copied ahead while the chunks are encoded.
-
-The lower levels are recomputed by taking every 2nd (n-th) pixel: napari-ozx's label
-pyramids are written that way, and ``nearest`` never invents a label value.
-
-Refused, with one :class:`~napari_ozx.errors.OzxError` naming the file and the reason
-and nothing written: a read-only target, a source changed since it was opened (its
-array documents or the archive differ), labels that are not integers, a shape or data
-type that does not match the stored level 0, labels with a channel axis.
+Why, and what it costs (``benchmarks/bench_saveback.py``): ``docs/design/saving.md``.
 """
 
 from __future__ import annotations
@@ -160,10 +136,24 @@ def _staging_store(base: Store) -> Any:
 
 
 def save_labels_back(layer: Layer) -> Path:
-    """Write *layer*'s edits into the OME-Zarr it was opened from (see module doc).
+    """Write *layer*'s edits into the OME-Zarr it was opened from (see the module).
 
-    *layer* is a napari Labels layer (or anything with ``data`` and ``metadata``) whose
-    data is an :class:`EditableLabels`. Returns the file written.
+    Parameters
+    ----------
+    layer : napari.layers.Labels
+        A labels layer (or anything with ``data`` and ``metadata``) whose data is an
+        :class:`EditableLabels`.
+
+    Returns
+    -------
+    pathlib.Path
+        The OME-Zarr file the edits were written into.
+
+    Raises
+    ------
+    SaveBackError
+        Refused, nothing written: a read-only target, a source changed since it was
+        opened, labels that are not integers, a shape or data type unlike level 0.
     """
     data = layer.data
     meta = getattr(layer, "metadata", {}) or {}

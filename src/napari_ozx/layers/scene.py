@@ -1,19 +1,13 @@
 """Show an opened OME-Zarr 0.6 scene in another coordinate system.
 
-The layers of a scene (:func:`.reading.scene_layer_data`) carry the system they are
-placed in (``LayerSource.scene_system``). :func:`place_scene` moves them to another
-system of the same scene by changing only their transforms (``scale``, ``translate``,
-``affine``): the hierarchy's metadata is read again (documents only), no pixel is. An
-image that cannot reach the chosen system is shown in its own intrinsic system and
-reported, never drawn where its metadata does not put it.
-
-A SpatialData store's layers (each of them, images and labels included, names its store
-in its metadata, ``SPATIAL_KEY``) are a scene too: its coordinate systems are its
-elements', and a choice re-places images, labels, points and shapes through
-:func:`~napari_ozx.layers.spatial.placing.spatialdata_placements` (elements with no
-transformation to the system are hidden, named in one message).
-
-Qt-free: the scene dock (``_qt/scene.py``) and scripts call the same functions.
+A scene's layers (:func:`.reading.scene_layer_data`) carry the system they are placed in
+(``LayerSource.scene_system``). :func:`place_scene` moves them to another system of the
+scene by changing only their transforms (the metadata read again, no pixel): an image that
+cannot reach the chosen system stays in its intrinsic one, reported. A SpatialData store's
+layers (each names its store under ``SPATIAL_KEY``) are a scene too, re-placed through
+:func:`~napari_ozx.layers.spatial.placing.spatialdata_placements` (elements without a
+transformation to the system hidden, named in one message). Qt-free: the scene dock
+(``_qt/scene.py``) and scripts call the same functions.
 """
 
 from __future__ import annotations

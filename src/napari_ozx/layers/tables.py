@@ -1,37 +1,17 @@
 """Tables -> napari: ROI tables as Shapes layers, feature tables as labels ``features``.
 
-What the reader does with an image's tables (:mod:`napari_ozx.ngff.tables.read` lists and
-reads them):
+What the reader does with an image's tables (listed and read by
+:mod:`napari_ozx.ngff.tables.read`): each is listed in the image layer's metadata
+(:data:`TABLES_KEY`); a small one is read when the image opens, a larger one when asked
+for (:func:`napari_ozx.layers.reading.table_layer_data`). A ROI or masking ROI table becomes
+a 2D (y, x) Shapes layer (:func:`roi_shapes_layer_data`: one rectangle per ROI as the
+table has it, hidden above :data:`MANY_ROIS`); a feature table the ``features`` of the
+labels layer its ``region`` names; a plate's condition table the ``features`` of its wells
+layer (:func:`well_condition_points`). :func:`zoom_to_roi` and :func:`color_labels_by` act
+on a viewer. A table that cannot be read is one report; the rest still opens.
 
-* every table is listed in the image layer's metadata (:data:`TABLES_KEY`: name, type,
-  backend, rows, columns, region, and whether it was read);
-* a small table (at most :data:`~napari_ozx.ngff.tables.read.OPEN_MAX_ROWS` rows and
-  :data:`~napari_ozx.ngff.tables.read.OPEN_MAX_BYTES`) is read when the image opens; a larger
-  one is listed only and read when asked for
-  (:func:`napari_ozx.layers.reading.table_layer_data`);
-* a ROI or masking ROI table becomes a Shapes layer named after the table: one
-  rectangle per ROI, as the table has it (not snapped to pixels), edges coloured, faces
-  transparent, hidden when there are more than :data:`MANY_ROIS`; its ``features`` are
-  the ROI names (``name``; a masking ROI table's ``label`` values too) and the table's
-  columns;
-* a feature table becomes the ``features`` of the Labels layer its ``region`` names, with
-  napari's ``index`` column holding the label values, so hovering an object shows its
-  measurements (a SpatialData table gives each labels element only its own rows);
-* a table that cannot be read is one report naming the table and the reason; the image
-  and its other tables still open.
-
-**Rectangles in 3D.** napari draws a Shapes rectangle on the one plane its vertices lie
-in (napari 0.9 shows a shape only where the minimum *and* maximum of its coordinates
-along every non-displayed axis match the slider), so a box of several z planes cannot be
-one nD rectangle. The ROI layer is therefore 2D (y, x), with the image's y / x scale and
-translation: napari aligns a layer's axes with the viewer's last ones and shows a
-lower-dimensional layer at every position of the others, so each ROI's outline stays on
-screen while stepping z (and t). A ROI's z extent is in its ``features``
-(``z_micrometer`` ...) and its middle plane in the layer metadata, where
-:func:`zoom_to_roi` takes the slider. One rectangle per z plane was not chosen: a 3D masking
-table of 1,000 objects over 50 planes would be 50,000 shapes.
-
-Qt-free, and napari is not imported: the layer data are plain tuples.
+Qt-free, napari not imported (plain tuples). Why ROI layers are 2D:
+``docs/design/tables.md``.
 """
 
 from __future__ import annotations
@@ -413,6 +393,9 @@ def spatialdata_features(
 ) -> None:
     """A SpatialData store's tables on its labels elements (*labels*: element name ->
     its layer data): each element gets the rows of the tables that annotate it."""
+    from napari_ozx.layers.categories.colouring import add_uns_colors
+    from napari_ozx.ngff.tables.read import category_colors
+
     report = report or log_report
     source = str(root.source)
     try:
@@ -429,8 +412,11 @@ def spatialdata_features(
             continue
         try:
             table = read_table(root, info)
+            colours = category_colors(root, info)
             for region in targets:
                 _set_features(labels[region], labels_features(table, region))
+                for _data, kw, _kind in labels[region]:
+                    add_uns_colors(kw, colours)
         except TableError as e:
             _report_table(report, source, info, e.reason)
 
@@ -439,9 +425,27 @@ def spatialdata_features(
 
 
 def zoom_to_roi(viewer: Viewer, layer: Shapes, row: int | str, margin: float = 0.1) -> None:
-    """Centre *viewer* on ROI *row* (its position, or its name) of a ROI Shapes layer
-    made by napari-ozx, zoom so it fills the canvas but for *margin*, select it, and move
-    the z slider to the box's middle plane."""
+    """Centre *viewer* on one ROI of a ROI Shapes layer made by napari-ozx, and select it.
+
+    The camera zooms so the ROI fills the canvas but for *margin*, and the z slider moves to
+    the ROI's middle plane.
+
+    Parameters
+    ----------
+    viewer : napari.Viewer
+        The viewer showing *layer*.
+    layer : napari.layers.Shapes
+        A ROI layer made by napari-ozx (:func:`napari_ozx.table_layer_data` or the reader).
+    row : int or str
+        The ROI's position in the layer, or its name.
+    margin : float, default 0.1
+        The fraction of the canvas left around the ROI.
+
+    Raises
+    ------
+    OzxError
+        The layer has no such ROI.
+    """
     names = (
         [str(v) for v in np.asarray(layer.features["name"])]
         if "name" in getattr(layer, "features", {})
@@ -480,48 +484,50 @@ def zoom_to_roi(viewer: Viewer, layer: Shapes, row: int | str, margin: float = 0
 def color_labels_by(
     layer: Labels, column: str, colormap: str = "viridis", limits: tuple[float, float] | None = None
 ) -> dict[int, tuple[float, float, float, float]]:
-    """Colour a Labels layer's objects by one column of its ``features`` (a feature
-    table's measurement): each label value gets *colormap*'s colour of its value, scaled
-    between *limits* (default: the column's finite range); a categorical (text) column
-    gets one colour per category. Objects without a value (not in the table, or NaN) are
-    grey; the background (0) stays transparent. Returns the colours set (label value ->
-    RGBA), the layer's ``colormap`` becomes the matching ``DirectLabelColormap``."""
-    from napari.utils.colormaps import DirectLabelColormap, ensure_colormap
+    """Colour a Labels layer's objects by one column of its ``features``.
 
-    features = getattr(layer, "features", None)
-    if features is None or column not in features or "index" not in features:
+    :func:`napari_ozx.color_by` on a Labels layer: each label value gets *colormap*'s
+    colour of its value, scaled between *limits*; a categorical (text) column gets one
+    colour per category (the table's ``uns`` colours, else scanpy's palette). Objects without a
+    value (not in the table, or NaN) are grey; the background (0) stays transparent. The layer's
+    ``colormap`` becomes the matching ``DirectLabelColormap``.
+
+    Parameters
+    ----------
+    layer : napari.layers.Labels
+        A labels layer whose ``features`` hold a feature table's measurements (and napari's
+        ``index`` column of label values).
+    column : str
+        The feature to colour by.
+    colormap : str, default "viridis"
+        A napari colormap name.
+    limits : tuple of float, optional
+        The values mapped to the colormap's ends (default: the column's finite range).
+
+    Returns
+    -------
+    dict
+        The colours set: label value -> RGBA.
+
+    Raises
+    ------
+    OzxError
+        The layer has no such feature.
+    """
+    from napari_ozx.layers.categories.colouring import color_by, layer_kind
+
+    if layer_kind(layer) != "labels":
+        features = getattr(layer, "features", None)
         have = [str(c) for c in getattr(features, "columns", [])]
         raise OzxError(
             f"labels {getattr(layer, 'name', '?')!r} have no feature {column!r} to colour by "
             f"(features: {', '.join(have) or 'none'})"
         )
-    labels = np.asarray(features["index"])
-    raw = np.asarray(features[column])
-    if raw.dtype.kind in "biuf":
-        values = raw.astype(float)
-    else:  # categories: their order of first appearance
-        codes: dict[Any, int] = {}
-        values = np.array(
-            [
-                np.nan if v is None or v != v else float(codes.setdefault(v, len(codes)))
-                for v in raw.tolist()
-            ]
-        )
-    finite = values[np.isfinite(values)]
-    lo, hi = (
-        limits
-        if limits is not None
-        else ((float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
-    )
-    cmap = ensure_colormap(colormap)
-    scaled = np.clip((values - lo) / (hi - lo), 0, 1) if hi > lo else np.zeros_like(values)
-    colours: dict[int, tuple[float, float, float, float]] = {}
-    for label, value, x in zip(labels.tolist(), values.tolist(), scaled.tolist(), strict=True):
-        if int(label) == 0:
-            continue
-        rgba = cmap.map([x])[0] if np.isfinite(value) else (0.5, 0.5, 0.5, 1.0)
-        colours[int(label)] = tuple(float(c) for c in rgba)  # type: ignore[assignment]
-    color_dict: dict[Any, Any] = {None: (0.5, 0.5, 0.5, 1.0), 0: (0.0, 0.0, 0.0, 0.0)}
-    color_dict.update(colours)
-    layer.colormap = DirectLabelColormap(color_dict=color_dict)
-    return colours
+    color_by(layer, column, colormap=colormap, limits=limits)
+    labels = np.asarray(layer.features["index"]).astype(np.int64)
+    rgba = np.asarray(layer.colormap.map(labels), dtype=float)
+    return {
+        int(v): tuple(float(c) for c in rgba[i])  # type: ignore[misc]
+        for i, v in enumerate(labels.tolist())
+        if v != 0
+    }

@@ -1,19 +1,14 @@
-"""napari layer data -> :class:`~napari_ozx.ngff.write.writer.ImageSpec` / ``LabelsSpec``.
+"""napari layer data -> :class:`~napari_ozx.ngff.write.specs.ImageSpec` / ``LabelsSpec``.
 
-* Image layers that share shape, dtype and scale become **one** image with a channel
-  axis (napari shows each channel of an OME-Zarr image as its own layer), with channel
-  names, colours, contrast limits and visibility in ``omero``.
-* Label layers go under that image's ``labels/`` group; a single labels layer on its own
-  becomes a label image.
-* Lazy (dask) and multiscale layers are streamed shard by shard. A multiscale layer
-  napari-ozx opened keeps its pyramid: every level is written as stored, with its own
-  scale and translation relative to level 0 and the multiscale's ``type`` / ``metadata``
-  (:func:`stored_pyramid`, from the record the reader put in the layer's metadata), as
-  ``convert`` does; ``WriteOptions.rebuild_pyramid`` rebuilds it from level 0. Other
-  layers get the writer's own pyramid, built from level 0.
-
-Works on napari's layer data tuples ``(data, attributes, kind)``; imports neither napari
-nor Qt. The npe2 writer (``_writer.py``) adds the progress bar and remembered options.
+Image layers sharing shape, dtype and scale become **one** image with a channel axis
+(names, colours, contrast limits, visibility in ``omero``); label layers go under its
+``labels/`` (a lone labels layer becomes a label image); a rotate / shear / affine becomes
+the spec's ``to_world``. Lazy and multiscale layers are streamed shard by shard; a
+multiscale layer napari-ozx opened keeps its stored pyramid (:func:`stored_pyramid`, from
+the record the reader put in its metadata: levels, their scale and translation, the
+multiscale's ``type`` / ``metadata``) unless ``WriteOptions.rebuild_pyramid``; others get
+the writer's pyramid. Works on napari's ``(data, attributes, kind)`` tuples, without
+napari or Qt; the npe2 writer (``_writer.py``) adds progress and remembered options.
 """
 
 from __future__ import annotations

@@ -1,36 +1,17 @@
-"""ZIP central-directory reader for ``.ozx`` archives.
+"""ZIP central-directory reader for ``.ozx`` archives (PKWARE APPNOTE 6.3.x; no Zarr, no OME).
 
-This module knows the ZIP container format (PKWARE APPNOTE 6.3.x) and nothing about
-Zarr or OME. It turns the end of an archive into an in-memory :class:`ZipIndex`:
+:func:`read_zip_index` reads the file's tail once (:data:`TAIL_SIZE`), finds the end
+records (ZIP64 ones too) and parses the central directory into a :class:`ZipIndex` (from
+the tail, or with exactly one more read), vectorised with numpy when it is well formed.
+No count or size field is trusted before it is bounded by the file size: hostile files
+raise :class:`~napari_ozx.errors.ZipFormatError` or
+:class:`~napari_ozx.errors.UnsupportedZipFeature`, nothing else. :func:`read_local_header`
+finds where an entry's data starts and checks it against its central record.
 
-1. read the tail of the file once (:data:`TAIL_SIZE` bytes: room for the largest
-   possible archive comment, the ZIP64 locator and the ZIP64 end record, and usually the
-   whole central directory of a sharded ``.ozx``);
-2. find the End Of Central Directory record (EOCD) in it, then the ZIP64 locator and
-   ZIP64 EOCD record if present;
-3. parse the central directory from the tail buffer when it lies inside it, otherwise
-   with exactly one more read.
-
-Parsing is O(N) on a single buffer (no per-entry I/O): vectorised with numpy into a compact
-column table (:class:`_EntryTable`, ~60 bytes per entry; ``ZipEntry`` objects are built on
-demand) when the directory is well formed, record by record with ``CENTRAL_HEADER.unpack_from``
-otherwise (the precise error for a broken file comes from there). It never
-allocates from a count or size field that it has not first bounded by the file size, so
-hostile files raise :class:`~napari_ozx.errors.ZipFormatError` (corrupt) or
-:class:`~napari_ozx.errors.UnsupportedZipFeature` (valid but refused), never anything else.
-
-The local file header of an entry may carry a different name/extra length than its central
-directory record, so where an entry's data starts is only known after reading its 30-byte
-local header: :func:`read_local_header` does that, and checks the local header against the
-central record (the store caches the result; the validator reports its errors).
-
-Record layouts (struct formats, signatures, flags, method numbers) live in
-:mod:`napari_ozx.ozx.records`; this module only decides what a sequence of records means.
-
-Byte sources are :class:`RangeReader` objects: :class:`FileRangeReader` (``os.pread`` on a
-file descriptor: lock-free, thread-safe, one syscall per read) and
-:class:`FileObjRangeReader` (any seekable binary file-like object, e.g. an fsspec file;
-seek+read under a lock).
+Byte sources are :class:`RangeReader` objects: :class:`FileRangeReader` (``os.pread``,
+lock-free) and :class:`FileObjRangeReader` (any seekable file object, under a lock).
+Record layouts are :mod:`napari_ozx.ozx.records`'; design notes in
+``docs/design/ozx-container.md``.
 """
 
 from __future__ import annotations

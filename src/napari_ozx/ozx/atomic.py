@@ -1,27 +1,14 @@
 """Leave nothing behind: temporary ``.partial`` names, their locks, and an atomic swap.
 
 Every save writes beside its target under a hidden ``.<target>.<random>.partial`` name
-(a file for ``.ozx``, a directory for OME-Zarr folders) and renames it onto the target
-when complete. A writer that is killed (SIGKILL, power loss) cannot clean up, so:
-
-* the writer holds an exclusive ``flock`` on its partial for as long as it lives
-  (:func:`hold`); the kernel drops it when the process dies;
-* the next save to the same target removes every partial whose lock it can take
-  (:func:`remove_stale_partials`): those belong to dead writers. A live writer's lock is
-  held, so its partial is left alone, whichever process it runs in.
-
-Replacing a directory cannot be one ``rename`` (POSIX renames onto empty directories
-only). :func:`swap_directory` uses Linux ``renameat2(RENAME_EXCHANGE)``, which swaps two
-names atomically: the target name always holds a complete copy, old or new, and two
-concurrent saves each swap their own copy in (the last one wins, neither is lost).
-Elsewhere it falls back to two renames, and a process dying between them leaves the old
-copy under a hidden ``.old`` name that :func:`recover_directory` puts back at the next
-save or open.
-
-Files inside a directory hierarchy (a labels group's document, a save-back's changed
-chunks) are replaced by :func:`replace_files`: every new content goes to a temporary
-file beside its destination, all are flushed to disk, and only then renamed into place
-(a full disk fails while writing the temporaries, which are removed: nothing changed).
+(:func:`create_partial`, the one place one is made) and renames it onto the target when
+complete. The writer holds an exclusive ``flock`` on it (:func:`hold`), so the next save
+removes only dead writers' partials (:func:`remove_stale_partials`).
+:func:`swap_directory` replaces a directory atomically (Linux ``renameat2`` exchange; two
+renames elsewhere, :func:`recover_directory` repairing a crash between them), and
+:func:`replace_files` replaces files inside a hierarchy (temporaries beside their
+destinations, flushed, then renamed). Why it is built this way:
+``docs/design/ozx-container.md``.
 """
 
 from __future__ import annotations

@@ -18,6 +18,25 @@ Severity = Literal["error", "warning", "info"]
 
 @dataclass(frozen=True, slots=True)
 class Finding:
+    """One finding of a validator (RFC-9 / ZIP, or the OME-Zarr rules).
+
+    Parameters
+    ----------
+    severity : {"error", "warning", "info"}
+        ``error``: a MUST broken or unsafe content; ``warning``: a SHOULD not followed;
+        ``info``: a summary.
+    code : str
+        The finding's code (``zip64-missing``, ``ome-namespace`` ...).
+    message : str
+        What was found.
+    member : str, optional
+        Where: an archive member, or a hierarchy node ("/": the root).
+    rule : str, optional
+        The rule, quoted.
+    section : str, optional
+        Where the rule is stated (the OME-Zarr rules).
+    """
+
     severity: Severity
     code: str
     message: str  #: what was found

@@ -1,22 +1,14 @@
-"""``MemberReader``: the bytes of an ``.ozx`` archive's members, checked.
+"""``MemberReader``: the bytes of an ``.ozx`` archive's members, checked (no zarr).
 
-:class:`~napari_ozx.ozx.store.OzxStore` is the zarr store interface; reading a member is
-this module's, through one :class:`~napari_ozx.ozx._zip.RangeReader`:
-
-* locating a member's data: its local header is read once (30 bytes + name + extra) and
-  the data offset cached, so a STORED member's byte range is one ``pread``;
-* refusing what cannot be read: encrypted members, compression methods other than STORED
-  and DEFLATED (:class:`~napari_ozx.errors.UnsupportedZipFeature`);
-* CRC-32 checks: whole reads of STORED members up to ``verify_crc_max`` bytes, and, with
-  ``verify_members``, the whole member once before the first range of it is served
-  (one sequential pass in :data:`VERIFY_BLOCK` pieces, remembered per member);
-* inflating DEFLATED members whole, within the inflate limits (the global cap, the
-  per-array caps set by :meth:`MemberReader.limit_inflate`, deflate's own maximum ratio),
-  CRC-checked and kept in a byte-bounded LRU.
-
-:class:`MemberChecks` is what the readers of one parsed archive share (a store and its
-clones): the members whose CRC-32 was checked, and the per-array inflate limits.
-Nothing here knows zarr: a byte range comes in as a function of the member's size.
+:class:`MemberReader` reads members through one :class:`~napari_ozx.ozx._zip.RangeReader`
+for :class:`~napari_ozx.ozx.store.OzxStore`: a member's local header read once and its data
+offset cached (a STORED range is one ``pread``); encrypted members and methods other than
+STORED / DEFLATED refused (:class:`~napari_ozx.errors.UnsupportedZipFeature`); CRC-32 on
+whole reads up to ``verify_crc_max`` and, with ``verify_members``, of the whole member once
+before its first range (in :data:`VERIFY_BLOCK` pieces); DEFLATED members inflated whole
+within the inflate limits (global, per array: :meth:`MemberReader.limit_inflate`,
+deflate's maximum ratio), checked and kept in a byte-bounded LRU. :class:`MemberChecks` is
+what a store and its clones share: members checked, per-array limits.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """The process's long-lived thread pools, one per purpose, made on first use.
 
 Remote reads (``ozx-io``, ``ozx-ahead``), their planning (``ozx-browse``), chunk decoding
-(``ozx-decode``) and local-header reads (``ozx-member``) each have their own pool, so one
-kind of work never queues behind another (a read napari waits for never waits for
-read-ahead). Threads are named after their pool: a pool's own thread must not wait on a
-job of the same pool (see :func:`in_pool`).
-
-The request pools (:func:`light_pool`) hand out no ``Future`` per job: a remote plane sends
-dozens of requests at once, and each ``Future`` (with its ``Condition``) is a dozen
-objects for the garbage collector. Their bursts drove a young-generation collection
-every ~100 ms of a remote browse, which brought forward the full collection of napari's
-heap (~200 ms, every thread stopped) that a local browse does not meet.
-
-:class:`Later` (``ozx-later``, one thread) calls a function a moment from now, the latest
-per key: read-ahead waits there until napari has drawn the plane it has just read.
+(``ozx-decode``) and local-header reads (``ozx-member``) each have their own pool
+(:func:`shared_pool`), so one kind of work never queues behind another; a pool's own
+thread must not wait on a job of the same pool (:func:`in_pool`). The request pools
+(:func:`light_pool`, :class:`LightPool`) hand out no ``Future`` per job: fewer objects for
+the garbage collector while browsing. :class:`Later` (:func:`later`, one thread) calls the
+latest function per key a moment from now: read-ahead waits there until napari has drawn.
+Why no futures: ``docs/design/reading.md``.
 """
 
 from __future__ import annotations

@@ -1,34 +1,15 @@
 """ZIP record layouts (PKWARE APPNOTE 6.3.x): one definition of every record ``.ozx`` uses.
 
-Each record has its signature, its :class:`struct.Struct` (which fixes the size), a
+Each record has its signature, its :class:`struct.Struct` (:data:`LOCAL_HEADER` 4.3.7,
+:data:`CENTRAL_HEADER` 4.3.12, :data:`EXTRA_HEADER` 4.5.3, :data:`ZIP64_EOCD` 4.3.14,
+:data:`ZIP64_LOCATOR` 4.3.15, :data:`EOCD` 4.3.16, :data:`DATA_DESCRIPTOR` 4.3.9), a
 :class:`~typing.NamedTuple` naming its fields, and a ``pack_*`` / ``unpack_*`` pair (the
-ZIP64 extra field: :func:`pack_zip64_extra` / :func:`read_zip64_extra`, which resolves the
-saturated fields it stands in for):
-
-=================================  =======================  ===============
-record                             struct                   APPNOTE section
-=================================  =======================  ===============
-local file header                  :data:`LOCAL_HEADER`     4.3.7
-central directory header           :data:`CENTRAL_HEADER`   4.3.12
-ZIP64 extended information extra   :data:`EXTRA_HEADER`     4.5.3
-ZIP64 end of central directory     :data:`ZIP64_EOCD`       4.3.14
-ZIP64 end of central dir. locator  :data:`ZIP64_LOCATOR`    4.3.15
-end of central directory (EOCD)    :data:`EOCD`             4.3.16
-data descriptor                    :data:`DATA_DESCRIPTOR`  4.3.9
-=================================  =======================  ===============
-
-The parser (:mod:`._zip`), the writer (:mod:`.writer`), the validator (:mod:`.validate`)
-and the tests' hand-made archives all take the layouts from here. The ``pack_*`` functions
-always can emit the ZIP64 forms (the writer always does, RFC-9); ``zip64=False`` exists for
-building the archives other tools write.
-
-The parser's central-directory loop calls ``CENTRAL_HEADER.unpack_from`` directly instead
-of :func:`unpack_central_header`: building a named tuple per record costs several times
-the plain unpack, and that loop is the whole cost of opening a large archive.
-Everything else uses the named forms.
-
-This module knows bytes only: no Zarr, no OME, no file I/O. Errors about the content of a
-record raise :class:`~napari_ozx.errors.ZipFormatError`.
+ZIP64 extra: :func:`pack_zip64_extra` / :func:`read_zip64_extra`). The parser, the writer,
+the validator and the tests' hand-made archives all take the layouts from here;
+``zip64=False`` builds the archives other tools write. The parser's hot loop uses
+``CENTRAL_HEADER.unpack_from`` directly (a named tuple per record costs several times
+more). Bytes only: no Zarr, no OME, no I/O; a bad record raises
+:class:`~napari_ozx.errors.ZipFormatError`.
 """
 
 from __future__ import annotations

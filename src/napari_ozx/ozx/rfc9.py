@@ -1,23 +1,14 @@
 """RFC-9 (zipped OME-Zarr, ``.ozx``): the rules, once, for the writer and the validator.
 
-Each rule is a :class:`Rule` carrying the exact MUST / SHALL NOT / SHOULD sentence of
-RFC-9 ("Single-file OME-Zarr" > "OME-Zarr zip files", as amended into the OME-Zarr
-specification) and the numbered item it is. The writer (:mod:`.writer`,
-:mod:`.write_store`) follows them and cites them in the errors it raises; the validator
-(:mod:`.validate`) maps its finding codes onto them and judges archives with the same
-predicates defined here:
-
-* entry names: :func:`name_problems` (the writer refuses every problem, the validator
-  reports the unsafe ones), :func:`is_nested_archive_name`;
-* entry order: :func:`is_metadata_name`, :func:`metadata_sort_key` (what the writer
-  sorts by) and :func:`order_problem` (what the validator checks);
-* the archive comment: :func:`archive_comment` / :func:`comment_version`;
-* ZIP64 and STORED: :data:`WRITE_ZIP64`, :data:`WRITE_METHOD`, :func:`is_compressed`;
-* file names: :func:`has_ozx_extension` (:data:`EXTENSION`) and, for every layer that
-  tells an archive from a directory by its name, :data:`ARCHIVE_SUFFIXES` /
-  :func:`is_archive_name`.
-
-No Zarr, no I/O: importing this module is cheap.
+Each rule is a :class:`Rule` carrying its exact MUST / SHALL NOT / SHOULD sentence of RFC-9
+("Single-file OME-Zarr" > "OME-Zarr zip files") and its item. The writer follows and cites
+them; the validator judges archives with the same predicates: entry names
+(:func:`name_problems`, :func:`is_nested_archive_name`), entry order
+(:func:`is_metadata_name`, :func:`metadata_sort_key`, :func:`order_problem`), the archive
+comment (:func:`archive_comment`, :func:`comment_version`), ZIP64 and STORED
+(:data:`WRITE_ZIP64`, :data:`WRITE_METHOD`, :func:`is_compressed`), and file names
+(:func:`has_ozx_extension`, :data:`ARCHIVE_SUFFIXES` / :func:`is_archive_name`, for every
+layer that tells an archive from a directory). No Zarr, no I/O.
 """
 
 from __future__ import annotations

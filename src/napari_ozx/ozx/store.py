@@ -1,49 +1,16 @@
 """``OzxStore``: a read-only zarr-python 3 store over a single-file ``.ozx`` (RFC-9) archive.
 
-Why not ``zarr.storage.ZipStore``
----------------------------------
-zarr's ``ZipStore`` wraps :mod:`zipfile`: every ``get`` takes one store-wide lock, re-opens
-the member (re-reading its local header), and serves a byte range by seeking inside a
-``ZipExtFile`` (for deflated members that means decompressing from the start); ``list_dir``
-and ``list_prefix`` scan every name (O(N) per call) and the archive comment is not exposed.
-Sharded arrays, whose reads are "suffix of the shard for its index, then a range per inner
-chunk", hit all of this on every tile.
+The central directory is parsed once (``_zip.read_zip_index``) into ``name -> entry``; a
+STORED member's byte range is one ``os.pread`` (no lock, no seek), listing is a sorted key
+list, deflated members are inflated whole and kept in a small LRU. Local reads run inline
+in zarr's event loop; file objects of unknown kind (remote) go through threads
+(``threaded_io``). CRC-32: whole small members on read, and each member of a local archive
+once before its first partial read (``verify_members``); remote archives skip the latter.
 
-``OzxStore`` parses the central directory once (``_zip.read_zip_index``) into
-``name -> entry``; the data offset of each member is found once (one 30-byte local header
-read) and cached. A STORED member's byte range is then exactly one ``os.pread`` at
-``data offset + start``: no lock, no seek, thread-safe. Listing comes from a sorted key list
-(``bisect`` for prefixes) and a lazily built directory map. Deflated members (allowed by
-RFC-9, not recommended) are inflated whole with bomb and CRC-32 checks and kept in a small
-byte-bounded LRU.
-
-Against zarr's ``LocalStore`` on the same data as a directory and ``zarr.storage.ZipStore``
-on the same archive: ``benchmarks/bench_store.py`` (numbers in the README, not here).
-``.ozx`` tiles cost less than the directory's (one pread instead of an ``open`` +
-``seek`` + ``read`` + ``close`` per request) and far less than ``ZipStore``'s.
-
-Async vs threads: for local files the ``async`` methods do the ``pread`` inline: a
-page-cache pread costs far less than ``asyncio.to_thread``'s thread hop and future, and
-whole tile and plane reads measured no faster through threads. Reads from cold storage
-block zarr's event loop for the duration of the read (zarr runs that loop on its own
-thread, so only other zarr I/O waits).
-File objects of unknown kind (fsspec/remote files) default to ``to_thread``
-(``threaded_io``), because there one read can take milliseconds.
-
-CRC checks: deflated members are always verified (they are inflated whole anyway). STORED
-members are verified on whole-member reads of at most ``verify_crc_max`` bytes (default
-1 MiB: ``zarr.json`` documents and small chunks). Partial reads (shard index, inner chunks)
-of a local archive verify the whole member's CRC-32 the first time any part of it is read
-(``verify_members``, one sequential pass, remembered per member): third-party shards
-whose codec carries no checksum (zstd without the checksum flag, blosc, raw) would
-otherwise show a flipped bit as wrong pixels. The first tile of each shard pays for
-reading the shard once (page-cache speed; see ``benchmarks/bench_store.py``); later
-tiles pay nothing. Remote archives skip it by default: it would download whole shards.
-
-This class is the zarr store interface. Reading a member (data offsets, refusing what
-cannot be read, CRC checks, inflating within the inflate limits) is
+Reading a member (data offsets, refusals, CRC checks, inflate limits) is
 :class:`~napari_ozx.ozx.members.MemberReader`'s; telling a missing key from a corrupted
-member name is :class:`~napari_ozx.ozx.lookalikes.MissingKeys`'.
+member name is :class:`~napari_ozx.ozx.lookalikes.MissingKeys`'. Why not zarr's
+``ZipStore``, and the costs measured: ``docs/design/ozx-container.md``.
 """
 
 from __future__ import annotations

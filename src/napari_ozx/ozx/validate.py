@@ -1,23 +1,13 @@
 """RFC-9 (zipped OME-Zarr, ``.ozx``) conformance findings.
 
 :func:`validate` reads an archive's end records and central directory (raising
-:class:`~napari_ozx.errors.ZipFormatError` when that is impossible: the CLI maps this to
-exit status 2), then reports every problem it finds as a :class:`Finding`:
-
-* ``error``: a MUST / SHALL NOT of RFC-9 is broken, or the archive is unsafe or corrupt
-  (duplicate or escaping names, encryption, CRC mismatches, overlapping members...);
-* ``warning``: a SHOULD of RFC-9 is not followed (ZIP64 end records, STORED entries,
-  sharding, zarr.json order, archive comment, ``.ozx`` name...), or a harmless oddity;
-* ``info``: a summary.
-
-Each finding quotes the rule it is about (:attr:`Finding.rule`). The RFC-9 rules, their
-exact text and the predicates that judge them (entry names, ``zarr.json`` order, archive
-comment, extension, STORED) are :mod:`napari_ozx.ozx.rfc9`'s, the same the writer obeys;
-:data:`CHECKS` only maps finding codes to a severity and a rule. ZIP records are read
-through :mod:`napari_ozx.ozx._zip` (one local-header check: ``read_local_header``) and
-:mod:`napari_ozx.ozx.records`. Member-level findings of
-one code are capped at :data:`MAX_PER_CODE` (a summary finding counts the rest) so a broken
-100k-entry archive yields a readable report.
+:class:`~napari_ozx.errors.ZipFormatError` when it cannot: the CLI's exit status 2) and
+reports every problem as a :class:`Finding`: ``error`` (a MUST broken, or unsafe or corrupt
+content), ``warning`` (a SHOULD not followed, or a harmless oddity), ``info`` (a summary).
+Each finding quotes its rule; the rules and predicates are :mod:`napari_ozx.ozx.rfc9`'s,
+the ones the writer obeys, and :data:`CHECKS` maps finding codes to a severity and a rule.
+Member-level findings of one code are capped at :data:`MAX_PER_CODE`, so a broken
+100k-entry archive still gives a readable report.
 """
 
 from __future__ import annotations
@@ -165,8 +155,21 @@ RULES: dict[str, tuple[Severity, str]] = {
 
 @dataclass
 class ValidationReport:
-    """The findings of a validation (:func:`validate_rfc9`, or
-    :func:`napari_ozx.validate`: the OME-Zarr rules and the container)."""
+    """The findings of a validation (:func:`validate_rfc9`, or :func:`napari_ozx.validate`:
+    the OME-Zarr rules and the container); :attr:`ok` when nothing fails.
+
+    Parameters
+    ----------
+    findings : list of Finding, optional
+        Every finding, in the order found.
+    source : str, optional
+        What was validated.
+    deep : bool, default False
+        Whether every member's CRC-32 was checked.
+    strict_codes : frozenset of str, optional
+        Warnings with these codes fail :attr:`ok` too (``strict``: the SHOULDs the strict
+        schemas require, :data:`napari_ozx.ngff.validate.rules.STRICT_CODES`).
+    """
 
     findings: list[Finding] = field(default_factory=list)
     source: str | None = None
@@ -311,14 +314,27 @@ def _head_bytes(reader: RangeReader, entry: ZipEntry, local: LocalExtent, n: int
 def validate_rfc9(
     source: str | os.PathLike[str] | OzxStore | BinaryFile, *, deep: bool = False
 ) -> ValidationReport:
-    """Check an ``.ozx`` archive against RFC-9 (the container only; the OME-Zarr rules
-    too: :func:`napari_ozx.validate`).
+    """Check an ``.ozx`` archive against RFC-9 (the container only).
 
-    ``source`` is a path, an :class:`~napari_ozx.ozx.store.OzxStore` or a binary file-like
-    object. ``deep=True`` also verifies the CRC-32 of every member (reads the whole file);
-    otherwise only the zarr.json documents are read in full.
+    The OME-Zarr rules too: :func:`napari_ozx.validate`.
 
-    Raises :class:`ZipFormatError` if the archive cannot be parsed at all.
+    Parameters
+    ----------
+    source : str, os.PathLike, OzxStore or binary file object
+        The archive.
+    deep : bool, default False
+        Also verify every member's CRC-32 (reads the whole file); otherwise only the
+        ``zarr.json`` documents are read in full.
+
+    Returns
+    -------
+    ValidationReport
+        Every finding, each quoting its RFC-9 rule.
+
+    Raises
+    ------
+    ZipFormatError
+        The archive cannot be parsed at all.
     """
     reader, index, label, path, owned = _open(source)
     try:

@@ -1,32 +1,15 @@
 """``OzxWriteStore``: a write-only, append-only zarr-python 3 store streaming into a new ``.ozx``.
 
-A :class:`zarr.abc.store.Store` over an :class:`~napari_ozx.ozx.writer.OzxWriter`, so
-that ``zarr.create_group``/``zarr.create_array`` with ``shards=...`` and whole-shard
-writes (``arr[...] = data``, ``dask.array.store``, ``da.to_zarr`` with dask chunks
-aligned to shards) stream each shard into the archive exactly once. Metadata documents
-are kept in memory (and may be rewritten) until the first data entry arrives; then they
-are written, sorted (:func:`~napari_ozx.ozx.rfc9.metadata_sort_key`), as the first
-entries.
-
-Typical use::
-
-    with OzxWriteStore("image.ozx") as store:          # commits on success
-        root = zarr.create_group(store=store, attributes={"ome": {...}})
-        arr = root.create_array("0", shape=..., chunks=..., shards=..., ...)
-        # ... create every group/array and set all attributes first ...
-        arr[...] = data                                # whole shards, each written once
-    # an exception inside the block aborts: no file is created or replaced
-
-Metadata must be complete before data is written: a ``zarr.json`` that is created or
-changed after the first data entry raises :class:`~napari_ozx.ozx.writer.OzxOrderError`
-(unless ``strict_order=False``, which appends it out of RFC-9 order; changing an already
-written document is never possible).
-
-What zarr's generic store contract asks and an append-only archive cannot give (a
-second write of a data key, deleting written keys, ``clear``) raises
+A :class:`zarr.abc.store.Store` over an :class:`~napari_ozx.ozx.writer.OzxWriter`: whole-shard
+writes (``arr[...] = data``, ``dask.array.store``) stream each shard into the archive once.
+Metadata documents stay in memory until the first data entry, then are written first,
+sorted (:func:`~napari_ozx.ozx.rfc9.metadata_sort_key`); a ``zarr.json`` created or changed
+later raises :class:`~napari_ozx.ozx.writer.OzxOrderError` (unless ``strict_order=False``).
+What an append-only archive cannot do (rewrite a data key, delete, ``clear``) raises
 :class:`~napari_ozx.ozx.writer.DuplicateEntryError` / ``OzxOrderError``;
-``tests/test_store_conformance.py`` runs zarr's ``StoreTests`` against this store and
-states, test by test, which of those it refuses and why.
+``tests/ozx/test_store_conformance.py`` runs zarr's ``StoreTests`` and says which it
+refuses and why. Use it as a context manager: it commits on success, and an exception
+inside the block creates or replaces nothing.
 """
 
 from __future__ import annotations

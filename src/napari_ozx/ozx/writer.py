@@ -1,40 +1,14 @@
 """Stream an OME-Zarr hierarchy into a new single-file ``.ozx`` (RFC-9): :class:`OzxWriter`.
 
-A small, self-contained, append-only ZIP writer that produces archives meeting every
-MUST and SHOULD of RFC-9 (zipped OME-Zarr); the rules themselves, with their quoted
-text, are in :mod:`napari_ozx.ozx.rfc9` and the record layouts in
-:mod:`napari_ozx.ozx.records`:
-
-* every entry is STORED (Zarr codecs already compress; :data:`~.rfc9.STORED`), CRC-32
-  in the local header, never a data descriptor (general-purpose flag bit 3 is never set);
-* ZIP64 **always** (:data:`~.rfc9.ZIP64`): a ZIP64 extended-information extra field in
-  every local and central header, plus the ZIP64 end of central directory record and
-  locator before the classic end record, whatever the archive size;
-* all ``zarr.json`` entries come first, root first then breadth-first, in the local
-  entry order **and** in the central directory (:data:`~.rfc9.ORDER`); other entries
-  follow in write order;
-* the archive comment defaults to ``{"ome":{"version":"0.5"}}`` (:data:`~.rfc9.COMMENT`);
-* no duplicate names, no absolute names, no ``..``, no backslashes, no nested ``.ozx``
-  (:func:`~.rfc9.name_problems`);
-* the archive is written to a hidden temporary file beside the target and renamed onto
-  it (:func:`os.replace`) only once complete, so a failed or cancelled save leaves an
-  existing file untouched and never a half-written file under the target name.
-
-Entries can be added from many threads at once: the CRC-32 is computed outside any
-lock, the lock only reserves the byte range at the end of the file, and the bytes are
-written with :func:`os.pwrite` outside the lock (platforms without ``pwrite`` write
-under a separate I/O lock).
-
-The zarr store over this writer is :class:`~napari_ozx.ozx.write_store.OzxWriteStore`;
-this module does not import zarr.
-
-Why not ``zarr.storage.ZipStore``? It delegates to :mod:`zipfile`, which writes ZIP64
-records only when the archive needs them (RFC-9 asks for ZIP64 irrespective of size),
-cannot order entries (``zarr.json`` files land wherever zarr happens to write them), has
-no way to overwrite or delete, so every rewrite of a key appends a *duplicate* entry (a
-partial-shard write rewrites the whole shard: bioio-ome-zarr produced a 9.1 GB file for
-88 MB of data that way), serialises every read and write on one global lock, and gives
-no control over the archive comment.
+An append-only ZIP writer meeting every MUST and SHOULD of RFC-9: every entry STORED with
+its CRC-32 in the local header (no data descriptor), ZIP64 always, all ``zarr.json``
+entries first (root, then breadth-first), the archive comment, safe unique names. The
+rules and their quoted text are :mod:`napari_ozx.ozx.rfc9`'s, the record layouts
+:mod:`napari_ozx.ozx.records`'. The archive goes to a hidden temporary file beside the
+target, renamed onto it only once complete. Entries may be added from many threads
+(``pwrite`` outside the lock). The zarr store over it is
+:class:`~napari_ozx.ozx.write_store.OzxWriteStore`; this module does not import zarr.
+Why not zarr's ``ZipStore``: ``docs/design/ozx-container.md``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``convert`` keeps bioformats2raw's OME-XML when it keeps the images (into a directory
-or an ``.ozx``), and says so once when it cannot (issue 41 item 6; OME-Zarr 0.5
+or an ``.ozx``), and says so once when it cannot (OME-Zarr 0.5
 §"bioformats2raw.layout")."""
 
 from __future__ import annotations

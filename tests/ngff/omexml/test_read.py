@@ -1,4 +1,4 @@
-"""bioformats2raw's OME-XML read (issue 41 items 1, 2, 3, 7): bounded, filling what the
+"""bioformats2raw's OME-XML read: bounded, filling what the
 multiscales lack, series told apart, bad and hostile XML refused with one message.
 
 The fixtures in ``data/`` were written by ome-types, yaozarrs and ome-zarr-py
@@ -35,7 +35,7 @@ def _layers(path: Path) -> list:
     return read_layer_data(str(path))
 
 
-# ----------------------------------------------------------------- item 2: fill
+# ------------------------------------------ what the XML fills in the multiscales
 
 
 def test_xml_fills_what_a_04_image_lacks() -> None:
@@ -81,7 +81,7 @@ def test_units_and_colours_map_to_ome_zarr() -> None:
     assert rgba_color(0x00FF00FF) == "00FF00"
 
 
-# --------------------------------------------------------------- item 3: series
+# ------------------------------------------------------- series told apart
 
 
 def test_series_are_told_apart_by_their_xml_names() -> None:
@@ -110,7 +110,7 @@ def test_series_without_xml_are_named_by_their_path(
     assert not [r for r in caplog.records if r.name == LOGGER]  # no XML: nothing to say
 
 
-# -------------------------------------------------------------- item 1: bounded
+# ------------------------------------------------------ bounded reads
 
 
 def test_a_huge_xml_is_read_only_to_its_last_image(tmp_path: Path) -> None:
@@ -173,7 +173,7 @@ def test_xml_read_from_an_ozx_member(tmp_path: Path) -> None:
             assert [im.ome_xml.image.name for im in root.images()] == ["Embryo 1", "Embryo 2"]
 
 
-# --------------------------------------------------------- item 7: bad, hostile
+# ------------------------------------------------------ bad and hostile XML
 
 
 def _xml() -> bytes:

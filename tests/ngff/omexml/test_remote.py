@@ -1,5 +1,5 @@
 """A remote bioformats2raw file's OME-XML is read in ranges, only up to its last
-``Image`` (issue 41 item 1): a 20 MB XML costs the open a few MiB, not 20."""
+``Image``: a 20 MB XML costs the open a few MiB, not 20."""
 
 from __future__ import annotations
 

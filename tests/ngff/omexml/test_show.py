@@ -1,5 +1,5 @@
-"""What the XML says, shown (issue 41 item 5) and a plate's fields placed by their
-``WellSample`` positions (item 4)."""
+"""What the XML says, shown (names, dates, wavelengths, each with its source), and a
+plate's fields placed by their ``WellSample`` positions."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_info_finds_annotations_at_the_end_of_a_huge_xml(tmp_path: Path) -> None
     assert [a["id"] for a in xml["annotations"]] == ["Annotation:0", "Annotation:1"]
 
 
-# ---------------------------------------------------------------------- item 4
+# ------------------------------------------------ fields at their WellSample positions
 
 
 def test_plate_fields_are_placed_by_their_well_sample_positions() -> None:

@@ -1,5 +1,5 @@
-"""``validate`` checks bioformats2raw's rules about ``OME/METADATA.ome.xml`` (issue 41
-item 6), quoting OME-Zarr 0.4/0.5 §bf2raw "Details"."""
+"""``validate`` checks bioformats2raw's rules about ``OME/METADATA.ome.xml``,
+quoting OME-Zarr 0.4/0.5 §bf2raw "Details"."""
 
 from __future__ import annotations
 

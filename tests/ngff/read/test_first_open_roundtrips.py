@@ -1,7 +1,7 @@
 """A remote first open costs the round trips its dependencies need, no more: the archive's
 index and metadata in one (no HEAD first), the shard indexes and thumbnails napari's
 first slices read fetched while napari makes its layers, and a new view of one channel
-bringing the other channels' (issue 43, item 6).
+bringing the other channels'.
 
 Structure, not time: a local HTTP server (tests/_support/httpserver.py) answers every
 request after a latency and logs when it answered; a request that started only after

@@ -202,18 +202,18 @@ def test_dask_chunks_follow_zarr_chunks(tmp_path):
 
 
 def test_a_tile_of_a_large_dask_chunk_reads_only_its_inner_chunks(tmp_path, monkeypatch):
-    from napari_ozx.ngff.read import fastread
+    from napari_ozx.ngff.read.chunks import ChunkLayout
 
     data = RNG.integers(0, 9, (1, 2, 1024, 1024), dtype=np.uint16)
     write_image(tmp_path / "big.zarr", data, levels=1, chunks=(1, 1, 256, 256))
     decoded = []
-    orig = fastread.FastReader._decode
+    orig = ChunkLayout.decode
 
     def spy(self, raw):
         decoded.append(len(raw))
         return orig(self, raw)
 
-    monkeypatch.setattr(fastread.FastReader, "_decode", spy)
+    monkeypatch.setattr(ChunkLayout, "decode", spy)
     with open_ome_zarr(tmp_path / "big.zarr") as oz:
         lvl = oz.images()[0].levels[0]
         assert lvl.chunksize[-2:] == (1024, 1024)

@@ -1,4 +1,4 @@
-"""RFC-8 collections, draft (issue 41 item 10), on fixtures written after the draft's own
+"""RFC-8 collections, draft, on fixtures written after the draft's own
 examples (:mod:`.rfc8_examples`) around images written by ngff-zarr 0.50: every image node
 listed by a ``zarr`` path ("Path interface": "Implementations MUST append `zarr.json` to
 the path"), relative or absolute, is opened and placed by the collection's scene

@@ -1,4 +1,4 @@
-"""Versions in development (issue 41 item 9): ngff-zarr 0.50's ``0.9.dev1`` (0.6 + RFC-3 +
+"""Versions in development: ngff-zarr 0.50's ``0.9.dev1`` (0.6 + RFC-3 +
 RFC-4) and bioformats2raw's ``1.0-DEV`` for the same line open as the newest release,
 0.6, with one warning that names the version and what the development series adds that
 napari-ozx does not implement; 0.6 release candidates open as 0.6. The validator says

@@ -1,4 +1,4 @@
-"""RFC-4 anatomical orientation (issue 41 item 8), on images ngff-zarr 0.50 writes with
+"""RFC-4 anatomical orientation, on images ngff-zarr 0.50 writes with
 ``to_multiscales(..., orientation=...)``: read into the model and napari's axis labels
 (RFC-4 §Coordinate Direction Convention: "The directional orientation values ...
 specify the direction from lowest to highest coordinates along the axis"), listed by

@@ -1,16 +1,19 @@
 """Write the SpatialData stores under ``tests/ngff/spatial/data/`` with spatialdata itself.
 
 spatialdata pins a dask older than the project's, so this runs in a virtual environment
-of its own, never in the project's (anndata 0.13 stores ``X`` as a layer named None,
-which spatialdata 0.7.3's table validation refuses, hence the pin)::
+of its own, never in the project's: ``scripts/spatialdata-venvs.sh`` builds
+``.venv-sd073`` (``"spatialdata==0.7.3" "anndata<0.13"``: anndata 0.13 stores ``X`` as a
+layer named None, which spatialdata 0.7.3's table validation refuses) and ``.venv-sd080``
+(``"spatialdata==0.8.0"``)::
 
-    python3.12 -m venv /tmp/venv-sd
-    /tmp/venv-sd/bin/pip install "spatialdata==0.7.3" "anndata<0.13"
-    /tmp/venv-sd/bin/python tests/ngff/spatial/make_fixtures.py
+    bash scripts/spatialdata-venvs.sh
+    .venv-sd073/bin/python tests/ngff/spatial/make_fixtures.py
+    .venv-sd080/bin/python tests/ngff/spatial/make_fixtures.py
 
-It rewrites ``data/`` (a few hundred KB) and records spatialdata's version in
-``data/VERSION.json``. Every value is fixed (seeded), so a rerun with the same versions
-writes the same element values.
+spatialdata 0.7.x rewrites the stores of ``data/`` (a few hundred KB), 0.8.0 those of
+:data:`NEWER_STORES` in ``data/sd080/`` (:func:`out_dir`); each records spatialdata's
+version in its directory's ``VERSION.json``. Every value is fixed (seeded), so a rerun
+with the same versions writes the same element values.
 
 Stores:
 
@@ -363,23 +366,39 @@ STORES = {
 }
 
 
+#: the stores written by a spatialdata other than 0.7 (into ``data/sd<version>/``): the
+#: ones whose files a spatialdata release can change (rasters, points, shapes, tables,
+#: two coordinate systems, affine rasters), not the legacy format nor near-copies
+NEWER_STORES = ("blobs", "two_systems", "raster_systems")
+
+
+def out_dir(version: str) -> Path:
+    """Where spatialdata *version* writes: ``data/`` for 0.7.x (the stores most tests
+    open), ``data/sd080/`` for 0.8.0 and so on."""
+    if version.startswith("0.7."):
+        return DATA
+    return DATA / ("sd" + "".join(version.split(".")[:3]))
+
+
 def main(names: list[str] | None = None) -> None:
     import anndata
     import spatialdata
 
+    out = out_dir(spatialdata.__version__)
     if names:  # only these stores, the others and VERSION.json left as they are
         for name in names:
-            target = DATA / f"{name}.zarr"
+            target = out / f"{name}.zarr"
             if target.exists():
                 shutil.rmtree(target)
             STORES[name](target)
         return
-    if DATA.exists():
-        shutil.rmtree(DATA)
-    DATA.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.zarr"):  # never another version's directory
+        shutil.rmtree(old)
     for name, write in STORES.items():
-        write(DATA / f"{name}.zarr")
-    (DATA / "VERSION.json").write_text(
+        if out == DATA or name in NEWER_STORES:
+            write(out / f"{name}.zarr")
+    (out / "VERSION.json").write_text(
         json.dumps(
             {"spatialdata": spatialdata.__version__, "anndata": anndata.__version__}, indent=1
         )

@@ -1,5 +1,5 @@
-"""How napari draws a SpatialData points element (issue 42 item 3: "panning and zooming
-stay usable"): every point drawn in its own colour, without the antialiasing fringe that
+"""How napari draws a SpatialData points element so that panning and zooming
+stay usable: every point drawn in its own colour, without the antialiasing fringe that
 makes software OpenGL rasterise a quad 6 px wider than each marker (the frame times are
 measured by ``benchmarks/bench_spatialdata.py``, not here)."""
 

@@ -1,4 +1,4 @@
-"""SpatialData points at the scale of real data (issue 42 item 3): what the reader hands
+"""SpatialData points at the scale of real data: what the reader hands
 napari for a large points element, and that napari's layer of it stays a normal,
 editable Points layer.
 

@@ -1,4 +1,4 @@
-"""Many polygons (issue 42 item 3, "100,000 polygons open without freezing napari"): above
+"""Many polygons (100,000 open without freezing napari): above
 ``SHAPES_LAYER_MAX`` rings a polygons element opens as one Surface layer of its outlines,
 one thin triangle per edge. Faithful: every ring of every part, every vertex and edge,
 holes as outlines, features per polygon reachable, placed by the scene dock like any

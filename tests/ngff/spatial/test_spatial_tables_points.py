@@ -1,5 +1,5 @@
 """Tables on SpatialData points, and images placed by transformations whose outputs are
-named in another order than their inputs (issue 42 items 4 and 1), on stores written by
+named in another order than their inputs, on stores written by
 spatialdata 0.7.3 itself (``make_fixtures.py``: ``points_table.zarr``,
 ``raster_systems.zarr``).
 
@@ -47,9 +47,9 @@ def _obs() -> pd.DataFrame:
 
 
 def test_a_table_on_two_points_elements_gives_each_its_own_rows():
-    """Item 4: "tables written by spatialdata itself, annotating labels, shapes or
-    points: each element gets its own rows as features, matched by instance id; also
-    when one table annotates several elements with overlapping ids". Each point takes
+    """A table written by spatialdata itself annotating points: each element gets its
+    own rows as features, matched by instance id, also when one table annotates several
+    elements with overlapping ids. Each point takes
     the row of its ``cell_id`` (the element's ``instance_key``) for its own element; a
     point whose instance has no row gets NaN; the table's ``quality`` does not replace
     the points' own."""
@@ -128,8 +128,8 @@ def test_join_rows_matches_categorical_text_ids_of_many_points():
 
 
 def test_reordered_outputs_place_images_and_labels_where_the_dock_does():
-    """Item 1 ("placed by the element's transformations in the same coordinate system
-    as the images"): spatialdata writes an affine over (x, y) on a (c, y, x) image with
+    """Placed by the element's transformations in the same coordinate system as the
+    images: spatialdata writes an affine over (x, y) on a (c, y, x) image with
     outputs ``c, x, y``; its rows are matched by axis name, so "global" (x' = 2 x + 5,
     y' = 3 y + 7) puts pixel (y 1, x 2) at (y 10, x 9), as the scene dock's re-placing
     (:func:`place_spatialdata`) does, in napari's (y, x) order."""

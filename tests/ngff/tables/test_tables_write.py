@@ -375,7 +375,7 @@ def test_saved_rois_read_back_by_ngio_with_the_same_boxes(flavour, ngio_dirs, tm
     # ... and napari-ozx reopens every rectangle where it was drawn, in napari's
     # convention (pixel i centred on i: its edges at i - 0.5 and i + 0.5, placed with the
     # image's translation): on pixel edges, between them, partly outside the image. It
-    # reopened them one pixel larger, on the pixels they cover (issue 43, item 3)
+    # reopened them one pixel larger, on the pixels they cover
     layer_data, kw, _ = table_layer_data(str(path), "drawn")
     again = Shapes(layer_data, **kw)
     assert len(again.data) == len(RECTS)

@@ -1,6 +1,6 @@
 """``napari-ozx validate`` on OME-Zarr 0.6: each rule on a hand-made hierarchy (valid and
-broken), files other tools and we write, --strict and --metadata-only, and the issue-25
-fixes to 0.5 findings (no empty "ome-namespace"; a 0.5 labels group without version)."""
+broken), files other tools and we write, --strict and --metadata-only, and 0.5
+findings (no empty "ome-namespace"; a 0.5 labels group without version)."""
 
 from __future__ import annotations
 

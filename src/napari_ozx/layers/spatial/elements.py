@@ -1,23 +1,15 @@
 """A SpatialData store's points and shapes as napari layer data, and its tables on them.
 
-* points -> a Points layer of every point (no subsampling) in napari's axis order
-  (``z``, ``y``, ``x``), placed by the element's transformation to the coordinate system
-  the store's images are shown in (napari's ``affine``); the parquet columns other than
-  the coordinates are its ``features``, and the ``feature_key`` column (the gene)
-  colours the points, one colour per category (computed once from the categories'
-  codes: napari's own per-point colour cycle takes seconds for millions of points);
-* circles -> a Points layer whose sizes are the diameters (in the element's units,
-  scaled by the layer's transform like its positions);
-* polygons -> a Shapes layer: every ring of every part of every geometry
-  (MultiPolygons keep all their parts; holes as outlines, ``hole`` True in the
-  features). napari's Shapes layer builds each shape in Python (milliseconds each), so
-  above :data:`SHAPES_LAYER_MAX` rings the same rings become one Surface layer, star-
-  shaped rings filled, the others outlined (every vertex and edge kept, :mod:`.polygons`),
-  said once in a message;
-* tables (``region`` / ``region_key`` / ``instance_key``): each shapes and points
-  element gets the rows that annotate it, matched by instance id (:mod:`.tables`).
-
-An element that cannot be shown is reported once, naming it; nothing vanishes silently.
+Points -> a Points layer of every point in napari's axis order, placed by the element's
+transformation to the images' coordinate system (``affine``), the other columns as
+``features``, coloured by ``feature_key`` in spatialdata-plot's palette
+(:mod:`napari_ozx.layers.categories.palettes`; :func:`points_layer_data`); circles -> a Points
+layer sized by diameter (:func:`circles_layer_data`); polygons -> a Shapes layer of every
+ring (holes as outlines), or above :data:`SHAPES_LAYER_MAX` rings one Surface layer of
+them (:mod:`.polygons`), said once (:func:`polygons_layer_data`); tables -> each element's
+rows as its ``features`` (:mod:`.tables`). :func:`spatialdata_layers` does a whole store.
+An element that cannot be shown is reported once, by name. Design notes:
+``docs/design/spatialdata-layers.md``.
 """
 
 from __future__ import annotations
@@ -55,25 +47,6 @@ SPATIAL_KEY = "napari_ozx_spatialdata"
 SHAPES_LAYER_MAX = 500
 #: the system SpatialData places elements in unless a store says otherwise
 DEFAULT_SYSTEM = "global"
-
-
-def _palette(n: int) -> np.ndarray:
-    """*n* distinct RGBA colours (golden-ratio hues), float32."""
-    h = (np.arange(n) * 0.618033988749895) % 1.0
-    s, v = 0.75, 0.95
-    i = np.floor(h * 6).astype(int) % 6
-    f = h * 6 - np.floor(h * 6)
-    p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
-    table = np.stack(
-        [
-            np.choose(i, [v, q, p, p, t, v]),
-            np.choose(i, [t, v, v, q, p, p]),
-            np.choose(i, [p, p, t, v, v, q]),
-            np.ones(n),
-        ],
-        axis=1,
-    )
-    return table.astype(np.float32)
 
 
 def _meta(root: OmeZarr, element: Element, system: str, **extra: Any) -> dict[str, Any]:
@@ -140,7 +113,10 @@ def points_layer_data(root: OmeZarr, data: PointsData, system: str, report: Repo
         col = features[key]
         cat = col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
         codes = cat.cat.codes.to_numpy()
-        palette = np.vstack([_palette(max(len(cat.cat.categories), 1)), [0.5, 0.5, 0.5, 1.0]])
+        from napari_ozx.layers.categories.palettes import MISSING_RGBA, default_palette
+
+        # spatialdata-plot's palette for that many categories (scanpy's lists)
+        palette = np.vstack([default_palette(len(cat.cat.categories)), [MISSING_RGBA]])
         # a missing category (code -1) takes the last row: grey
         colours = np.take(palette.astype(np.float32), codes, axis=0, mode="wrap")
         kwargs["face_color"] = colours

@@ -1,30 +1,20 @@
 """Many polygon rings as one napari Surface mesh, one triangle per edge (numpy only).
 
-napari's Shapes layer builds each shape in Python (milliseconds each) and its Vectors
-layer keeps several copies of every edge (its extent, slice, thumbnail and vispy mesh
-are each recomputed from them: seconds for a million edges). Here every ring's every
-edge becomes one triangle, in one Surface layer whose vispy mesh is a single draw:
-
-* a *filled* ring (:func:`ring_mesh`: star-shaped, not a hole nor the outer ring of a
-  polygon with holes): ``(p[i], p[i + 1], c)`` with ``c`` a point of the ring's kernel
-  (its vertex mean or centroid, checked), so the fan tiles the polygon exactly; value 1
-  at the ring's vertices and 0 at ``c``: the colormap draws a bright edge fading to a
-  transparent centre;
-* an *outline* (every other ring): a thin triangle
-  ``(p[i], p[i + 1], q[i])`` whose long side is the edge itself and whose third corner
-  ``q[i]`` is ``p[i]`` moved a little towards its ring's centre: the mesh's outer
-  boundary is exactly the ring, drawn with a visible width.
-
-The mesh's vertices are every ring vertex (``vertices[:n]``, in the rings' order)
-followed by the filled rings' centres, then the outlines' inner corners;
-``faces[i]`` is the edge leaving ring vertex ``i``.
+:func:`ring_mesh` turns rings (every vertex and edge kept) into one mesh, a single vispy
+draw: a star-shaped ring that is not a hole (nor a holed polygon's outer ring) is filled
+by an exact fan from a point of its kernel, bright at the edge and transparent at the
+centre; every other ring is an outline of thin triangles whose long sides are its edges
+(:func:`outline_width`). The vertices are the ring vertices in order, then the fans'
+centres, then the outlines' inner corners; ``faces[i]`` is the edge leaving ring vertex
+``i`` (:func:`next_vertex`). Why not napari's Shapes or Vectors layers:
+``docs/design/spatialdata-layers.md``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["OUTLINE_WIDTH", "outline_width", "ring_mesh"]
+__all__ = ["OUTLINE_WIDTH", "mesh_vertex_rings", "outline_width", "ring_mesh"]
 
 #: an outline's width at a vertex, as a fraction of the median edge of the element
 #: (never more than a third of the way to its ring's centre)
@@ -151,6 +141,25 @@ def ring_mesh(
     values = np.ones(n + m, dtype=np.float32)
     values[n : n + n_fan] = 0
     return mesh, faces, values, filled
+
+
+def mesh_vertex_rings(
+    ring_offsets: np.ndarray, filled: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each vertex of :func:`ring_mesh`'s mesh (rings starting at *ring_offsets*,
+    *filled* as it returned), the ring it belongs to, and whether it is a filled ring's
+    centre: the ring vertices, then the filled rings' centres, then the outlines' inner
+    corners, in that order."""
+    o = np.asarray(ring_offsets, dtype=np.int64)
+    counts = np.diff(o)
+    ring_of = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    fill = np.asarray(filled, dtype=bool)
+    centres = np.flatnonzero(fill)
+    corners = ring_of[~fill[ring_of]]
+    rings = np.concatenate([ring_of, centres, corners])
+    centre = np.zeros(len(rings), dtype=bool)
+    centre[len(ring_of) : len(ring_of) + len(centres)] = True
+    return rings, centre
 
 
 def _inner_corners(

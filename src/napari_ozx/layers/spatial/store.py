@@ -21,7 +21,13 @@ from napari_ozx.layers.spatial.elements import SPATIAL_KEY
 if TYPE_CHECKING:
     from napari_ozx.ngff.read.open import OmeZarr
 
-__all__ = ["mark_spatialdata_layers", "spatialdata_store_layers", "spatialdata_systems"]
+__all__ = [
+    "element_store_tables",
+    "enclosing_store",
+    "mark_spatialdata_layers",
+    "spatialdata_store_layers",
+    "spatialdata_systems",
+]
 
 
 def spatialdata_systems(root: Any) -> list[str]:
@@ -90,3 +96,52 @@ def spatialdata_store_layers(
     except OzxError as e:
         report(f"{root.source} (coordinate systems)", e)
     return layers
+
+
+def enclosing_store(path: str) -> tuple[str, str, str] | None:
+    """``(store, "images" | "labels", element name)`` when the local directory *path*
+    is an image or labels element of a SpatialData store (``<store>/labels/<name>``, the
+    store's root attributes holding ``spatialdata_attrs``), else None. Local folders
+    only (a remote element would cost a round trip more)."""
+    import json
+    from pathlib import Path
+
+    from napari_ozx.ozx.remote.source import is_url
+
+    if is_url(path):
+        return None
+    p = Path(path)
+    if p.parent.name not in ("images", "labels"):
+        return None
+    store = p.parent.parent
+    for name, nested in (("zarr.json", True), (".zattrs", False)):
+        f = store / name
+        try:
+            if not f.is_file() or f.stat().st_size > 1 << 20:
+                continue
+            doc = json.loads(f.read_bytes())
+        except (OSError, ValueError):
+            return None
+        attrs = doc.get("attributes") if nested and isinstance(doc, dict) else doc
+        if isinstance(attrs, dict) and isinstance(attrs.get("spatialdata_attrs"), dict):
+            return str(store), p.parent.name, p.name
+        return None
+    return None
+
+
+def element_store_tables(path: str, layers: Sequence[LayerData], report: Report) -> None:
+    """A labels element opened alone (*path*: ``<store>/labels/<name>``, its *layers*)
+    gets the rows of its store's tables as ``features``, as when the store's root is
+    opened (changed in place). Nothing for another path; problems reported."""
+    found = enclosing_store(path)
+    if found is None or found[1] != "labels" or not layers:
+        return
+    from napari_ozx.layers.tables import spatialdata_features
+    from napari_ozx.ngff.read.open import open_ome_zarr
+
+    store, _kind, name = found
+    try:
+        with open_ome_zarr(store) as root:
+            spatialdata_features(root, {name: list(layers)}, report)
+    except OzxError as e:
+        report(f"{store} (tables)", e)

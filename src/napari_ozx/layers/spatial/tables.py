@@ -1,24 +1,13 @@
 """A SpatialData store's tables on its shapes and points elements, as their ``features``.
 
-A table written by spatialdata (``region``, ``region_key``, ``instance_key``) annotates
-one or more elements: each row names its element (the ``region_key`` column) and its
-instance (the ``instance_key`` column). Each shapes and points element it annotates gets
-the table's columns as extra ``features``, matched by instance id:
-
-* shapes: the GeoDataFrame's index (the layer's ``instance_id`` feature; per ring in the
-  edges representation, whose features are in the layer's metadata);
-* points: the element's own ``instance_key`` column (``spatialdata_attrs``, e.g.
-  ``cell_id``): every point of an instance gets that instance's row.
-
-The match is vectorised (pandas ``Index.get_indexer``; a categorical id column is
-matched through its categories, then its codes), so millions of points cost no Python
-loop. Elements and tables are matched by the rows' ``region_key`` value, so one table
-annotating several elements whose ids overlap gives each its own rows. A point or shape
-with no row gets NaN (numbers) or a missing category (text); a column whose name the
-element already has is named ``<table>.<column>``. As for labels, tables of more than
-:data:`~napari_ozx.ngff.tables.read.OPEN_MAX_ROWS` rows are listed, not read, when the
-store opens (``TableInfo.small``): the rows are per instance, the points side is what
-grows, and that is joined without a loop.
+:func:`element_table_features` gives each shapes and points element the rows of the
+tables that annotate it (``region_key`` value), matched by instance id: the shapes' index,
+the points' ``instance_key`` column (every point of an instance gets its row).
+:func:`join_rows` does the match vectorised (``Index.get_indexer``; categorical ids
+through their categories), so millions of points cost no Python loop. No row: NaN or a
+missing category; a clashing column is named ``<table>.<column>``; tables above
+:data:`~napari_ozx.ngff.tables.read.OPEN_MAX_ROWS` rows are listed, not read. Design
+notes: ``docs/design/spatialdata-layers.md``.
 """
 
 from __future__ import annotations
@@ -76,11 +65,13 @@ def element_table_features(root: OmeZarr, layers: Sequence[LayerData], report: R
     :mod:`.elements`): each element gets its rows' columns as ``features``, matched by
     instance id (changed in place). A problem is reported naming the table, never
     raised."""
-    from napari_ozx.ngff.tables.read import read_table, spatialdata_tables
+    from napari_ozx.layers.categories.colouring import add_uns_colors
+    from napari_ozx.ngff.tables.read import category_colors, read_table, spatialdata_tables
 
     targets = _targets(root, layers)
     if not targets:
         return
+    kwargs_of = {_element_name(kw): kw for _d, kw, _k in layers}
     for info in spatialdata_tables(root):
         mine = [r for r in info.regions if r in targets]
         if info.error is not None or not mine or not info.small():
@@ -91,6 +82,7 @@ def element_table_features(root: OmeZarr, layers: Sequence[LayerData], report: R
         except OzxError as e:
             report(what, e)
             continue
+        colours = category_colors(root, info)
         for region in mine:
             feats, id_column = targets[region]
             if not id_column:
@@ -104,8 +96,16 @@ def element_table_features(root: OmeZarr, layers: Sequence[LayerData], report: R
                 continue
             try:
                 join_rows(feats, feats[id_column], table.for_region(region), info, report)
+                if colours:
+                    add_uns_colors(kwargs_of[region], colours)
             except OzxError as e:
                 report(f"{what} on {region!r}", e)
+
+
+def _element_name(kwargs: Mapping[str, Any]) -> str:
+    meta = kwargs.get("metadata")
+    rec = meta.get(SPATIAL_KEY) if isinstance(meta, Mapping) else None
+    return str(rec.get("element", "")).rsplit("/", 1)[-1] if isinstance(rec, Mapping) else ""
 
 
 def _table_ids(rows: TableData, info: TableInfo) -> np.ndarray:

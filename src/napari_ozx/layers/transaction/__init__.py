@@ -1,25 +1,15 @@
 """One edit of an opened OME-Zarr, all or nothing: :class:`EditTransaction`.
 
 Every feature that changes a file in place (a label save-back, new labels, a ROI table,
-a SpatialData element) is a short caller of it::
-
-    with EditTransaction(path, action="saving labels 'cells' into", expect=fp) as tx:
-        tx.put("labels/cells/zarr.json", doc)          # bytes, staged in memory
-        tx.put_writer("labels/cells", write_data)      # or a group streamed at commit
-        tx.delete_prefix("tables/old")
-        tx.commit()
-
-Steps: the fingerprint *expect* (:class:`Fingerprint`, taken when the file was opened)
-is checked on entry and again at commit; keys are staged (``put`` / ``delete`` /
-``delete_prefix``; ``put_writer`` for a group too large to hold: its function writes it
-through a zarr store at commit, into the new ``.partial`` folder or the new archive);
-:meth:`EditTransaction.commit` checks write permission, applies the edit through
-:mod:`napari_ozx.ozx.edit` (a directory in place, an ``.ozx`` rebuilt beside itself), and
-keeps the viewer right (:mod:`.viewer`): layers reading a rebuilt archive follow it,
-readers of a replaced folder keep the old files, cached shard indexes are dropped.
-Leaving the ``with`` block without :meth:`~EditTransaction.commit` (or by an exception)
-changes nothing on disk and leaves nothing behind. Every failure is one
-:class:`SaveBackError`, reason first, the file named.
+a SpatialData element) is a short caller of it: the fingerprint taken when the file was
+opened is checked on entry and at commit; keys are staged (``put`` / ``delete`` /
+``delete_prefix``, ``put_writer`` for a group streamed at commit);
+:meth:`EditTransaction.commit` applies the edit through :mod:`napari_ozx.ozx.edit` (a
+directory in place, an ``.ozx`` rebuilt beside itself) and keeps the viewer right
+(:mod:`.viewer`). Leaving the ``with`` block without committing changes nothing and leaves
+nothing behind. Every failure is one :class:`SaveBackError` (:func:`refusal`,
+:func:`save_errors`), reason first, the file named. An example, and the steps:
+``docs/design/saving.md``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,16 @@
-"""RFC-8 collections (draft, ome/ngff ``rfc/8/``): a root ``ome`` that is a ``Node`` of
-``"type": "collection"`` grouping other nodes, each referenced by a ``Path`` object
-(``{"type": "zarr" | "json", "path": ...}``) or inlined, optionally placed by a
-collection-level ``scene`` of coordinate systems and transformations.
+"""RFC-8 collections (draft, ome/ngff ``rfc/8/``): a root ``ome`` node of ``"type":
+"collection"`` grouping other nodes, by ``Path`` object or inline, optionally placed by a
+collection-level ``scene``.
 
-What napari-ozx reads of the draft, once, here:
-
-* the root node's nodes, walking inline nested collections (``nodes``) depth first;
-* a node of type ``multiscale`` with a ``zarr`` path is an *image member*: an OME-Zarr
-  image group at that path ("Implementations MUST append `zarr.json` to the path");
-  the path is relative to the collection's group ("``./image.ome.zarr``", ``..``) or
-  absolute (``file://`` URL, an absolute file path, ``http(s)://``);
-* every other node (inline multiscales and singlescales, ``json`` paths, collections held
-  in another document, custom prefixed types) is *listed, not opened*, with the reason;
-* the collection's ``attributes.scene``: ``coordinateSystems`` named by ``id`` and
-  ``coordinateTransformations`` whose ``input`` / ``output`` are ``Reference`` objects
-  (``{"id": cs, "path": {"type": "zarr", "path": image}}``, or ``{"id": cs}`` for the
-  collection's own systems). :func:`scene_document` writes them in OME-Zarr 0.6's scene
-  form (names instead of ids, image paths resolved by the caller), so the 0.6 scene
-  machinery places every image.
-
-The draft changes: :data:`DRAFT_NOTE` is the one warning an opened collection gives.
-Nothing here reads files.
+:func:`~napari_ozx.ngff.model.metadata.is_collection_document` is the reader's claim;
+:func:`parse_collection` walks the root's nodes (inline nested collections depth first) into a
+:class:`Collection` of
+:class:`Member` records: a ``multiscale`` node with a ``zarr`` path (relative or absolute) is an
+image member, every other node is listed with the reason it is not opened.
+:func:`scene_document` writes the collection's scene in OME-Zarr 0.6's form so the 0.6
+scene machinery places the images. :data:`DRAFT_NOTE` is the one warning an opened
+collection gives. Nothing here reads files. The rules read:
+``docs/design/metadata-model.md``.
 """
 
 from __future__ import annotations
@@ -33,7 +23,6 @@ __all__ = [
     "DRAFT_NOTE",
     "Collection",
     "Member",
-    "is_collection_document",
     "parse_collection",
     "scene_document",
 ]
@@ -108,15 +97,6 @@ class Collection:
         return tuple(m for m in self.members if m.is_image)
 
 
-def is_collection_document(ome: object) -> bool:
-    """Whether an ``ome`` object is an RFC-8 collection node (cheap: ``get_reader``)."""
-    return (
-        isinstance(ome, Mapping)
-        and ome.get("type") == "collection"
-        and isinstance(ome.get("nodes"), list)
-    )
-
-
 def _str(v: object) -> str | None:
     return v if isinstance(v, str) and v else None
 
@@ -149,7 +129,7 @@ def _members(nodes: object, within: tuple[str, ...], out: list[Member]) -> None:
 
 
 def parse_collection(ome: Mapping[str, Any]) -> Collection:
-    """The collection an ``ome`` object describes (:func:`is_collection_document`)."""
+    """The collection an ``ome`` object describes (:func:`.metadata.is_collection_document`)."""
     members: list[Member] = []
     _members(ome.get("nodes"), (), members)
     attrs = ome.get("attributes")

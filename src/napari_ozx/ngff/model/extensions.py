@@ -1,25 +1,14 @@
 """Zarr v3 extensions: ZEP 9 names and the ZEP 10 ``extensions`` extension point.
 
-Our own metadata pass runs on every ``zarr.json`` before zarr-python sees it, because
-zarr-python 3.1 refuses any document that carries an ``extensions`` list, even when every
-entry is ``must_understand: false``. The rules (ZEP 9 "Using must_understand", ZEP 10
-"extensions"):
-
-* an extension is an object ``{"name", "configuration"?, "must_understand"?}`` or a
-  short-hand name string; ``must_understand`` defaults to true;
-* names are raw names matching ``^[a-z0-9-_.]+$`` or URIs;
-* an extension we do not implement with ``must_understand`` true means the node must
-  not be loaded: :class:`UnsupportedExtensionError` names it and the node;
-* ``must_understand: false`` extensions are ignored, or used when we understand them
-  (``array-statistics`` gives contrast limits without reading pixels);
-* unknown *top-level* keys follow the same rule: an object with
-  ``"must_understand": false`` may be ignored, anything else must fail.
-
-:func:`read_extensions` parses a document once, tolerantly: it returns a copy that
-zarr-python accepts, every extension and extension-like top-level key it found, and the
-first refusal (not raised), so an inspector can show a node the reader refuses.
-:func:`check_document` is the same pass, raising the refusal. The rest of the code never
-walks the raw list again.
+Our own pass runs on every ``zarr.json`` before zarr-python sees it (zarr-python 3.1 refuses
+any document with an ``extensions`` list). :func:`read_extensions` parses a document once,
+tolerantly: a copy zarr-python accepts, every extension and extension-like top-level key
+found (a :class:`NodeExtensions`), and the first refusal, not raised, so the inspector can
+show a node the reader refuses; :func:`check_document` raises it. An extension we do not
+implement with ``must_understand`` true (the default) refuses the node
+(:class:`UnsupportedExtensionError`); ``must_understand: false`` ones are ignored or used
+(``array-statistics``: :class:`ArrayStatistics`). Names: :data:`RAW_NAME` or URIs. The
+rules in full: ``docs/design/metadata-model.md``.
 """
 
 from __future__ import annotations

@@ -1,45 +1,18 @@
 """Typed OME-Zarr metadata, versions 0.1 to 0.6, in one model: 0.6's.
 
-Every function here takes the *attributes* of one node (the ``attributes`` of a Zarr v3
-``zarr.json`` or the content of a Zarr v2 ``.zattrs``) and returns frozen dataclasses.
-The model is 0.6's (named coordinate systems linked by coordinate transformations, scenes);
-older versions are parsed into the same shape, once, here:
+:func:`parse_node_attributes` takes the attributes of one node (a ``zarr.json``'s
+``attributes`` or a ``.zattrs``) and returns a :class:`NodeMetadata` of frozen dataclasses:
+:class:`Multiscale` (coordinate systems, a :class:`Dataset` per level with its scale /
+translation to the image's intrinsic system :data:`INTRINSIC`, transformations to other
+systems), :class:`Omero`, :class:`ImageLabel`, :class:`Plate`, :class:`Well`,
+:class:`Scene`. 0.1-0.5 are parsed into the same shape, once, here (implied axes, folded
+multiscale transforms). Every model serialises itself for 0.4, 0.5 or 0.6
+(:meth:`NodeMetadata.to_attributes`), so the writer never writes JSON by hand; what 0.4 /
+0.5 cannot hold raises :class:`MetadataError` naming it. :data:`OME_KEYS`: the keys that
+make a group OME-Zarr. No file reads, no zarr, napari or Qt.
 
-* 0.5 and 0.6 keep everything under ``attributes["ome"]`` with one ``version`` key (RFC-2);
-  0.4 and older put ``multiscales`` / ``omero`` / ``plate`` ... at the top level with a
-  per-section ``version``. Release candidates and drafts of 0.6 and SpatialData's
-  "0.5-dev-spatialdata" are read as what they are (:func:`.versions.normalise_version`).
-* 0.1 / 0.2 have no ``axes``: they are implied as the last *ndim* of ``t c z y x``.
-  0.3 has ``axes`` as a list of names. 0.4+ has axis objects with ``type`` and ``unit``;
-  0.6 puts them in ``coordinateSystems``.
-* Every image has an intrinsic coordinate system (0.1-0.5: its axes, named
-  :data:`INTRINSIC`) and one ``Dataset`` scale / translation per level mapping the level's
-  array to it. 0.4/0.5 multiscale-level transforms are folded into each dataset (dataset
-  transform first, then the multiscale one); 0.6 multiscale-level transformations to other
-  named systems, and a scene's, are kept as :mod:`.transforms` objects.
-
-Every model also serialises itself (``to_json(version)``; :meth:`NodeMetadata.to_attributes`
-for a whole group) for 0.4, 0.5 or 0.6, so the writer builds models and never JSON by hand,
-and parse -> serialise -> parse gives the same model (tests/test_model_serialise.py, on the
-real-world corpus too). Writing an image whose transformations 0.4/0.5 cannot express to
-those versions raises :class:`MetadataError` naming the transformation.
-
-Why our own models and not a maintained library (yaozarrs, ome-zarr-models; compared by
-``benchmarks/bench_models.py``, numbers in the README):
-
-* import + parsing one image document at first open: both libraries pull in pydantic,
-  an import several times the cost of our whole parse, which a napari reader would pay
-  on every first open;
-* real-world corpus, the entry node's metadata: all three accept the 72 valid (``open``)
-  0.4/0.5 cases, but of the 27 ``lenient`` ones (violate a MUST yet can be shown) ours
-  accepts 27, yaozarrs 11, ome-zarr-models 10: they are validators and refuse e.g. a
-  missing scale, 6-D axes or a bad channel colour that a viewer should still display;
-* OME-Zarr 0.1-0.3: ours reads all 8 corpus cases, neither library supports them.
-
-So we keep these models; the libraries stay useful as cross-checks of what we write
-(tests/test_thirdparty_fixtures.py) rather than as our parser.
-
-Nothing here reads files or imports zarr, napari or Qt.
+Version by version, and why not yaozarrs or ome-zarr-models:
+``docs/design/metadata-model.md``.
 """
 
 from __future__ import annotations
@@ -48,16 +21,11 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeGuard
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import numpy as np
 
 from napari_ozx.errors import MetadataError
-from napari_ozx.ngff.model.collection import (
-    Collection,
-    is_collection_document,
-    parse_collection,
-)
 from napari_ozx.ngff.model.orientation import Orientation
 from napari_ozx.ngff.model.scale_translation import (
     fold_scale_translation,
@@ -71,6 +39,9 @@ from napari_ozx.ngff.model.versions import (
     normalise_version,
     version_key,
 )
+
+if TYPE_CHECKING:
+    from napari_ozx.ngff.model.collection import Collection
 
 logger = logging.getLogger(__name__)
 
@@ -1213,7 +1184,7 @@ def parse_node_attributes(
         series=series,
         scene=scene,
         spatialdata=isinstance(attrs.get("spatialdata_attrs"), Mapping),
-        collection=parse_collection(ome) if is_collection_document(ome) else None,
+        collection=_collection(ome),
         raw=attrs,
         declared_version=declared,
     )
@@ -1229,3 +1200,21 @@ def has_ome_keys(attrs: Mapping[str, object]) -> bool:
         or isinstance(attrs.get("spatialdata_attrs"), Mapping)  # a SpatialData store
         or is_collection_document(attrs)  # an RFC-8 collection (draft)
     )
+
+
+def is_collection_document(ome: object) -> bool:
+    """Whether an ``ome`` object is an RFC-8 collection node (cheap: ``get_reader``; the
+    collection model, :mod:`.collection`, is imported only to parse one)."""
+    return (
+        isinstance(ome, Mapping)
+        and ome.get("type") == "collection"
+        and isinstance(ome.get("nodes"), list)
+    )
+
+
+def _collection(ome: Mapping[str, Any]) -> Collection | None:
+    if not is_collection_document(ome):
+        return None
+    from napari_ozx.ngff.model.collection import parse_collection
+
+    return parse_collection(ome)

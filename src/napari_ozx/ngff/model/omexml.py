@@ -1,23 +1,15 @@
-"""OME-XML as bioformats2raw keeps it beside the pixels (``OME/METADATA.ome.xml``): a
-bounded, hostile-input-safe parser and the model of what napari-ozx uses of it.
+"""OME-XML as bioformats2raw keeps it beside the pixels (``OME/METADATA.ome.xml``,
+:data:`XML_KEY`): a bounded, hostile-input-safe parser and the model of what we use of it.
 
-Pure: the bytes come in as an iterable of chunks (:mod:`napari_ozx.ngff.read.omexml`
-reads them lazily from a store), nothing here reads a file or makes a request.
-
-* Parsed with ``defusedxml``'s ``iterparse``: a DTD (entity expansion, "billion laughs")
-  and external entities are refused by the parser before anything is expanded or fetched.
-* Streamed: the OME schema orders ``Plate`` and ``Instrument`` before ``Image`` and
-  ``StructuredAnnotations`` / ``ROI`` after, so the parse stops at the first of those
-  (or once the images asked for are read); every top-level element is dropped once read,
-  ``Plane`` elements as they end. A 200 MB XML that is mostly original-metadata
-  annotations is read up to its last ``Image`` only.
-* :func:`scan_annotations` finds the annotations an image references without building a
-  tree of the annotation section: a byte search for annotation start tags, and only the
-  referenced elements (up to :data:`MAX_ANNOTATION_BYTES` each) parsed, again defused.
-* Older schema namespaces (2013-06, 2015-01) have the same structure: read, with a note.
-* What cannot be read (invalid XML, a truncated file, bytes that are not UTF-8, a DTD,
-  an entity, no OME root) is an :class:`OmeXmlError` naming the reason; the reader
-  shows it once and opens the image without the XML.
+Pure: the bytes come in as an iterable of chunks (:mod:`napari_ozx.ngff.read.omexml` reads
+them lazily). :func:`parse_ome_xml` streams them through ``defusedxml``'s ``iterparse``
+(DTDs and entities refused), stops before the annotations and keeps nothing it has read
+(:class:`OmeXml`, :class:`XmlImage`, :class:`XmlWellSample`); :func:`scan_annotations`
+finds an image's referenced annotations by a byte search (each at most
+:data:`MAX_ANNOTATION_BYTES`); :func:`fill_multiscale` fills what the multiscale says
+nothing of (OME-Zarr wins), naming each value's source. Older schema namespaces are read
+too. Unreadable XML is an :class:`OmeXmlError`; the image opens without it. Why it streams:
+``docs/design/metadata-model.md``.
 """
 
 from __future__ import annotations

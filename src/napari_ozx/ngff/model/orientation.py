@@ -1,24 +1,15 @@
 """RFC-4 axis orientation: ``axes[i].orientation = {"type": "anatomical", "value":
-"anterior-to-posterior"}`` on the space axes of an image (in 0.6 on the axes of its
-``coordinateSystems``; ngff-zarr 0.50 writes it in 0.4, 0.5, 0.6 and 0.9.dev1).
+"anterior-to-posterior"}`` on an image's space axes (0.6: on its ``coordinateSystems``).
 
-The RFC's rules, once, for the reader, the validator and the writer:
-
-* "The `orientation` field MUST only be used on spatial axes" (type ``space``);
-* it "MUST have a `type` field that specifies the orientation domain ... currently only
-  "anatomical"" and a ``value`` from the controlled vocabulary, :data:`ANATOMICAL_VALUES`:
-  the RFC's 18 values and the six layered-tissue ones ome/ngff#528 added (24);
-* "A set of NGFF `axes` MUST only have one of the set { "left-to-right",
-  "right-to-left" } or { "anterior-to-posterior", "posterior-to-anterior" } or the
-  remaining values": each value and its reverse form one *family* (:func:`family`), and
-  two axes of one set may not share a family;
-* "The directional orientation values ... specify the direction from lowest to highest
-  coordinates along the axis": ``anterior-to-posterior`` means coordinates grow towards
-  posterior, shown as ``anterior→posterior`` (:func:`axis_label`).
-
-An absent, ``null`` or empty orientation is none (the RFC: "there is no implicit
-default"). An orientation of another ``type`` or value is kept as written (a save keeps
-it; the validator reports it), never dropped.
+The RFC's rules, once, for the reader, the validator and the writer: :class:`Orientation`
+keeps an axis's orientation as written (another ``type`` or value too, never dropped; an
+absent, ``null`` or empty one is none: "there is no implicit default");
+:data:`ANATOMICAL_VALUES` are the RFC's 18 values and the six layered-tissue ones
+(ome/ngff#528); :func:`family` pairs a value with its reverse, and two axes may not share a
+family; :func:`orientation_problems` checks an axis list ("MUST only be used on spatial
+axes", type, vocabulary, families). :func:`axis_label` / :func:`split_axis_label` write
+and read napari's axis label (``y (anterior→posterior)``: coordinates grow towards
+posterior), so File > Save keeps it.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
-"""Per-axis scale and translation: the one reading of a ``coordinateTransformations`` list
-made of ``scale`` / ``translation`` / ``identity`` steps (and 0.6 ``sequence`` wrappers of
-them), shared by the reader (:mod:`.metadata`), the validator and the transformation graph
-(a displacement field's own scale).
+"""Per-axis scale and translation: the one reading of a ``coordinateTransformations`` list of
+``scale`` / ``translation`` / ``identity`` steps (and 0.6 ``sequence`` wrappers of them),
+for the reader (:mod:`.metadata`), the validator and the transformation graph.
 
-* :func:`unwrap_sequences`: a list of transformations with ``sequence`` wrappers unwrapped
-  (0.6 writes a sequence of a scale and a translation where 0.4/0.5 wrote a list of both);
-* :func:`fold_scale_translation`: the reader's fold into one scale and one translation
-  (a later scale also scales the translation so far), raising
-  :class:`~napari_ozx.errors.MetadataError` for anything it cannot fold;
-* :func:`plain_scale_translation`: the same fold, or ``None`` where the list is not plain
-  JSON numbers of one length (the validator's and the graph's view);
-* :func:`is_scale_translation`: whether one transformation (JSON or parsed) is of that
-  kind, in the spec's strict form for a dataset or the loose one 0.4/0.5 can store.
-
-No zarr, napari or Qt here.
+:func:`unwrap_sequences` unwraps ``sequence`` wrappers (0.6 writes a sequence where 0.4 /
+0.5 wrote a list); :func:`fold_scale_translation` is the reader's fold into one scale and
+one translation (a later scale also scales the translation so far), raising
+:class:`~napari_ozx.errors.MetadataError` for what it cannot fold;
+:func:`plain_scale_translation` is the same fold, or ``None`` where the list is not plain
+numbers of one length (the validator's and the graph's view); :func:`is_scale_translation`
+says whether one transformation is of that kind (strict for a dataset, or 0.4/0.5's loose
+form). No zarr, napari or Qt.
 """
 
 from __future__ import annotations

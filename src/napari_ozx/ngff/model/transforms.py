@@ -1,25 +1,14 @@
 """OME-Zarr 0.6 coordinate transformations: parse, apply to points, invert, compose.
 
-One frozen dataclass per transformation type of the 0.6 specification ("Transformation
-types"): identity, mapAxis, projectAxis, translation, scale, affine, rotation, sequence,
-byDimension, bijection, displacements and coordinates. Each
-
-* parses from JSON (:func:`parse_transform`, raising :class:`TransformError` naming the
-  transformation and the reason) and serialises back (``to_json``);
-* maps points (``apply``: an ``(n, in_dim)`` array to ``(n, out_dim)``);
-* gives its inverse where the spec says it has a closed form (``inverse``; a
-  ``bijection`` gives it explicitly), else raises :class:`TransformError`;
-* gives its homogeneous matrix when it is linear (``matrix``), which is how a viewer
-  shows it (napari's ``affine``) and how sequences of linear ones compose.
-
-Conventions (spec "Coordinate convention", "Matrix transformations"): the pixel centre is
-the origin; matrices act on column vectors whose first entry is the first axis; affine
-parameters are the upper ``M x (N+1)`` rows of the homogeneous matrix. Transformations
-are functions of points in the forward direction, input to output.
-
-Pure numpy: no zarr, napari or Qt. Parameters stored in Zarr arrays (``path``) and the
-vector fields of displacements / coordinates are loaded through a callback
-(``load_array``), so the caller decides how (and whether) to read them.
+One frozen dataclass per type of the 0.6 specification (identity, mapAxis, projectAxis,
+translation, scale, affine, rotation, sequence, byDimension, bijection, displacements,
+coordinates), each a :class:`Transform` that parses (:func:`parse_transform`, a
+:class:`TransformError` naming it), serialises (``to_json``), maps points (``apply``),
+inverts where the spec gives a closed form (``inverse``) and gives its homogeneous matrix
+when linear (``matrix``). :func:`compose` chains them; :func:`simplest` writes a matrix as
+the least expressive equivalent; :class:`SystemRef` / :func:`system_ref` parse an
+``input`` / ``output`` reference. Pure numpy; arrays a transformation stores are loaded
+through a ``load_array`` callback. Conventions: ``docs/design/metadata-model.md``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
-"""OME-Zarr metadata versions: which ones exist, what a declared one is read as, and how
-two compare. The reader (:mod:`.metadata`), the validator and the writer all ask here, so
-a version means the same thing to each of them.
+"""OME-Zarr metadata versions: which ones exist, what a declared one is read as, how two
+compare; the reader (:mod:`.metadata`), the validator and the writer all ask here.
 
-* the released versions are :data:`KNOWN_VERSIONS` (0.1 to 0.6);
-* 0.6 release candidates ("0.6rc0", accepted by the released 0.6 ``_version.schema``) are
-  0.6; pre-release tags written by earlier tools ("0.6.dev3" by acquire-zarr, "0.6.dev4" by
-  ngff-zarr before 0.50) are drafts of 0.6, read as 0.6;
-* SpatialData's "0.5-dev-spatialdata" is 0.5 (with multiscale transformations in the 0.6
-  draft form, which the parser handles);
-* development versions after 0.6 (:func:`is_development`: ngff-spec's "0.9.devN" line,
-  which ngff-zarr 0.50 writes as "0.9.dev1", and bioformats2raw's "1.0-DEV") are read as
-  0.6, the newest release, plus the RFCs of :data:`DEVELOPMENT_RFCS`, with one warning
-  naming the version and what of those RFCs napari-ozx does not implement;
-* anything else is unknown: a newer or made-up version may change what every key means.
-
-Versions are compared with :func:`version_key` (tuples of ints), never as strings.
+Released versions are :data:`KNOWN_VERSIONS` (0.1 to 0.6). 0.6 release candidates
+("0.6rc0") and earlier tools' pre-release tags ("0.6.dev3" by acquire-zarr, "0.6.dev4" by
+ngff-zarr before 0.50) are read as 0.6; SpatialData's "0.5-dev-spatialdata" as 0.5.
+Development versions after 0.6 (:func:`is_development`: "0.9.devN", which ngff-zarr 0.50
+writes, and bioformats2raw's "1.0-DEV") are read as 0.6 plus the RFCs of
+:data:`DEVELOPMENT_RFCS`, with one warning naming what of them is not implemented.
+Anything else is unknown: a made-up version may change what every key means. Versions are
+compared with :func:`version_key` (tuples of ints), never as strings.
 """
 
 from __future__ import annotations

@@ -1,52 +1,16 @@
 """Browsing a remote image: a plane's sibling reads and read-ahead along the moved axis.
 
-Why
----
-Over the network every request costs a round trip (tens of milliseconds to a cloud
-bucket), and napari asks for a new plane one layer at a time: channel A's tile, channel
-A's thumbnail (the coarsest level), then channel B's ... Read one after another, a z step
-of a 2-channel image cost four round trips or more, and every step paid all of them.
 :class:`Browse` (one per opened remote image, shared by its levels) watches napari's
-reads and fetches ahead of them into the remote chunk cache of :mod:`.fastread`:
+direct view reads (:mod:`.lazy`) and fetches ahead of them into :mod:`.fastread`'s remote
+chunk cache: the reads of the previous position (sibling channels, thumbnails) for the new
+one at once; the next planes along the moved axis in the background (up to
+:data:`MAX_AHEAD`, within ``NAPARI_OZX_READAHEAD_MB``), sent :data:`READAHEAD_DELAY_S`
+after napari's reads so they do not slow its draw; and the shard indexes of the planes
+reachable from a first read. A request no longer wanted is dropped unsent; a read napari
+waits for never queues behind a read-ahead. ``dask.compute``, saves and exports are not
+watched.
 
-* **Siblings.** The reads napari made at the previous position (every visible channel's
-  tile at the level shown, and its thumbnail) are requested for the new position as soon
-  as the first of them arrives, all concurrently: the whole plane costs one round trip.
-  Before napari has moved (the first views of an opened image), a channel's read brings
-  the same tile of every channel shown at open (omero ``active``, else all).
-  Which channels are visible is learnt from the reads themselves (napari reads only the
-  visible layers), so a hidden channel stops being fetched after one step.
-* **Read-ahead.** After a step of one along an axis (z or t), the next planes in the
-  direction of travel and the previous one are fetched in the background, nearest
-  first (3 planes after the first step, 2 more with every further step the same way,
-  up to :data:`MAX_AHEAD`; after a jump along the axis, the planes on either side),
-  on their own request threads (``READAHEAD_IO_THREADS``), a moment after napari's
-  own reads at a position (:data:`READAHEAD_DELAY_S`, see below), within a byte
-  budget (``NAPARI_OZX_READAHEAD_MB``; 0 turns it off). A read-ahead request is
-  dropped unsent once it is no longer wanted (the user jumped elsewhere, changed level
-  or panned), and a read napari waits for never queues behind one: it takes over a
-  read-ahead request not yet sent. The chunks kept are bounded by the remote chunk
-  cache, whose size grows with the budget, so memory stays within it over any browse.
-  Closing the layer frees its readers (held weakly here), and what was queued for them
-  is dropped.
-* **Shard indexes.** The first time napari reads a part of a level, the shard indexes of
-  every plane it can move to from there (the moving axes whole, nearest first, bounded by
-  the index cache) are read in the background: a jump to a plane never seen then costs
-  one round trip (its chunks), not two (its shard's index, then the chunks). They are a
-  few KiB each; off with the read-ahead.
-
-**Why the read-ahead waits.** napari draws the plane right after reading it. Sent at
-once, a read-ahead's answers came back during that draw, and handling them (Python
-holding the GIL for every answer, then decoding, on a 2-core machine) slowed it: in
-``benchmarks/bench_browse.py`` the steps during which read-ahead ran froze the GUI for
-98-109 ms (median) against 69-87 ms with it sent 0.1 s later, as the steps with nothing
-left to read ahead did (local: 78 ms). Waiting costs nothing a user sees: at a step
-every 250 ms the next plane still arrives in time, and a user holding the arrow key
-gets a read-ahead at least every :data:`READAHEAD_DELAY_S` (a later plan replaces a
-waiting one and keeps its time, :class:`~napari_ozx.ozx.pools.Later`).
-
-Only napari's direct view reads (:mod:`.lazy`) are watched: ``dask.compute``, saves
-and exports read exactly what they ask for.
+Why, and the frame times that set the delay: ``docs/design/reading.md``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
 """The chunk layouts napari-ozx decodes and encodes itself, without zarr-python.
 
-:func:`chunk_layout` decides, from an array's metadata, whether napari-ozx reproduces
-its stored bytes exactly, or says why not (the caller then lets zarr-python do it):
-
-* a regular chunk grid, a fixed-size numeric data type, C order;
-* Zarr v3: the ``bytes`` codec (either endianness), then any of ``zstd``, ``blosc``,
-  ``gzip``, ``crc32c``, optionally all inside one ``sharding_indexed`` codec whose index
-  is little-endian ``bytes`` [+ ``crc32c``], at its start or end;
-* Zarr v2: no filters, any numcodecs compressor (or none).
-
-:class:`ChunkLayout` turns a stored chunk into its pixels and back, with the codec
-objects zarr-python itself uses (made from the codecs' public configuration), and reads
-and builds shards (index with its CRC-32C, inner chunks in Morton order), so the fast
-reader (:mod:`.fastread`) and the label save-back (:mod:`napari_ozx.layers.saveback`)
-make one decision. Broken data raises :class:`~napari_ozx.errors.ChunkDecodeError`.
-
-``gzip`` streams carry the time they were written: an encoded chunk equals zarr's up to
-that header field, and decodes to the same pixels.
+:func:`chunk_layout` decides from an array's metadata whether napari-ozx reproduces its
+stored bytes exactly, or says why not (zarr-python does it then): a regular grid, a
+fixed-size numeric data type, C order; Zarr v3 ``bytes`` then any of ``zstd``, ``blosc``,
+``gzip``, ``crc32c``, optionally inside one ``sharding_indexed`` codec (index little-endian
+``bytes`` [+ ``crc32c``], at its start or end); Zarr v2 without filters, any numcodecs
+compressor. :class:`ChunkLayout` turns a stored chunk into pixels and back with
+zarr-python's own codecs, and reads and builds shards (inner chunks in Morton order,
+:func:`morton_order`), so the fast reader (:mod:`.fastread`) and the label save-back
+(:mod:`napari_ozx.layers.saveback`) make one decision. Broken data raises
+:class:`~napari_ozx.errors.ChunkDecodeError`. ``gzip`` streams carry their write time: an
+encoded chunk equals zarr's up to that header field.
 """
 
 from __future__ import annotations
@@ -31,7 +25,6 @@ from napari_ozx.errors import ChunkDecodeError
 
 if TYPE_CHECKING:
     import zarr
-    from zarr.core.metadata import ArrayV2Metadata
 
 __all__ = ["EMPTY", "ChunkLayout", "chunk_layout", "morton_order"]
 
@@ -336,7 +329,9 @@ def chunk_layout(array: zarr.Array) -> ChunkLayout | str:
     return ChunkLayout(array, outer, None, stored, steps)
 
 
-def _v2_layout(array: zarr.Array, md: ArrayV2Metadata, dtype: np.dtype) -> ChunkLayout | str:
+def _v2_layout(array: zarr.Array, md: Any, dtype: np.dtype) -> ChunkLayout | str:
+    """The layout of a Zarr v2 array (*md*: its zarr v2 metadata, whose type zarr keeps in
+    a private module)."""
     if md.filters or getattr(md, "order", "C") != "C":
         return "Zarr v2 filters or F order"
     comp = md.compressor

@@ -1,19 +1,15 @@
 """An RFC-8 collection root opened (:mod:`napari_ozx.ngff.model.collection`): its image
-members found, and the collection shown to the rest of the reader as an OME-Zarr 0.6
-scene, so the scene machinery (transformation graph, placement, scene dock) places
-every image by the collection's transformations.
+members found, and the collection shown to the reader as an OME-Zarr 0.6 scene, so the
+scene machinery (graph, placement, scene dock) places every image.
 
-* a member's ``zarr`` path relative to the collection (``./tile_0.zarr``), or absolute
-  (``file://`` URL or file path) but inside the collection's directory, is an image
-  group under the root, opened through the same store;
-* any other member location (``..``, another directory, ``http(s)://``) is opened as a
-  hierarchy of its own; it is shown in its own coordinate system, with one report (the
-  scene's transformations name systems under the collection's root only);
-* the root's group is replaced by one whose metadata is the scene
-  (:func:`~napari_ozx.ngff.model.collection.scene_document`), read as 0.6.
-
-One warning says that RFC-8 is a draft (:data:`~.collection.DRAFT_NOTE`); every member
-not opened is named in it.
+:func:`open_collection` gives an :class:`OpenedCollection`: a member inside the
+collection's directory (relative, or an absolute ``file://`` URL or path under it;
+:func:`member_location`) is an image group read through the same store; any other (``..``,
+another directory, ``http(s)://``) is opened on its own (:func:`external_images`) and shown
+in its own coordinate system, with one report. The root's group is replaced by one whose
+metadata is the scene (:func:`~napari_ozx.ngff.model.collection.scene_document`), read as
+0.6. One warning (:data:`~napari_ozx.ngff.model.collection.DRAFT_NOTE`) says RFC-8 is a
+draft and names every member not opened.
 """
 
 from __future__ import annotations

@@ -1,37 +1,15 @@
 """The one reader of Zarr metadata documents: ``zarr.json``, ``.zattrs``, ``.zgroup``,
 ``.zarray``.
 
-The opener (:class:`~.open.OmeZarr`), HCS plates (through ``OmeZarr.read_docs``) and the
-inspection all read a node's documents here, for a batch of node paths at once (a
-remote store's concurrently, in zarr's event loop: a plate's wells are one batch, not one
-round trip each; local ones directly, see below). Per node:
-
-* Zarr v3 first (``zarr.json``; OME-Zarr 0.5 is preferred over 0.4, RFC-2), then the
-  Zarr v2 trio once the hierarchy is known not to be v3;
-* a document is refused before it is read when the container declares it larger than
-  :data:`MAX_METADATA_BYTES` (:func:`ozx.protocol.as_container`), or a local file's size
-  says so; a remote store has no table of sizes, so only the JSON parser limits it there;
-* a local directory's documents are read with plain file reads on a few threads
-  (:func:`_prefetch_local`), not through zarr's ``LocalStore.get``: that hops to a
-  thread per document through the event loop, several times slower for a plate's
-  thousands of documents (``benchmarks/bench_plate.py``); the threads keep a network
-  filesystem's latencies overlapping;
-* a local container's members (an ``.ozx`` whose store reads inline, not
-  ``threaded_io``) are read the same way, through the store's synchronous ``get_sync``,
-  not its ``get`` in zarr's event loop, where a plate's first open waited on the loop
-  for a large part of its time (``.ozx`` against directory in
-  ``benchmarks/bench_plate.py``). Same checks and errors as the store's ``get`` (the
-  size cap first, then the store's own: ZIP records, CRC-32, inflate limits);
-  ``zarr.json`` documents first, the Zarr v2 ones only of the nodes without one, as the
-  event-loop path reads them. A remote container (``threaded_io``) keeps the
-  concurrent event-loop path: there each document is a request;
-* each document must be a JSON object; ``zarr.json`` must say ``zarr_format: 3``;
-* a ``zarr.json`` goes through the ZEP 10 must-understand pass
-  (:func:`.extensions.read_extensions`), which gives the copy zarr-python accepts.
-
-A problem with one node's documents does not stop the batch: it becomes that node's
-:attr:`NodeDocuments.error` (the opener raises it when the node is used, the inspector
-shows it), and the documents read so far are kept (``files``) so they can still be shown.
+:func:`read_documents` reads a batch of nodes' documents for the opener
+(:class:`~.open.OmeZarr`), plates and the inspection: Zarr v3 first, the v2 trio once the
+hierarchy is known not to be v3; a remote store's concurrently in zarr's event loop, local
+directories and containers with synchronous reads on a few threads. A document larger
+than :data:`MAX_METADATA_BYTES` is refused before it is read; each must be a JSON object,
+and a ``zarr.json`` goes through the ZEP 10 pass
+(:func:`~napari_ozx.ngff.model.extensions.read_extensions`). A problem with one node's
+documents becomes its :attr:`NodeDocuments.error` (documents read so far kept), never the
+batch's. Why local reads bypass zarr's event loop: ``docs/design/reading.md``.
 """
 
 from __future__ import annotations
@@ -43,7 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from napari_ozx.errors import MetadataError, OzxError
 from napari_ozx.ngff.model.extensions import NodeExtensions, read_extensions
@@ -57,7 +35,9 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "METADATA_FILES",
     "DocumentReadError",
+    "DocumentSource",
     "NodeDocuments",
+    "child_names",
     "get_bytes",
     "join_path",
     "loads_object",
@@ -592,3 +572,44 @@ def read_documents(
         )
 
     return list(run_sync(all_()))
+
+
+class DocumentSource(Protocol):
+    """What reads a hierarchy's documents: its store and :meth:`read_docs` (the opener,
+    :class:`~napari_ozx.ngff.read.open.OmeZarr`, is one)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def read_docs(
+        self, paths: Sequence[str], kind: Literal["group", "ome-group", "array"] | None = None
+    ) -> Sequence[NodeDocuments | None]: ...
+
+
+def child_names(src: DocumentSource, path: str) -> list[str]:
+    """The names of the nodes directly under *path* in *src*: from the root's Zarr v3
+    consolidated metadata when it has it, else a listing of the store (empty where the
+    store cannot list, or *path* is absent). Metadata documents and hidden names are
+    left out."""
+    (root,) = src.read_docs([""])
+    consolidated = None
+    if root is not None and root.zarr_format == 3:
+        cm = root.document.get("consolidated_metadata")
+        consolidated = cm.get("metadata") if isinstance(cm, Mapping) else None
+    if isinstance(consolidated, Mapping):
+        prefix = f"{path}/"
+        return [
+            k[len(prefix) :]
+            for k in consolidated
+            if k.startswith(prefix) and "/" not in k[len(prefix) :]
+        ]
+    store = src.store
+
+    async def listing() -> list[str]:
+        return [p.rstrip("/") async for p in store.list_dir(path)]
+
+    try:
+        names = run_sync(listing())
+    except (OSError, NotImplementedError):
+        return []
+    return [n for n in names if n and not n.startswith(".") and n not in METADATA_FILES]

@@ -1,35 +1,16 @@
-"""A direct read path for the layouts our writer (and most tools) produce.
+"""A direct chunk read path for the layouts our writer (and most tools) produce.
 
-Why
----
-napari reads one tile per visible region. Through ``zarr.Array.__getitem__`` each such
-read pays zarr-python's machinery (the async event loop hop, the indexer, the codec
-pipeline, a shard-index decode per request) several times over the actual work (one
-``pread`` and a zstd decode), which the compiled readers (zarrs through zarrista,
-tensorstore) do not. :class:`FastReader` does what they do, in Python:
-
-* the shard index of each shard is read and decoded once and kept (bounded LRU of
-  decoded indexes per array, :data:`INDEX_CACHE_BYTES`);
-* the inner chunks one request needs are read with as few store calls as possible
-  (neighbouring byte ranges of one shard are merged when the gap is small) through the
-  store's synchronous ``get_sync`` (``OzxStore``, ``LocalStore``), without the event loop;
-* every chunk is decoded by :mod:`.chunks` (the numcodecs codecs zarr-python itself
-  decodes with): the same bytes -> the same pixels, and a
-  :class:`~napari_ozx.errors.ChunkDecodeError` for broken data. Several chunks of one
-  request are decoded on a small thread pool (numcodecs releases the GIL);
-* for remote stores (``threaded_io``) the requests of one read (shard indexes, then
-  byte ranges) run concurrently on a small I/O pool, as dask's threads did per dask
-  chunk before napari's reads became direct (:mod:`.lazy`);
-* for remote containers the decoded inner chunks are kept (one LRU for the process,
-  :data:`REMOTE_CHUNK_CACHE_BYTES`): napari's dask cache does not see the direct reads of
-  :mod:`.lazy`, and a re-read there costs requests.
-
-Anything :func:`.chunks.chunk_layout` does not take, or a store without ``get_sync``, is
-refused by :func:`fast_reader` (returns ``None``, saying why once in the log, :mod:`.fastpaths`)
-and read by zarr-python as before.
-
-Measured with ``benchmarks/bench_compiled.py`` (numbers in the README's performance
-table, not here: they go stale).
+:func:`fast_reader` gives a :class:`FastReader` for an array whose layout
+:func:`.chunks.chunk_layout` takes (else ``None``, saying why once, :mod:`.fastpaths`;
+zarr-python reads it then, as it does a store without ``get_sync``). It keeps each
+shard's decoded index (:data:`INDEX_CACHE_BYTES`), reads the inner chunks a box needs with
+few synchronous ``get_sync`` calls (neighbouring ranges merged), and decodes them through
+:mod:`.chunks` (zarr-python's own codecs: same bytes, same pixels; broken data a
+:class:`~napari_ozx.errors.ChunkDecodeError`), several at once on a small pool. Remote
+stores (``threaded_io``): the requests of one read concurrent, decoded chunks kept
+(:data:`REMOTE_CHUNK_CACHE_BYTES`), each fetched once at a time, read-ahead on its own
+threads. Why (zarr's per-tile machinery against the compiled readers):
+``docs/design/reading.md``; measured by ``benchmarks/bench_compiled.py``.
 """
 
 from __future__ import annotations

@@ -1,49 +1,16 @@
-"""The dask arrays napari gets, with a direct path for what napari does with them.
+"""The arrays napari gets for every level, with a direct path for what napari does with them.
 
-Why
----
-napari turns a view into pixels as ``np.asarray(level[c][idx][tile])``: up to three basic
-``__getitem__`` calls, then one ``compute``. Through a plain dask array each
-``__getitem__`` builds a slicing graph and the compute pays the scheduler and graph
-optimisation, several times the cost of decoding the tile. Worse, napari computes inside
-``dask.config.set({"optimization.fuse.active": False})`` and slices in several steps, and
-then dask never fuses the tile's slice into the chunk read: a 256x256 tile of a
-1024x1024 dask chunk read all 16 inner chunks.
+:class:`LazyArray` is a ``dask.array.Array`` (graph, ``compute``, ``da.stack``, pickling as
+before, the same pixels) that remembers which box of which reader it is: basic
+``__getitem__`` (ints, step-1 slices, ``...``) composes views without building a graph
+(built on demand by dask's own slicing), and ``compute`` / ``np.asarray`` of such a view
+reads the box through :mod:`.fastread` on the calling thread, no scheduler; anything else
+is plain dask, and a failed direct read is recomputed through dask so errors are dask's
+own. Under dask's array query planning :func:`lazy_array` gives a :class:`LevelArray`
+instead: the same views and direct reads, without dask. :func:`source_reader` finds a
+view's reader. ``NAPARI_OZX_FAST_PATHS=0`` turns the direct path off (:mod:`.fastpaths`).
 
-:class:`LazyArray` is a ``dask.array.Array`` — its graph, ``compute``, ``da.stack``,
-``map_blocks``, pickling all behave as before and give the same pixels — that also
-remembers *which box of which reader* it is:
-
-* ``__getitem__`` with basic indices (integers, slices of step 1, ``Ellipsis``) composes
-  the index with the box it already is and returns another :class:`LazyArray` whose
-  name and chunks are computed directly (a few microseconds) and whose graph is built
-  only when something asks for it (``.dask``, ``__dask_graph__``): then by dask's own
-  ``slice_array`` from the level's graph, so it is exactly the graph dask would have
-  built. Anything else (lists, arrays, booleans, ``None``, steps, out-of-range indices)
-  goes through dask's ``__getitem__`` unchanged (same result, same errors).
-* ``compute()`` (and so ``np.asarray``, which dask implements with ``compute``) reads
-  ``reader[box]`` on the calling thread in one call: :mod:`.fastread` decodes exactly the
-  inner chunks the box touches (on its own small pool when there are several). If that
-  read raises, the array is computed again through dask, so the error a user sees is
-  the very one dask raised before (:class:`~napari_ozx.errors.ChunkDecodeError` naming
-  the chunk dask's task read).
-
-What it gives up: napari's opportunistic dask cache (``napari.utils._dask_utils``) works
-through scheduler callbacks keyed on task keys; the direct read has neither, so napari
-does not cache these tiles. Locally a re-read tile is a page-cache read and a decode (the
-shard index kept by :mod:`.fastread`), less than one scheduler pass; for remote
-containers, where a re-read costs requests, :mod:`.fastread` keeps the decoded inner
-chunks (``REMOTE_CHUNK_CACHE_BYTES``). ``dask.compute(x)``, ``x.persist()`` and
-everything derived from these arrays (``x + 1``, ``da.stack``) still run through the
-scheduler, callbacks included. ``__dask_optimize__``/``__dask_scheduler__`` are not
-overridden: napari never calls them, and ``dask.compute`` keeps dask's semantics.
-
-What it costs and gains is measured by ``benchmarks/bench_compiled.py`` (the README's
-performance table); ``NAPARI_OZX_FAST_PATHS=0`` turns it off (:mod:`.fastpaths`).
-
-An in-place ``x[...] = v`` (dask rewrites the array's graph and name) turns the direct
-path off for that array: it is only taken while the array's name is the one it was made
-with.
+Why, what it gives up (napari's dask cache) and what it costs: ``docs/design/reading.md``.
 """
 
 from __future__ import annotations

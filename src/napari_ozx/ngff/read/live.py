@@ -1,34 +1,16 @@
 """Keep open lazy arrays correct when the directory they read is replaced by a save.
 
-The problem (issue "never lose data while saving"): a napari layer opened from an
-OME-Zarr *directory* is a dask array whose tasks read files below that directory by key
-(``s0/c/0/0/0`` for ome-zarr-py, ``scale0/image/...`` for ngff-zarr). Saving onto the
-same path writes a new tree beside it and swaps it in atomically, so the file on disk is
-right — but the still-open layers then ask for keys the new tree does not have (zarr
-answers a missing key with the fill value: silent zeros), or for keys it has with a
-different chunk layout and codec. A second save would write those zeros.
+A layer opened from an OME-Zarr *directory* reads files below it by key; a save onto the
+same path swaps in a new tree, whose keys may be missing (zarr answers with fill value:
+silent zeros) or hold another layout. So before the swap every live reader
+(:func:`register`, :func:`live_readers`) is re-pointed (:func:`repoint`) at a hard-linked
+clone of the old tree (:func:`retain_for_readers`), hidden beside the target and removed
+once its last reader is gone; without hard links the old tree itself is kept
+(:func:`adopt_old_tree`). An ``.ozx`` keeps its inode open, so needs none of this; when
+napari-ozx rebuilds one copying its members, :func:`follow_archive` moves the readers to
+the new file so the old one's space is freed.
 
-What we do instead: before the swap, every live reader of the replaced tree is re-pointed
-at a *hard-linked clone* of that tree (same files, no data copied, one link per file),
-so it keeps reading exactly the bytes it was opened on, while the target path gets the
-new tree. The clone lives beside the target as a hidden ``.<name>.<id>.open`` directory
-and is removed as soon as the last reader of it is garbage-collected (the layers closed)
-or the interpreter exits.
-
-Why a clone and not "rename the old tree away and re-point": the re-pointing and the
-rename cannot happen at the same instant, and a render thread reading in between would
-get zeros that napari's dask cache then keeps. With the clone both paths stay valid
-throughout. Why not re-point to the new tree: the new pyramid need not have the old
-levels' shapes (another tool's downsampling, another level count), and channels may have
-been reordered, so "level *i* of the new tree" is not provably the same pixels; the clone
-always is. Where the file system has no hard links, the old tree itself is kept (renamed
-away instead of deleted) and the readers are re-pointed to it right after the swap.
-
-``.ozx`` sources need none of this for correctness: :class:`~napari_ozx.ozx.store.OzxStore`
-reads through one open descriptor, which keeps the replaced file's inode alive. But when
-napari-ozx itself rebuilds an archive copying its members byte for byte (a label
-save-back, new labels added), :func:`follow_archive` moves the readers of the old file to
-the new one, so the old file's disk space is not held while the layers stay open.
+Why a clone, and not a rename or the new tree: ``docs/design/saving.md``.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 ``open_ome_zarr(source)`` reads metadata only: each node's ``zarr.json`` (or ``.zattrs``
 / ``.zarray`` for Zarr v2) once, concurrently where there are several, through our own
-metadata pass (:mod:`.extensions`) and typed models (:mod:`.models`). Arrays are built
-from those parsed documents, so zarr-python does not read them again, and every pyramid
-level is exposed as a dask array whose chunks follow the Zarr (inner) chunks. Nothing
-reads pixel data until a chunk is computed; then :mod:`.fastread` reads it directly
-where it can (zarr-python otherwise).
+metadata pass (:mod:`~napari_ozx.ngff.model.extensions`) and typed models
+(:mod:`~napari_ozx.ngff.model.metadata`). Arrays are built from those parsed documents, so
+zarr-python does not read them again, and every pyramid level is exposed as a dask array whose
+chunks follow the Zarr (inner) chunks. Nothing reads pixel data until a chunk is computed; then
+:mod:`.fastread` reads it directly where it can (zarr-python otherwise).
 """
 
 from __future__ import annotations
@@ -32,16 +32,17 @@ from napari_ozx.errors import (
     UnsupportedExtensionError,
 )
 from napari_ozx.ngff.model.axes import is_spatial
-from napari_ozx.ngff.model.collection import is_collection_document
 from napari_ozx.ngff.model.extensions import NodeExtensions
 from napari_ozx.ngff.model.metadata import (
     Multiscale,
     NodeMetadata,
+    is_collection_document,
     parse_node_attributes,
     with_implied_scales,
 )
 from napari_ozx.ngff.read.documents import (
     NodeDocuments,
+    child_names,
     join_path,
     read_documents,
     remote_directory,
@@ -474,7 +475,26 @@ class GroupNode:
 
 @dataclass
 class Image:
-    """A multiscale image (or label image): metadata plus one lazy array per level."""
+    """A multiscale image (or label image): metadata plus one lazy array per level.
+
+    Made by :meth:`OmeZarr.images` / :meth:`OmeZarr.image`; :attr:`levels` are the arrays
+    napari shows, :attr:`labels` its label images.
+
+    Parameters
+    ----------
+    root : OmeZarr
+        The hierarchy it belongs to.
+    group : GroupNode
+        Its group (path, attributes, parsed metadata).
+    multiscale : Multiscale
+        Its parsed multiscale metadata.
+    arrays : list of ArrayNode
+        One per level, finest first.
+    crops : list of tuple of int or None, optional
+        Per level, the shape a padded level is cropped to (webknossos), else None.
+    ome_xml : optional
+        What bioformats2raw's OME-XML says of this image (:mod:`.omexml`), or None.
+    """
 
     root: OmeZarr = field(repr=False)
     group: GroupNode
@@ -542,7 +562,19 @@ class Image:
 
 
 class OmeZarr:
-    """An opened OME-Zarr hierarchy. Use :func:`open_ome_zarr`."""
+    """An opened OME-Zarr hierarchy: its metadata read once, its images with lazy levels.
+
+    Made by :func:`open_ome_zarr`; a context manager (:meth:`close`).
+
+    Parameters
+    ----------
+    store : zarr.abc.store.Store
+        The store the hierarchy is read from.
+    source : str
+        Its path or URL, for messages and pickling.
+    owns_store : bool, default True
+        Close *store* when the hierarchy is closed.
+    """
 
     def __init__(self, store: Store, source: str, owns_store: bool = True) -> None:
         self.store = store
@@ -707,36 +739,12 @@ class OmeZarr:
         (from the root's consolidated metadata when it has it, else a listing)."""
         out = []
         for container in ("images", "labels"):
-            for name in sorted(self._child_names(container)):
+            for name in sorted(child_names(self, container)):
                 path = join_path(container, name, key=container)
                 grp = self._group_or_none(path)
                 if grp is not None and grp.meta.multiscales:
                     out.append((path, container))
         return out
-
-    def _child_names(self, path: str) -> list[str]:
-        root = self.read_docs([""])[0]
-        consolidated = None
-        if root is not None and root.zarr_format == 3:
-            cm = root.document.get("consolidated_metadata")
-            consolidated = cm.get("metadata") if isinstance(cm, Mapping) else None
-        if isinstance(consolidated, Mapping):
-            prefix = f"{path}/"
-            return [
-                k[len(prefix) :]
-                for k in consolidated
-                if k.startswith(prefix) and "/" not in k[len(prefix) :]
-            ]
-        from napari_ozx.ngff.read.documents import run_sync
-
-        async def listing() -> list[str]:
-            return [p.rstrip("/") async for p in self.store.list_dir(path)]
-
-        try:
-            names = run_sync(listing())
-        except (OSError, NotImplementedError):
-            return []
-        return [n for n in names if n and not n.startswith(".") and n != "zarr.json"]
 
     def ome_attributes(self, path: str) -> Mapping[str, Any] | None:
         """The OME attributes of the group at *path* (the ``ome`` object of a Zarr v3
@@ -752,7 +760,7 @@ class OmeZarr:
     @cached_property
     def transform_graph(self) -> Any:
         """The coordinate systems of the hierarchy (a scene's and its images') linked by
-        their transformations: :class:`~.graph.TransformGraph`. Raises
+        their transformations: :class:`~napari_ozx.ngff.model.graph.TransformGraph`. Raises
         :class:`~napari_ozx.errors.TransformError` for a path that leaves the root, a
         transformation that does not fit its systems, or a cycle that disagrees."""
         from napari_ozx.ngff.model.graph import graph_from_hierarchy
@@ -888,9 +896,10 @@ def transform_points(
     source: str | os.PathLike[str] | Store, src: str, dst: str, points: Any
 ) -> np.ndarray:
     """Map *points* (``(n, D)``) from coordinate system *src* to *dst* of the hierarchy
-    at *source* (a scene's or an image's systems, named as :func:`.graph.parse_key`
-    reads them). Raises :class:`~napari_ozx.errors.TransformError` for an unknown system
-    or a path that cannot be computed."""
+    at *source* (a scene's or an image's systems, named as
+    :func:`~napari_ozx.ngff.model.graph.parse_key` reads them). Raises
+    :class:`~napari_ozx.errors.TransformError` for an unknown system or a path that cannot be
+    computed."""
     from napari_ozx.ngff.model.graph import parse_key
 
     with open_ome_zarr(source) as root:
@@ -899,7 +908,31 @@ def transform_points(
 
 
 def open_ome_zarr(source: str | os.PathLike[str] | Store) -> OmeZarr:
-    """Open a local OME-Zarr directory or ``.ozx`` file (metadata only)."""
+    """Open an OME-Zarr hierarchy, reading its metadata only.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or zarr.abc.store.Store
+        A local directory, a local ``.ozx`` / ``.zip`` file, an ``https://`` or ``s3://``
+        URL of either, or a zarr store (kept open when the result is closed).
+
+    Returns
+    -------
+    OmeZarr
+        The opened hierarchy (a context manager: closing it closes the store it opened);
+        :meth:`OmeZarr.images` gives its images with lazy levels.
+
+    Raises
+    ------
+    FileNotFoundError
+        A local path that does not exist.
+    NotOmeZarrError
+        No Zarr group, or a group without OME-Zarr metadata, at the root.
+    MetadataError
+        Invalid OME-Zarr metadata.
+    ZipFormatError
+        A file that is not a readable ZIP archive.
+    """
     store = open_store(source)
     name = os.fspath(source) if isinstance(source, str | os.PathLike) else repr(source)
     try:

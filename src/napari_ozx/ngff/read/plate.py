@@ -1,47 +1,15 @@
 """HCS plates and wells: metadata in a few concurrent round trips, a lazy plate overview.
 
-``HcsPlate(oz)`` opens the plate (or single well) at the root of an :class:`OmeZarr`:
-
-1. the root's ``plate`` metadata is already parsed (:class:`~.models.Plate`, any version);
-2. **one** concurrent :meth:`OmeZarr.read_docs` call (:mod:`.documents`) reads every
-   well's metadata (:class:`~.models.Well`) -> :class:`WellInfo` per well, in plate
-   order; a well whose group is missing or broken (invalid JSON included) keeps an
-   ``error`` and the rest of the plate still opens.
-
-``HcsPlate.overview(field, acquisition)`` builds an :class:`Overview`, the whole plate as
-one lazy **multiscale** image, with two more concurrent batches (the chosen field's image
-group of every well, then every such field's full-resolution array document) plus one
-representative field's pyramid, and no pixel I/O:
-
-* axes are the representative field's axes; y and x hold ``rows x columns`` tiles of
-  ``pitch = tile + gap`` pixels, the field at ``inset`` in its tile; the tile is the
-  largest field (at most twice the representative's size; larger ones are cropped);
-* **level 0 is every well's full-resolution field**, pixel for pixel, so zooming in
-  reaches full resolution; level k shows the fields' own pyramid level with the same
-  integer factor (the pitch is a multiple of every factor, so levels line up exactly);
-  beyond the fields' pyramid, levels that take every 2nd, 4th ... pixel of its coarsest
-  level are added until the plate is about ``OVERVIEW_EDGE`` px along its longer side
-  (a plate of single-level fields still opens without reading every full field);
-* non-y/x axes (t, c, z) span the most planes any well's field has (a well with fewer
-  planes is zeros beyond them; one with more is shown whole), scaled at coarser levels
-  as the representative's pyramid scales them; the representative's ``omero`` names and
-  colours apply;
-* each level is a dask array with **one chunk per well tile and plane**; a chunk reads
-  only its well's field (zarr's own chunking below that), absent wells and wells that
-  fail cost no I/O and stay zeros, so napari reads the wells it shows at the level it
-  shows. Coarser levels' array documents are read on first use, per well.
-
-Limits against hostile metadata: at most ``MAX_WELLS`` wells and ``MAX_PLANES`` planes
-along any t / c / z axis (dask keeps one chunk boundary per plane; the graph itself is
-never materialised, so a time-lapse plate of many wells x planes is fine); a well listed
-twice at one position is ignored (with a warning).
-
-``HcsPlate.open_fields(well, ...)`` returns the full-resolution :class:`~.open.Image` of a
-well's fields (their groups read concurrently); :meth:`HcsPlate.placements` says where to
-put them in world coordinates: on the well's tile, or as a grid of fields shrunk into
-the tile.
-
-No napari, no Qt: the napari glue is in ``layers/reading.py`` and ``_qt/plate_navigator.py``.
+:func:`open_hcs` / :class:`HcsPlate` open the plate (or well) at the root of an
+:class:`~.open.OmeZarr`: every well's document in one concurrent batch (:mod:`.documents`)
+-> a :class:`WellInfo` each; a missing or broken well keeps an ``error``, the rest opens.
+:meth:`HcsPlate.overview` builds an :class:`Overview`, the whole plate as one lazy
+multiscale image (two more batches, no pixel read): level 0 is every well's chosen field
+pixel for pixel, coarser levels the fields' own pyramid then subsampling down to about
+:data:`OVERVIEW_EDGE` px; one chunk per well tile and plane, so napari reads only the
+wells it shows. Bounded by :data:`MAX_WELLS` and :data:`MAX_PLANES` against hostile
+metadata. :meth:`HcsPlate.open_fields` opens a well's fields, :meth:`HcsPlate.placements`
+says where they go. The tile geometry and level rules: ``docs/design/plates.md``.
 """
 
 from __future__ import annotations
@@ -1130,7 +1098,28 @@ def _fields(well_path: str, images: Sequence[Any]) -> tuple[FieldRef, ...]:
 
 
 def open_hcs(source: Any, path: str = "") -> HcsPlate:
-    """Open a plate or well (an :class:`OmeZarr` or anything :func:`open_ome_zarr` takes)."""
+    """Open an HCS plate or well, reading its wells' metadata in one concurrent batch.
+
+    Parameters
+    ----------
+    source : OmeZarr or str or os.PathLike or zarr.abc.store.Store
+        An opened hierarchy (kept open), or anything :func:`open_ome_zarr` takes.
+    path : str, default ""
+        The plate's (or well's) group in the hierarchy; "" is the root.
+
+    Returns
+    -------
+    HcsPlate
+        The plate: its wells, :meth:`HcsPlate.overview` (the whole plate as one lazy
+        multiscale image) and :meth:`HcsPlate.open_fields`.
+
+    Raises
+    ------
+    NotOmeZarrError
+        The group at *path* is not an HCS plate or well.
+    MetadataError
+        Invalid plate or well metadata.
+    """
     from napari_ozx.ngff.read.open import open_ome_zarr
 
     if isinstance(source, OmeZarr):

@@ -1,21 +1,14 @@
 """A SpatialData store's elements, from metadata only.
 
-A SpatialData store (scverse) is a Zarr group whose attributes hold
-``spatialdata_attrs: {"version": ...}`` and whose ``images/``, ``labels/``, ``points/``,
-``shapes/`` and ``tables/`` containers hold one group per element:
-
-* images and labels are OME-Zarr multiscale images (read by :mod:`ngff.read.open`);
-* points: ``points/<name>/points.parquet/`` (a directory of ``part.N.parquet`` files),
-  attributes ``encoding-type: "ngff:points"``, ``axes``, ``coordinateTransformations``
-  and ``spatialdata_attrs: {version, feature_key?, instance_key?}``;
-* shapes: ``shapes/<name>/shapes.parquet`` (GeoParquet, WKB geometry) with
-  ``encoding-type: "ngff:shapes"`` (format 0.2+), or format 0.1's ragged ``coords`` /
-  ``offset*`` / ``Index`` / ``radius`` arrays;
-* tables: AnnData groups (:mod:`ngff.tables.read`).
-
-An element's ``coordinateTransformations`` map its intrinsic axes (``input``: an object
-with ``name`` and ``axes``) to named coordinate systems (``output``); :func:`to_system`
-turns one into a homogeneous matrix over given axis names.
+A SpatialData store (scverse) is a Zarr group whose attributes hold ``spatialdata_attrs:
+{"version": ...}`` (:func:`is_spatialdata`) and whose :data:`CONTAINERS` (``images/``,
+``labels/``, ``points/``, ``shapes/``, ``tables/``) hold a group per element: images and
+labels are OME-Zarr images, points a directory of parquet parts (``ngff:points``), shapes
+GeoParquet (``ngff:shapes``) or format 0.1's ragged arrays, tables AnnData.
+:func:`list_elements` lists them as :class:`Element` records (kind, name, attributes, format
+version, coordinate systems); :func:`to_system` turns an element's transformation to a
+named system into a matrix over given axis names; :func:`child_names` lists a group
+(consolidated metadata, else a listing).
 """
 
 from __future__ import annotations
@@ -27,13 +20,12 @@ from typing import Any
 import numpy as np
 
 from napari_ozx.errors import MetadataError, TransformError
-from napari_ozx.ngff.read.documents import join_path
+from napari_ozx.ngff.read.documents import child_names, join_path
 
 __all__ = [
     "CONTAINERS",
     "Element",
     "axis_names",
-    "child_names",
     "is_spatialdata",
     "list_elements",
     "ome_section",
@@ -192,9 +184,9 @@ def to_system(element: Element, system: str, axes: Sequence[str]) -> np.ndarray:
 
 
 def list_elements(root: Any, kinds: Sequence[str] = CONTAINERS) -> list[Element]:
-    """Every element of the SpatialData store *root* (an :class:`~napari_ozx.ngff.read.
-    open.OmeZarr`), container by container (:data:`CONTAINERS` order), names sorted;
-    metadata only (the root's consolidated metadata when it has it, else listings)."""
+    """Every element of the SpatialData store *root* (an
+    :class:`~napari_ozx.ngff.read.open.OmeZarr`), container by container (:data:`CONTAINERS` order),
+    names sorted; metadata only (the root's consolidated metadata when it has it, else listings)."""
     out: list[Element] = []
     for kind in kinds:
         names = sorted(n for n in child_names(root, kind) if n)
@@ -213,31 +205,3 @@ def list_elements(root: Any, kinds: Sequence[str] = CONTAINERS) -> list[Element]
                 continue
             out.append(Element(kind, name, path, docs.attributes, docs.zarr_format))
     return out
-
-
-def child_names(src: Any, path: str) -> list[str]:
-    """The names of the nodes directly under *path*: the opener's own listing where *src*
-    is an ``OmeZarr`` (consolidated metadata first), else the root's consolidated
-    metadata, else a listing of the store."""
-    names = getattr(src, "_child_names", None)
-    if callable(names):
-        return list(names(path))
-    (root,) = src.read_docs([""])
-    doc = root.document if root is not None else {}
-    cm = doc.get("consolidated_metadata") if isinstance(doc, Mapping) else None
-    meta = cm.get("metadata") if isinstance(cm, Mapping) else None
-    if isinstance(meta, Mapping):
-        prefix = f"{path}/"
-        return [
-            k[len(prefix) :] for k in meta if k.startswith(prefix) and "/" not in k[len(prefix) :]
-        ]
-    from napari_ozx.ngff.read.documents import run_sync
-
-    async def listing() -> list[str]:
-        return [p.rstrip("/") async for p in src.store.list_dir(path)]
-
-    try:
-        found = run_sync(listing())
-    except (OSError, NotImplementedError):
-        return []
-    return [n for n in found if n and not n.startswith(".") and n != "zarr.json"]

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from napari_ozx.errors import MetadataError
-from napari_ozx.ngff.read.documents import join_path
-from napari_ozx.ngff.spatial.elements import Element, child_names
+from napari_ozx.ngff.read.documents import child_names, join_path
+from napari_ozx.ngff.spatial.elements import Element
 from napari_ozx.ngff.spatial.files import parquet_parts, parquet_schema, read_parquet, require
 
 __all__ = ["Circles", "Polygons", "read_shapes", "shapes_rows"]

@@ -1,26 +1,12 @@
 """Condition tables of HCS plates: each well's treatment (drug, concentration ...).
 
-Fractal keeps a plate's conditions in a plate-level table, ``tables/<name>`` of the plate
-group, of type ``condition_table`` (ngio's ``OmeZarrPlate.add_table(name,
-ConditionTable(df))``, any backend). The table specification gives condition tables no
-columns; what ngio, Fractal and napari-ome-zarr-navigator use to name a row's well is, in
-this order:
-
-* ``row`` and ``column`` (or ``col``): the row's name ("B") and the column's name ("03";
-  a csv reads "03" back as 3, so a column is also matched by its number);
-* ``well``: the well's name ("B03", "B3", "B/03");
-* ``well_path`` (or ``path``): the well's path in the plate ("B/03").
-
-Column names are matched without regard to case, and so are row and column names where
-that is unambiguous (a 1536-well plate has rows "A" and "a"). The other columns are the conditions;
-``path_in_well`` (ngio's concatenated tables) is a key too, never a condition. A well
-with several rows (one per field, say) keeps a column's value when the rows agree and
-the tuple of its distinct values when they do not.
-
-:func:`plate_conditions` reads the table once (metadata of the plate group only: no
-well is read, so a 1536-well plate costs the plate document and one table) and maps its
-rows to the plate's wells: a :class:`PlateConditions`, a mapping well path -> column ->
-value.
+Fractal keeps a plate's conditions in a plate-level ``tables/<name>`` of type
+``condition_table`` (any backend). :func:`plate_conditions` reads it once (the plate
+group's metadata only: no well is read) and maps its rows to the plate's wells, by
+``row`` and ``column``, else ``well``, else ``well_path`` (case-insensitive where that is
+unambiguous): a :class:`PlateConditions`, well path -> column -> value (a tuple where a
+well's rows disagree). :func:`condition_tables` lists a plate's condition tables;
+:func:`format_value` shows one value. The matching rules: ``docs/design/tables.md``.
 """
 
 from __future__ import annotations
@@ -85,10 +71,21 @@ def _python(value: Any) -> Any:
 class PlateConditions(Mapping[str, Mapping[str, Any]]):
     """A plate's conditions: well path -> condition column -> value (a mapping).
 
-    ``table`` is the condition table read (None: the plate has none), ``columns`` the
-    condition columns in the table's order, ``key`` how rows were matched to wells
-    (``"row and column"``, ``"well"``, ``"well path"``), ``unmatched`` the rows whose well
-    the plate does not list."""
+    Made by :func:`plate_conditions`.
+
+    Parameters
+    ----------
+    table : TableInfo, optional
+        The condition table read (None: the plate has none).
+    columns : tuple of str, default ()
+        The condition columns, in the table's order.
+    wells : dict, optional
+        Well path -> column -> value (a tuple where a well's rows disagree).
+    key : str, optional
+        How rows were matched to wells (``"row and column"``, ``"well"``, ``"well path"``).
+    unmatched : int, default 0
+        The rows whose well the plate does not list.
+    """
 
     table: TableInfo | None = None
     columns: tuple[str, ...] = ()
@@ -185,15 +182,32 @@ def plate_conditions(
 ) -> PlateConditions:
     """Each well's conditions from the plate's condition table, read once.
 
-    *source*: a path or URL, an opened :class:`~napari_ozx.ngff.read.open.OmeZarr` or an
-    :class:`~napari_ozx.ngff.read.plate.HcsPlate` (or any table source, with *model*:
-    the plate's parsed metadata, as ``napari-ozx info`` has it); *plate*: the plate
-    group's path in it ("" = the root). *table*: the table's name (any type); by default
-    the plate's condition table (``condition_table`` when there are several). A plate
-    without one gives an empty :class:`PlateConditions`. Raises
-    :class:`~napari_ozx.errors.TableError` when the table cannot be read or names no
-    well (no row and column, well or well path column), and
-    :class:`~napari_ozx.errors.NotOmeZarrError` when *plate* is not a plate.
+    Parameters
+    ----------
+    source : str, os.PathLike, OmeZarr, HcsPlate or TableSource
+        A path or URL, an opened hierarchy or plate, or any table source (then with
+        *model*).
+    table : str, optional
+        The table's name (any type); by default the plate's condition table
+        (``condition_table`` when there are several).
+    plate : str, default ""
+        The plate group's path in *source*; "" is the root.
+    model : Plate, optional
+        The plate's parsed metadata, when *source* is a bare table source (as
+        ``napari-ozx info`` has it).
+
+    Returns
+    -------
+    PlateConditions
+        Well path -> column -> value; empty for a plate without a condition table.
+
+    Raises
+    ------
+    TableError
+        The table cannot be read or names no well (no row and column, well or well path
+        column).
+    NotOmeZarrError
+        *plate* is not a plate.
     """
     source, plate = _unwrap(source, plate)
     with opened_source(source) as src:

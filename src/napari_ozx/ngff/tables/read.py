@@ -1,51 +1,16 @@
 """Tables next to images: the Fractal / ngio table specification V1 and SpatialData tables.
 
-OME-Zarr has no table specification yet (RFC-8 only makes tables discoverable); what
-high-content screening writes is Fractal's, as ngio 1.1 puts it on disk:
+:func:`list_tables` lists an image's (or plate's) ``tables/`` as :class:`TableInfo` records from
+metadata only; :func:`read_table` reads one into a :class:`TableData` (numpy columns and
+the index, refusing more than *max_bytes*); :func:`spatialdata_tables` lists a SpatialData
+root's. Backends: AnnData read directly with zarr (v2 and v3; no ``anndata`` dependency),
+parquet through ``pyarrow`` when installed (``napari-ozx[tables]``), csv, json; through the
+opener's document reader and store, so directories, ``.ozx`` and remote stores alike. A
+malformed table is a :class:`~napari_ozx.errors.TableError` naming it, never the image's.
+ROIs: :func:`roi_pixel_boxes` (level-0 pixels, as ngio maps them), :func:`roi_pixel_edges`
+(the ROI as drawn) and :func:`roi_world_boxes`. Writing is :mod:`.write`'s.
 
-* an image's ``tables/`` group lists its tables, ``{"tables": [names]}``;
-* each table group says ``type`` (``roi_table``, ``masking_roi_table``, ``feature_table``,
-  ``condition_table``; ngio's documentation says ``table_type``, fractal-tasks-core wrote
-  ``fractal_table_version``: all accepted), ``table_version: "1"``, ``backend``
-  (``anndata_v1``, ``anndata`` an alias, ``parquet``, ``csv``, ``json``; none: AnnData),
-  typed tables ``index_key`` / ``index_type``, masking and feature tables
-  ``region: {"path": "../labels/<name>"}`` and ``instance_key``;
-* AnnData keeps float columns in ``X`` (their names in ``var``'s index) and integers and
-  strings in ``obs``; parquet and csv keep the whole table in ``table.parquet`` /
-  ``table.csv`` in the group (the index an ordinary column); json keeps the columns as the
-  attributes of a ``table`` subgroup. A csv loses zero padding ("05" reads back as 5), as
-  it does for ngio.
-
-SpatialData keeps AnnData tables under the root's ``tables/``; ``region``, ``region_key``
-and ``instance_key`` (the group's attributes, or ``uns/spatialdata_attrs`` before
-spatialdata 0.4) say which labels elements the rows annotate. One table may annotate
-several elements whose instance ids overlap: :meth:`TableData.for_region` keeps one
-element's rows.
-
-The AnnData layout is read directly with zarr (Zarr v2 and v3, directories and ``.ozx``
-alike, through the opener's document reader and store): no ``anndata`` dependency.
-Parquet needs ``pyarrow`` (the ``napari-ozx[tables]`` extra), imported only when a
-parquet table is listed or read; csv is read with the standard library.
-
-Cost: :func:`list_tables` reads metadata (group documents; an AnnData table's ``var``
-names, a parquet file's footer, a csv file's header), never column data;
-:func:`read_table` reads columns, refusing more than *max_bytes*. An image without
-tables costs one missing-key lookup (``tables/zarr.json``, or ``tables/.zattrs`` in
-Zarr v2). A malformed table is a :class:`~napari_ozx.errors.TableError` naming the table
-and the reason (its :attr:`TableInfo.error` when listed), never the image's problem.
-
-ROIs: :func:`roi_pixel_boxes` maps a ROI table to level-0 pixel boxes exactly as ngio does
-(micrometres relative to the array origin divided by the level-0 pixel size, rounded to
-the pixel within 1 %, floor / ceil, clipped to the array; the image's OME translation is
-ignored, ``*_micrometer_original`` columns are stage positions and never a placement, a
-missing ``z`` is the whole z extent); :func:`roi_world_boxes` places those boxes in the
-image's world (pixel * scale + level-0 translation), so a box covers the same pixels as
-the image placed with its translation. :func:`roi_pixel_edges` is the ROI itself (pixel
-edges, neither floored, ceiled nor clipped): what a napari rectangle of it shows.
-
-Writing is :mod:`.table_write`'s: a ROI table (what napari's Shapes layers save), and
-every table carried by ``convert``. Feature, masking ROI and condition tables are
-read-only in napari-ozx: read and shown here, never written from napari.
+The layouts read and the ROI conventions: ``docs/design/tables.md``.
 """
 
 from __future__ import annotations
@@ -63,7 +28,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 import numpy as np
 
 from napari_ozx.errors import OzxError, TableError
-from napari_ozx.ngff.read.documents import NodeDocuments, join_path, run_sync
+from napari_ozx.ngff.read.documents import (
+    DocumentSource,
+    NodeDocuments,
+    child_names,
+    join_path,
+    run_sync,
+)
 from napari_ozx.ozx.protocol import as_container
 
 if TYPE_CHECKING:
@@ -84,6 +55,7 @@ __all__ = [
     "TableData",
     "TableInfo",
     "TableSource",
+    "category_colors",
     "list_tables",
     "opened_source",
     "read_table",
@@ -133,19 +105,12 @@ _PIXEL_EPS = 1e-2
 # --------------------------------------------------------------------------- sources
 
 
-class TableSource(Protocol):
+class TableSource(DocumentSource, Protocol):
     """What listing and reading tables need: the opener's document reader and store
-    (:class:`~napari_ozx.ngff.read.open.OmeZarr` is one)."""
-
-    @property
-    def store(self) -> Store: ...
+    (:class:`~napari_ozx.ngff.read.open.OmeZarr` is one), and the name of its source."""
 
     @property
     def source(self) -> str: ...
-
-    def read_docs(
-        self, paths: Sequence[str], kind: Literal["group", "ome-group", "array"] | None = None
-    ) -> Sequence[NodeDocuments | None]: ...
 
 
 class StoreDocuments:
@@ -193,9 +158,48 @@ def opened_source(source: Any) -> Iterator[TableSource]:
 class TableInfo:
     """One table as its metadata describes it (no column data read).
 
-    ``error`` says why the table cannot be read (malformed attributes, a missing group,
-    a backend whose dependency is missing); :func:`read_table` raises it as a
+    Made by :func:`list_tables`; :func:`read_table` raises a listed ``error`` as a
     :class:`~napari_ozx.errors.TableError`.
+
+    Parameters
+    ----------
+    name : str
+        The table's name.
+    path : str
+        The table group's path in the hierarchy.
+    image : str
+        The image it belongs to ("" for a SpatialData store's root tables).
+    type : str or None
+        ``roi_table``, ``masking_roi_table``, ``feature_table``, ``condition_table`` ...
+    backend : str or None
+        ``anndata``, ``parquet``, ``csv`` or ``json`` (``anndata_v1`` normalised).
+    version : str, optional
+        ``table_version``.
+    rows : int, optional
+        The number of rows; None when only reading the data would tell.
+    columns : tuple of str, default ()
+        Every column but the index, in the backend's order.
+    regions : tuple of str, default ()
+        The labels images (or SpatialData elements) the rows describe.
+    region_path : str, optional
+        The ``region`` path as stored.
+    region_key : str, optional
+        SpatialData: the column naming each row's element.
+    instance_key : str, optional
+        The column (or the index) holding label values / instance ids.
+    index_key, index_type : str, optional
+        The typed tables' index column and its type.
+    nbytes : int, optional
+        Stored size of a file backend; else an estimate.
+    origin : {"ngio", "spatialdata"}, default "ngio"
+        Which specification the table follows.
+    source : str, default ""
+        The file or URL (for messages).
+    error : str, optional
+        Why the table cannot be read (malformed attributes, a missing group, a backend
+        whose dependency is missing).
+    attributes : mapping, optional
+        The table group's attributes as stored.
     """
 
     name: str
@@ -275,8 +279,19 @@ def _where(info: TableInfo) -> str:
 
 @dataclass(frozen=True)
 class TableData:
-    """A table's rows: the index (ROI names, label values ...) and each column as a
-    numpy array (strings as ``object`` arrays), all of one length."""
+    """A table's rows: the index and each column as a numpy array, all of one length.
+
+    Made by :func:`read_table`.
+
+    Parameters
+    ----------
+    info : TableInfo
+        The table's metadata.
+    index : numpy.ndarray
+        The index (ROI names, label values ...).
+    columns : dict of str to numpy.ndarray
+        Each column (strings as ``object`` arrays).
+    """
 
     info: TableInfo
     index: np.ndarray
@@ -355,12 +370,26 @@ class TableData:
 
 
 def list_tables(source: Any, image: str = "") -> list[TableInfo]:
-    """The tables of the image at *image* (its ``tables/`` group), metadata only.
+    """The tables of the image at *image* (its ``tables/`` group), from metadata only.
 
-    *source*: an opened :class:`~napari_ozx.ngff.read.open.OmeZarr` (or any
-    :class:`TableSource`), or a path / URL / store (opened for the call). A table that
-    cannot be read is listed with its :attr:`TableInfo.error`; a ``tables`` group whose
-    list is malformed raises :class:`TableError`.
+    Parameters
+    ----------
+    source : OmeZarr, TableSource, str, os.PathLike or zarr.abc.store.Store
+        An opened hierarchy (or any :class:`TableSource`), or a path / URL / store, opened
+        for the call.
+    image : str, default ""
+        The image's (or plate's) group; "" is the root.
+
+    Returns
+    -------
+    list of TableInfo
+        One per listed table, in the list's order; a table that cannot be read is listed
+        with its :attr:`TableInfo.error`. Empty when the image has no ``tables/``.
+
+    Raises
+    ------
+    TableError
+        The ``tables`` group's list is malformed.
     """
     with opened_source(source) as src:
         return _list_tables(src, image)
@@ -405,7 +434,7 @@ def _list_tables(src: TableSource, image: str, only: str | None = None) -> list[
 def spatialdata_tables(source: Any) -> list[TableInfo]:
     """A SpatialData store's tables (the root's ``tables/`` group, listed), metadata only."""
     with opened_source(source) as src:
-        names = sorted(_child_names(src, "tables"))
+        names = sorted(child_names(src, "tables"))
         paths = [join_path("tables", n, key="tables") for n in names]
         docs = src.read_docs(paths)
         return [
@@ -413,20 +442,6 @@ def spatialdata_tables(source: Any) -> list[TableInfo]:
             for n, p, d in zip(names, paths, docs, strict=True)
             if d is not None
         ]
-
-
-def _child_names(src: TableSource, path: str) -> list[str]:
-    names = getattr(src, "_child_names", None)
-    if callable(names):  # the opener's: consolidated metadata first, else a listing
-        return list(names(path))
-
-    async def listing() -> list[str]:
-        return [p.rstrip("/") async for p in src.store.list_dir(path)]
-
-    try:
-        return [n for n in run_sync(listing()) if n and not n.startswith((".", "zarr.json"))]
-    except (OSError, NotImplementedError):
-        return []
 
 
 def _broken(name: str, path: str, image: str, why: str, source: str) -> TableInfo:
@@ -540,11 +555,33 @@ def read_table(
     columns: Sequence[str] | None = None,
     max_bytes: int = MAX_TABLE_BYTES,
 ) -> TableData:
-    """The rows of one table: by name (of the image at *image*'s tables; a SpatialData
-    store's root tables when *image* is "" and the root has no ``tables`` list) or by its
-    :class:`TableInfo`. *columns*: only these (the index always). Refuses a table whose
-    data is larger than *max_bytes*. Raises :class:`TableError` for a table that cannot
-    be read."""
+    """The rows of one table.
+
+    Parameters
+    ----------
+    source : OmeZarr, TableSource, str, os.PathLike or zarr.abc.store.Store
+        As for :func:`list_tables`.
+    table : str or TableInfo
+        The table's name in the image's ``tables/`` (a SpatialData store's root tables when
+        *image* is "" and the root has no ``tables`` list), or its :class:`TableInfo`.
+    image : str, default ""
+        The image's (or plate's) group; "" is the root.
+    columns : sequence of str, optional
+        Read only these columns (the index always).
+    max_bytes : int, default 1 GiB
+        Refuse a table whose data is larger.
+
+    Returns
+    -------
+    TableData
+        The table's index and columns as numpy arrays, with its :class:`TableInfo`.
+
+    Raises
+    ------
+    TableError
+        The table cannot be read (missing, malformed, too large, or a backend whose extra is
+        not installed), naming it and the reason.
+    """
     with opened_source(source) as src:
         info = table if isinstance(table, TableInfo) else _find(src, table, image)
         info.check()
@@ -1238,15 +1275,30 @@ def roi_pixel_boxes(
     scale: Sequence[float],
     shape: Sequence[int] | None = None,
 ) -> RoiBoxes:
-    """Each ROI of a ROI (or masking ROI) table as a box of level-0 pixels of an image
-    with *axes* (names), level-0 *scale* (the pixel size) and *shape*, as ngio maps it.
+    """Each ROI of a ROI (or masking ROI) table as a box of level-0 pixels, as ngio maps it.
 
     ``<a>_micrometer`` and ``len_<a>_micrometer`` (a = x, y, z; ``t_second`` /
     ``len_t_second`` for t) are relative to the array origin: divided by the pixel size
-    (rounded to the pixel when within 1 %), the start floored and the end (start +
-    length) ceiled, clipped to *shape*. An axis the table has no columns for (z may be
-    missing; channels) is the whole extent (0..1 without *shape*). The image's
-    translation is not used: see :func:`roi_world_boxes`.
+    (rounded to the pixel when within 1 %), the start floored and the end (start + length)
+    ceiled, clipped to *shape*. An axis the table has no columns for (z may be missing;
+    channels) is the whole extent. The image's translation is not used: see
+    :func:`roi_world_boxes`.
+
+    Parameters
+    ----------
+    table : TableData
+        A ROI or masking ROI table (:func:`read_table`).
+    axes : sequence of str
+        The image's axis names.
+    scale : sequence of float
+        The image's level-0 pixel size per axis.
+    shape : sequence of int, optional
+        The level-0 shape to clip to (without it, an axis without columns is 0..1).
+
+    Returns
+    -------
+    RoiBoxes
+        ``start`` (inclusive) and ``stop`` (exclusive) per ROI and axis, and the ROI names.
     """
     p0, p1, whole = _roi_pixel_extents(table, axes, scale)
     lo, hi = np.floor(p0).astype(np.int64), np.ceil(p1).astype(np.int64)
@@ -1321,10 +1373,24 @@ def _roi_pixel_extents(
 def roi_world_boxes(
     boxes: RoiBoxes, scale: Sequence[float], translation: Sequence[float]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """*boxes* in the image's world: ``(low, high)`` per ROI and axis, pixel * level-0
-    scale + level-0 translation. ``low`` is the first pixel's coordinate, ``high`` the
-    one past the last (OME-Zarr's pixel coordinates: a pixel's centre), so the box covers
-    the pixels of the image placed with its translation."""
+    """*boxes* in the image's world: pixel * level-0 scale + level-0 translation.
+
+    Parameters
+    ----------
+    boxes : RoiBoxes
+        Level-0 pixel boxes (:func:`roi_pixel_boxes`).
+    scale : sequence of float
+        The image's level-0 scale per axis.
+    translation : sequence of float
+        The image's level-0 translation per axis.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(low, high)``, each (ROIs, axes): ``low`` the first pixel's coordinate, ``high``
+        the one past the last (OME-Zarr's pixel coordinates: a pixel's centre), so the box
+        covers the pixels of the image placed with its translation.
+    """
     sc = np.asarray(scale, dtype=np.float64)
     tr = np.asarray(translation, dtype=np.float64)
     return boxes.start * sc + tr, boxes.stop * sc + tr
@@ -1336,3 +1402,51 @@ def image_roi_boxes(table: TableData, image: Any) -> RoiBoxes:
     return roi_pixel_boxes(
         table, tuple(ms.axis_names), tuple(ms.datasets[0].scale), tuple(image.levels[0].shape)
     )
+
+
+# ------------------------------------------------------------- categorical colours
+# scanpy, squidpy and spatialdata-plot keep a categorical ``obs`` column's colours in
+# ``uns["<column>_colors"]``: one colour string per category, in the order of the
+# column's ``categories``; a viewer colours each category as the analysis did.
+
+#: at most this many categories (a colour list larger than this is ignored)
+MAX_COLOR_CATEGORIES = 100_000
+
+
+def category_colors(source: Any, info: TableInfo) -> dict[str, dict[str, str]]:
+    """column -> category -> colour string, for each categorical ``obs`` column of the
+    AnnData table *info* that has ``uns["<column>_colors"]`` (at least one colour per
+    category). {} for another table, or when they cannot be read (never raises)."""
+    if info.backend != "anndata":
+        return {}
+    try:
+        with opened_source(source) as src:
+            obs = _AnnDataLayout()._layout(src, info).obs_order
+            if not obs:
+                return {}
+            p = info.path
+            cols = list(obs)
+            colour_docs = src.read_docs([join_path(p, "uns", f"{c}_colors") for c in cols])
+            wanted = [
+                (c, d)
+                for c, d in zip(cols, colour_docs, strict=True)
+                if d is not None and d.error is None and d.node_type == "array"
+            ]
+            if not wanted:
+                return {}
+            cat_docs = src.read_docs([join_path(p, "obs", c, "categories") for c, _ in wanted])
+            pairs = [
+                (c, d, k)
+                for (c, d), k in zip(wanted, cat_docs, strict=True)
+                if k is not None and k.error is None and k.node_type == "array"
+            ]
+            docs = [x for _, d, k in pairs for x in (d, k)]
+            values = _arrays(src, docs, max_bytes=MAX_COLOR_CATEGORIES * 16)
+    except (OzxError, OSError, ValueError, KeyError, TypeError):
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for i, (c, _d, _k) in enumerate(pairs):
+        colours, cats = values[2 * i].ravel().tolist(), values[2 * i + 1].ravel().tolist()
+        if len(colours) >= len(cats) and all(isinstance(x, str) for x in colours):
+            out[c] = {str(cat): str(col) for cat, col in zip(cats, colours, strict=False)}
+    return out

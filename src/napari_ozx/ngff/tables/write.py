@@ -1,31 +1,15 @@
 """Writing tables: a ROI table in AnnData's Zarr layout, and an image's ``tables/`` carried
 into a write (``convert``).
 
-**A ROI table** (:func:`roi_table_keys`) is written as ngio 1.1 writes a
-``RoiTable`` with its default ``anndata`` backend (Fractal / ngio table specification V1):
-the table group's attributes ``encoding-type: anndata`` (AnnData's) and ``backend``,
-``index_key: FieldIndex``, ``index_type: str``, ``table_version: "1"``,
-``type: roi_table`` (ngio's); ``obs`` a dataframe whose index ``FieldIndex`` holds the ROI
-names; the ROI columns (floats) in ``X``, their names in ``var``'s index; the empty
-``uns``, ``obsm``, ``obsp``, ``varm``, ``varp`` and ``layers`` groups AnnData always
-writes. Every ``encoding-type`` / ``encoding-version`` is the one anndata 0.12 writes
-(``tests/test_tables_write.py`` compares the documents with ngio's). Written with zarr
-directly, in the image's Zarr format (v2 for OME-Zarr 0.4, v3 for 0.5 / 0.6), with zarr's
-default codecs; no ``anndata`` dependency. AnnData's Zarr v2 ``.zmetadata`` (consolidated
-metadata) is not written: ngio adds its attributes after AnnData consolidates, so that
-document is stale in ngio's own files, and neither reader needs it.
-
-**Carrying tables** (:class:`SourceTables`, :class:`TableCopy`): the ``tables/`` subtree
-of a source image (or plate) goes into the target under the same path. Same Zarr format:
-every key byte for byte, documents and chunks, whatever the backend. Zarr v2 <-> v3: each
-group and array rewritten by zarr in the target format (same values, same attributes,
-AnnData's encoding attributes included; zarr's default codecs; Zarr v2's ``.zmetadata``
-dropped, it is derived), parquet / csv files copied as they are. A table that cannot be
-rewritten faithfully (a data type or object codec the target format or zarr cannot hold)
-is left out, removed from the ``tables`` list, and named with the reason in the write's
-notes (``WriteSummary.notes``), never silently. The documents are planned (and written)
-before any data, as RFC-9 asks of an ``.ozx``; the data is read (and, across formats,
-re-encoded) again when written, so a write holds one table's bytes at a time.
+:func:`roi_table_keys` builds a ROI table as ngio 1.1 writes a ``RoiTable`` with its
+default ``anndata`` backend, with zarr in memory in the image's Zarr format (no
+``anndata`` dependency; ``tests/ngff/tables/test_tables_write.py`` compares it with
+ngio's); :func:`tables_group_keys` the ``tables`` group's document. :class:`SourceTables`
+/ :class:`TableCopy` carry a source's ``tables/`` into a write: documents planned with the
+hierarchy's (RFC-9 order in an ``.ozx``), then chunks and files; byte for byte within a
+Zarr format, rewritten by zarr across formats; a table that cannot be rewritten is left
+out with a note in the ``WriteSummary``. The layout written, key by key:
+``docs/design/tables.md``.
 """
 
 from __future__ import annotations
@@ -52,6 +36,9 @@ __all__ = [
     "ROI_TABLE_ATTRIBUTES",
     "SourceTables",
     "TableCopy",
+    "anndata_obs_keys",
+    "memory_keys",
+    "put_keys",
     "roi_table_keys",
     "source_tables",
     "tables_group_keys",
@@ -73,6 +60,8 @@ _DATAFRAME: dict[str, Any] = {"encoding-type": "dataframe", "encoding-version": 
 _ARRAY: dict[str, Any] = {"encoding-type": "array", "encoding-version": "0.2.0"}
 _STRINGS: dict[str, Any] = {"encoding-type": "string-array", "encoding-version": "0.2.0"}
 _DICT: dict[str, Any] = {"encoding-type": "dict", "encoding-version": "0.1.0"}
+_STRING: dict[str, Any] = {"encoding-type": "string", "encoding-version": "0.2.0"}
+_CATEGORICAL: dict[str, Any] = {"encoding-type": "categorical", "encoding-version": "0.2.0"}
 _EMPTY_DICTS = ("layers", "obsm", "obsp", "uns", "varm", "varp")
 
 #: chunks and files are copied this many at a time (one trip through zarr's event loop
@@ -93,7 +82,7 @@ def _is_doc(key: str) -> bool:
     return base == "zarr.json" or base in _V2_DOCS or base == _V2_CONSOLIDATED
 
 
-def _memory_keys(fill: Callable[[Any], object]) -> dict[str, bytes]:
+def memory_keys(fill: Callable[[Any], object]) -> dict[str, bytes]:
     """The keys zarr writes when *fill* is given an in-memory store."""
     from zarr.storage import MemoryStore
 
@@ -121,17 +110,6 @@ def roi_table_keys(
     for j, c in enumerate(cols):
         matrix[:, j] = np.asarray(columns[c], dtype=np.float64)
 
-    def strings(g: Any, name: str, values: Sequence[str]) -> None:
-        arr = g.create_array(
-            name,
-            shape=(len(values),),
-            dtype=str,
-            chunks=(max(len(values), 1),),
-            attributes=_STRINGS,
-        )
-        if len(values):
-            arr[...] = np.asarray([str(v) for v in values], dtype=object)
-
     def fill(store: Any) -> None:
         root = zarr.create_group(
             store, zarr_format=_format(zarr_format), attributes={**_ANNDATA, **ROI_TABLE_ATTRIBUTES}
@@ -139,11 +117,11 @@ def roi_table_keys(
         obs = root.create_group(
             "obs", attributes={"column-order": [], "_index": ROI_INDEX_KEY, **_DATAFRAME}
         )
-        strings(obs, ROI_INDEX_KEY, names)
+        _strings_array(obs, ROI_INDEX_KEY, [str(v) for v in names])
         var = root.create_group(
             "var", attributes={"column-order": [], "_index": "_index", **_DATAFRAME}
         )
-        strings(var, "_index", cols)
+        _strings_array(var, "_index", cols)
         x = root.create_array(
             "X",
             shape=matrix.shape,
@@ -156,7 +134,119 @@ def roi_table_keys(
         for name in _EMPTY_DICTS:
             root.create_group(name, attributes=_DICT)
 
-    return _memory_keys(fill)
+    return memory_keys(fill)
+
+
+def _obs_column(g: Any, name: str, values: Any) -> None:
+    """One ``obs`` column in AnnData's encoding: a pandas categorical as ``categorical``
+    (``categories`` strings, ``codes``), strings as ``string-array``, numbers and
+    booleans as ``array``. Raises :class:`OzxError` for anything else."""
+    cats = getattr(getattr(values, "cat", None), "categories", None)
+    if cats is not None:
+        sub = g.create_group(name, attributes={"ordered": bool(values.cat.ordered), **_CATEGORICAL})
+        _strings_array(sub, "categories", [str(c) for c in cats])
+        codes = np.asarray(values.cat.codes)
+        arr = sub.create_array(
+            "codes",
+            shape=codes.shape,
+            dtype=codes.dtype,
+            chunks=(max(len(codes), 1),),
+            attributes=_ARRAY,
+        )
+        if len(codes):
+            arr[...] = codes
+        return
+    col = np.asarray(values)
+    if col.dtype.kind in "biuf":
+        arr = g.create_array(
+            name, shape=col.shape, dtype=col.dtype, chunks=(max(len(col), 1),), attributes=_ARRAY
+        )
+        if len(col):
+            arr[...] = col
+        return
+    if col.dtype.kind == "U" or (
+        col.dtype.kind == "O" and all(isinstance(v, str) for v in col.tolist())
+    ):
+        _strings_array(g, name, [str(v) for v in col.tolist()])
+        return
+    raise OzxError(
+        f"column {name!r} holds {col.dtype} values; a table column holds numbers, "
+        f"booleans, strings or categories"
+    )
+
+
+def _strings_array(g: Any, name: str, values: Sequence[str]) -> None:
+    arr = g.create_array(
+        name,
+        shape=(len(values),),
+        dtype=str,
+        chunks=(max(len(values), 1),),
+        attributes=_STRINGS,
+    )
+    if len(values):
+        arr[...] = np.asarray(values, dtype=object)
+
+
+def _uns_value(g: Any, name: str, value: Any) -> None:
+    """One ``uns`` entry: a dict as a ``dict`` group, a string as a ``string`` scalar,
+    a list of strings as a ``string-array`` (AnnData's encodings)."""
+    if isinstance(value, Mapping):
+        sub = g.create_group(name, attributes=_DICT)
+        for k, v in value.items():
+            _uns_value(sub, str(k), v)
+    elif isinstance(value, str):
+        arr = g.create_array(name, shape=(), dtype=str, attributes=_STRING)
+        arr[()] = value
+    elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        _strings_array(g, name, list(value))
+    else:
+        raise OzxError(f"uns entry {name!r}: only dicts, strings and lists of strings")
+
+
+def anndata_obs_keys(
+    index: Sequence[str],
+    obs: Mapping[str, Any],
+    *,
+    uns: Mapping[str, Any] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> dict[str, bytes]:
+    """Every key (relative to the table group) of an AnnData table with no ``X``: the
+    ``obs`` dataframe (*index* its row names, *obs* its columns in their order: pandas
+    categoricals, strings, numbers or booleans), an empty ``var``, *uns* (nested dicts
+    of strings and lists of strings) and the empty ``layers`` / ``obsm`` / ``obsp`` /
+    ``varm`` / ``varp`` groups, each in the encoding anndata 0.12 writes; the group's
+    own *attributes* after AnnData's. Zarr v3, zarr's default codecs."""
+    import zarr
+
+    n = len(index)
+    for name, col in obs.items():
+        if len(col) != n:
+            raise OzxError(f"column {name!r} has {len(col)} values for {n} rows")
+
+    def fill(store: Any) -> None:
+        root = zarr.create_group(
+            store, zarr_format=3, attributes={**_ANNDATA, **dict(attributes or {})}
+        )
+        cols = list(obs)
+        g = root.create_group(
+            "obs", attributes={"column-order": cols, "_index": "_index", **_DATAFRAME}
+        )
+        _strings_array(g, "_index", [str(i) for i in index])
+        for name in cols:
+            _obs_column(g, name, obs[name])
+        var = root.create_group(
+            "var", attributes={"column-order": [], "_index": "_index", **_DATAFRAME}
+        )
+        _strings_array(var, "_index", [])
+        for name in _EMPTY_DICTS:
+            if name == "uns":
+                u = root.create_group("uns", attributes=_DICT)
+                for k, v in (uns or {}).items():
+                    _uns_value(u, k, v)
+            else:
+                root.create_group(name, attributes=_DICT)
+
+    return memory_keys(fill)
 
 
 def tables_group_keys(
@@ -173,7 +263,7 @@ def tables_group_keys(
     if name not in listed:
         listed.append(name)
     attrs["tables"] = listed
-    out = _memory_keys(
+    out = memory_keys(
         lambda s: zarr.create_group(s, zarr_format=_format(zarr_format), attributes=attrs)
     )
     if attributes is not None and zarr_format == 2:
@@ -216,7 +306,8 @@ class SourceTables:
 
 def source_tables(oz: Any, image: str, kind: str = "image") -> SourceTables | None:
     """The ``tables/`` group of the image (or, *kind* ``"plate"``, the plate) at *image*
-    of an opened hierarchy *oz* (:class:`~.open.OmeZarr`), or ``None`` when it has none."""
+    of an opened hierarchy *oz* (:class:`~napari_ozx.ngff.read.open.OmeZarr`), or ``None`` when it
+    has none."""
     path = join_path(image, "tables")
     (docs,) = oz.read_docs([path])
     if docs is None:
@@ -426,7 +517,7 @@ def _group_attributes(t: SourceTables, own: Sequence[str]) -> dict[str, Any]:
 def _group_keys(attrs: Mapping[str, Any], zarr_format: int) -> dict[str, bytes]:
     import zarr
 
-    return _memory_keys(
+    return memory_keys(
         lambda s: zarr.create_group(s, zarr_format=_format(zarr_format), attributes=dict(attrs))
     )
 
@@ -511,7 +602,7 @@ def _convert_subtree(
             if not _same_values(values, back):
                 raise OzxError(f"array {node!r} reads back different values")
 
-    out = _memory_keys(fill)
+    out = memory_keys(fill)
     for rel in files:
         out[rel] = _get(t.store, f"{t.path}/{rel}")
     return out

@@ -1,19 +1,14 @@
 """The OME-Zarr metadata rules (0.1 to 0.6), quoted, and the checks that apply them.
 
-:data:`RULES` maps a finding code to its severity (``error`` for a MUST / MUST NOT,
-``warning`` for a SHOULD), the rule's text as the specification states it and the section
-it comes from. The ``check_*`` functions look at raw JSON (a node's OME attributes, the
-documents of its arrays) and report what breaks a rule through a :class:`Reporter`; they
-never raise on bad input, so one broken key does not hide the others. Walking a hierarchy
-(which nodes to read, in which order) is :mod:`.validate`'s job.
-
-Rules that only the JSON schemas state (the ``omero`` channel fields) are quoted from the
-schema; rules no schema can express (array dimensionality against the axes, levels
-ordered by size, label pyramids against their image, well paths against their row and
-column indices, listed nodes that do not exist, ZEP 10 extensions) are checked here too.
-A hand-written rule set over the raw JSON was chosen over the official JSON schemas: it
-needs no schema library, names the broken rule in words instead of a schema path, and
-covers the cross-node rules the schemas cannot.
+:data:`RULES` maps a finding code to its severity (``error`` for a MUST, ``warning`` for a
+SHOULD), the rule's text as the specification (or, for the ``omero`` channel fields, the
+schema) states it and its section. The ``check_*`` functions look at raw JSON and report
+through a :class:`Reporter`, never raising on bad input, so one broken key does not hide
+the others; they also check what no schema can (dimensionality against axes, level order,
+label pyramids, well paths, missing nodes, ZEP 10). :data:`STRICT_CODES` are the SHOULDs
+the strict schemas require, :data:`CROSS_REFERENCE_CODES` what ``--metadata-only`` leaves
+out. Walking a hierarchy is :mod:`.walk`'s job. Why not the JSON schemas:
+``docs/design/validation.md``.
 """
 
 from __future__ import annotations

@@ -51,13 +51,22 @@ SPATIALDATA_RULES = {
 }
 
 
+#: OME-Zarr rules every store spatialdata writes breaks, by design of its format: omero
+#: channels with a ``label`` only (no ``color`` nor ``window``), and its multiscales'
+#: transformations to named coordinate systems (affine, sequence: 0.6's, under its
+#: "0.5-dev-spatialdata" version). ``validate`` reports them; a viewer opening such a
+#: store or one of its elements takes them as normal input and says nothing.
+WRITTEN_BY_SPATIALDATA = frozenset({"omero-color", "omero-window", "transform-type"})
+
+
 def _add(walker: Any, code: str, node: str, message: str) -> None:
     walker.r.add(code, node, message, rules=SPATIALDATA_RULES)
 
 
 def check_spatialdata(walker: Any, g: Any) -> None:
     """The walker's hook for a SpatialData root group *g*."""
-    from napari_ozx.ngff.spatial.elements import child_names, list_elements, spatialdata_version
+    from napari_ozx.ngff.read.documents import child_names
+    from napari_ozx.ngff.spatial.elements import list_elements, spatialdata_version
 
     docs = walker.docs
     try:

@@ -3,8 +3,9 @@
 :func:`validate_ome` walks from the root: images and their levels, ``labels`` groups and
 their label images (against the image's level count), plates, every listed well and its
 fields, bioformats2raw series. Documents are read through the one document reader
-(:func:`.documents.read_documents`: size caps, Zarr v3 before v2), a batch per level of the
-hierarchy, so a plate of 384 wells costs a few concurrent rounds, not 384 sequential ones.
+(:func:`~napari_ozx.ngff.read.documents.read_documents`: size caps, Zarr v3 before v2), a batch per
+level of the hierarchy, so a plate of 384 wells costs a few concurrent rounds, not 384 sequential
+ones.
 
 Nothing is parsed into the typed models first: a node that breaks a rule is reported and
 the walk goes on, where the opener would stop at its first error.
@@ -23,9 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from napari_ozx.errors import OzxError, UnsupportedExtensionError
-from napari_ozx.ngff.model.collection import is_collection_document
 from napari_ozx.ngff.model.extensions import check_document
-from napari_ozx.ngff.model.metadata import ome_section
+from napari_ozx.ngff.model.metadata import is_collection_document, ome_section
 from napari_ozx.ngff.model.versions import version_key
 from napari_ozx.ngff.read.documents import NodeDocuments, read_documents
 from napari_ozx.ngff.validate import rules
@@ -50,7 +50,8 @@ class DocumentReader(Protocol):
 
 class _Documents:
     """The document reader over a store, without parsing the root first (an
-    :class:`~.open.OmeZarr` refuses to exist when the root is invalid; we want to say why)."""
+    :class:`~napari_ozx.ngff.read.open.OmeZarr` refuses to exist when the root is invalid; we want
+    to say why)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -88,19 +89,35 @@ def validate(
     metadata_only: bool = False,
     strict: bool = False,
 ) -> ValidationReport:
-    """Check a directory or ``.ozx`` the way ``napari-ozx validate`` does: the container
-    (RFC-9, for a file: :func:`napari_ozx.ozx.validate.validate_rfc9`), the OME-Zarr
-    metadata rules (:func:`validate_ome`) and, unless *metadata_only*, whether the reader
-    opens it (its error as an ``ome-metadata`` finding).
+    """Check a directory or ``.ozx`` the way ``napari-ozx validate`` does.
 
-    ``deep``: also check every archive member's CRC-32; ``metadata_only``: the documents
-    only (nothing they name has to exist, the reader is not tried); ``strict``: a SHOULD
-    the strict schemas require (:data:`.rules.STRICT_CODES`) broken fails
-    :attr:`~napari_ozx.ozx.validate.ValidationReport.ok` too. A store (an ``OzxStore`` or
-    another zarr store) is checked the same way.
+    The container (RFC-9, for a file: :func:`napari_ozx.ozx.validate.validate_rfc9`), the
+    OME-Zarr metadata rules (:func:`validate_ome`) and, unless *metadata_only*, whether the
+    reader opens it (its error as an ``ome-metadata`` finding).
 
-    Raises :class:`FileNotFoundError` for a path that does not exist and
-    :class:`~napari_ozx.errors.ZipFormatError` for a file that is no ZIP archive at all.
+    Parameters
+    ----------
+    source : str, os.PathLike or zarr.abc.store.Store
+        A directory, an ``.ozx`` file, an ``OzxStore`` or another zarr store.
+    deep : bool, default False
+        Also check every archive member's CRC-32 (reads the whole file).
+    metadata_only : bool, default False
+        Check the documents only: nothing they name has to exist, the reader is not tried.
+    strict : bool, default False
+        A broken SHOULD that the strict schemas require (:data:`.rules.STRICT_CODES`) fails
+        :attr:`~napari_ozx.ozx.validate.ValidationReport.ok` too.
+
+    Returns
+    -------
+    ValidationReport
+        Every finding, with ``ok`` (no error).
+
+    Raises
+    ------
+    FileNotFoundError
+        A path that does not exist.
+    ZipFormatError
+        A file that is no ZIP archive at all.
     """
     from napari_ozx.ngff.read.open import open_ome_zarr
     from napari_ozx.ozx.store import OzxStore
@@ -142,7 +159,7 @@ def validate_documents(
     """The findings for the hierarchy *docs* reads. ``fields=False`` checks a plate and
     its wells but not the wells' fields (what a reader can afford on every open: the plate
     reader reads those well documents anyway); ``tables=False`` leaves images' tables
-    (:mod:`.tables`) out."""
+    (:mod:`napari_ozx.ngff.tables`) out."""
     walker = _Walker(docs, fields, metadata_only, tables)
     walker.run()
     found = walker.r.finish()
@@ -405,8 +422,9 @@ class _Walker:
             rules.check_table(self.r, p, a, columns.get(p))
 
     def _table_columns(self, image: str, paths: set[str]) -> dict[str, tuple[str, ...]]:
-        """Each readable table's columns (from its metadata: :func:`.tables.list_tables`);
-        a table whose data cannot be read is reported."""
+        """Each readable table's columns (from its metadata:
+        :func:`~napari_ozx.ngff.tables.read.list_tables`); a table whose data cannot be read is
+        reported."""
         from napari_ozx.errors import TableError
         from napari_ozx.ngff.tables.read import StoreDocuments, list_tables
 

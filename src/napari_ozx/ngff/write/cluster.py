@@ -1,50 +1,16 @@
 """Write OME-Zarr on a dask.distributed cluster: the workers read, downsample and encode.
 
-:func:`write_ome_zarr_on_cluster` is :func:`.write.write_ome_zarr` with the pixels moved
-off the client. The client creates the metadata, the temporary target and the atomic
-swap exactly as a local write (:func:`.write.write_with`); every shard-sized region
-(unsharded arrays: the local writer's :func:`.plan.write_step` regions) is one task:
-
-* level 0: the worker evaluates the source region itself (the source's dask graph for
-  that region travels, never its pixels: an opened OME-Zarr pickles as its path or URL,
-  see ``ngff.open._ChunkReader`` and ``ozx.store.OzxStore.__getstate__``), casts it,
-  encodes it (zarr's own codec pipeline and sharding, over an in-memory store built from
-  the target array's metadata) and, for the next level, halves it;
-* a level the source has as stored (``convert``, a save of an opened layer:
-  :class:`~.write.StoredPyramid`): read from the source's own level like level 0;
-* any other level *n*: the task depends on the halved outputs of the level *n-1* tasks
-  that cover it, so the pyramid is a task graph and no level is read back. The halving is
-  :func:`.write.downsample2`, plane by plane, with the same method and dtype cast as the
-  local writer, so every stored chunk is byte-identical to a local conversion's
-  (``tests/test_cluster.py`` compares the payloads). Level *n-1* regions start on even
-  pixels whenever their step is even, so halving each region alone equals halving the
-  level; an odd step (an odd chunk size) sends the region itself and the level-*n* task
-  halves the window it needs, as the local writer does.
-
-Where the encoded shards go:
-
-* ``.ozx``: back to the client, which appends them to the archive through the same
-  :class:`~napari_ozx.ozx.write_store.OzxWriteStore` (metadata first, end records and
-  the rename on commit, as today). At most ``2 x`` the cluster's threads regions are in
-  flight, so the client holds a few encoded shards, never the image.
-* directory: the workers write their shards into the partial directory beside the
-  target, so **it must be on a file system every worker sees at the same path**; the
-  client only wrote the metadata (before any data) and swaps the directory in at the end.
-  Object stores (``s3://``) are not targets here (nor of the local writer).
-
-Tables: the source's ``tables/`` (:mod:`.table_write`) are small, so the client writes
-them itself, documents with the metadata and their chunks and files before the pixels,
-exactly as a local write (:func:`.write.write_with` does both).
-
-Cancel and errors: *cancel* is looked at every 0.2 s while results are awaited; then the
-client releases the outstanding futures (the scheduler forgets them and the workers
-cancel them, see :meth:`_Run._stop`), waits until no task of this write runs or is
-queued on a worker (a directory target's partial copy is removed only then, so nothing writes
-into it afterwards) and raises :class:`WriteCancelled` or a :class:`ClusterWriteError`
-naming the reason, the array region, the source and the target. A failed task is run
-again (``retries=2``); one whose worker died is rescheduled by dask itself (up to
-``distributed.scheduler.allowed-failures`` times). ``import distributed`` happens only in
-here, when a cluster is used (extra ``napari-ozx[cluster]``).
+:func:`write_ome_zarr_on_cluster` is :func:`.writer.write_ome_zarr` with the pixels moved
+off the client, which keeps the metadata, the tables, the temporary target and the atomic
+swap (:func:`.writer.write_with`). Every shard-sized region is one task: level 0 and stored
+levels read from the source on the worker, other levels from the halved outputs of the
+tasks above (:func:`.plan.downsample2`: byte-identical to a local write), encoded with
+zarr's pipeline. An ``.ozx``'s shards come back to the client, which appends them; a
+directory target's are written by the workers (a file system every worker sees at the same
+path). Cancel and failures end in :class:`WriteCancelled` or a :class:`ClusterWriteError`
+naming the region, source and target; :func:`connect` / :func:`local_cluster` make the
+client. ``distributed`` (``napari-ozx[cluster]``) is imported only here, only when used.
+How the task graph is built: ``docs/design/cluster-writes.md``.
 """
 
 from __future__ import annotations
@@ -458,7 +424,7 @@ def write_ome_zarr_on_cluster(
     client: Client,
     source_name: str | None = None,
 ) -> Path:
-    """:func:`.write.write_ome_zarr` with reading, downsampling and encoding on the
+    """:func:`.writer.write_ome_zarr` with reading, downsampling and encoding on the
     workers of *client* (a ``distributed.Client``); see the module docstring.
 
     *source_name* names the source in error messages. The output is the same as the

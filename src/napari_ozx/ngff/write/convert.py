@@ -1,19 +1,14 @@
 """Turn an opened image back into a write spec: the heart of ``napari-ozx convert``.
 
-Directory <-> ``.ozx``, 0.4 -> 0.5 / 0.6, rechunk / reshard / recompress: every level of
-the source stays lazy (dask) and the writer streams it shard by shard. A pyramid is data:
-each stored level is copied with its pixels, its scale and translation (0.6: its
-transformations), its array path, and the multiscale's ``type`` and ``metadata``
-(:class:`~.write.StoredPyramid`); only re-chunked, re-sharded and re-encoded. Every
-image's ``tables/`` (a plate's own and each field's) goes along (:mod:`.table_write`:
-byte for byte within a Zarr format, rewritten across formats). Levels are
-built only when asked: ``pyramid_levels`` beyond the stored count builds the missing ones
-from the coarsest stored level, fewer drops the coarsest, ``rebuild_pyramid`` rebuilds
-them all from level 0. :func:`source_options` reads the layout the source has (chunks,
-shards, codec and level, OME-Zarr version), which ``convert`` keeps unless told
-otherwise; a 0.6 source shown in another system than its intrinsic one keeps that
-placement (0.5 refuses it, naming the transformation, when it is more than a scale and
-a translation).
+:func:`convert` (and :func:`convert_summary`): directory <-> ``.ozx``, 0.4 -> 0.5 / 0.6,
+rechunk / reshard / recompress, every level lazy and streamed shard by shard. A pyramid is
+data: each stored level keeps its pixels, scale and translation (0.6: transformations),
+array path and the multiscale's ``type`` / ``metadata`` (:func:`stored_pyramid`), only
+re-encoded; levels are built only when asked (``pyramid_levels``, ``rebuild_pyramid``).
+Every image's ``tables/`` goes along (:mod:`napari_ozx.ngff.tables.write`).
+:func:`image_spec`, :func:`plate_spec` and :func:`scene_spec` make the specs;
+:func:`source_options` reads the source's layout (chunks, shards, codec, version), kept
+unless told otherwise. A 0.6 source shown in another system keeps that placement.
 """
 
 from __future__ import annotations
@@ -278,13 +273,40 @@ def convert(
     compute: Compute | None = None,
     client: Client | None = None,
 ) -> Path:
-    """Rewrite the image (with its labels) at *source* to *target* with *options*
-    (default: :func:`source_options`, the source's own layout and version).
+    """Rewrite the image (with its labels and tables), plate or scene at *source* to *target*.
 
-    *client*: a ``distributed.Client``; its workers then read the source, build the
-    pyramid and encode every shard (writing them themselves for a directory target on a
-    shared file system), see :mod:`.cluster`. Without one, *compute* says how a lazy
-    region of the source is evaluated (see ``write_ome_zarr``)."""
+    Parameters
+    ----------
+    source : str or os.PathLike
+        An OME-Zarr directory, ``.ozx`` file or URL that :func:`open_ome_zarr` opens.
+    target : str or os.PathLike
+        The ``.ozx`` file or directory to write; an existing one is replaced atomically.
+    options : WriteOptions, optional
+        The layout to write (default: :func:`source_options`, the source's own layout and
+        version).
+    progress : callable, optional
+        Called as ``progress(shards_done, shards_total)``.
+    cancel : threading.Event, optional
+        Set it to stop the write; *target* is then untouched.
+    compute : callable, optional
+        How a lazy region of the source is evaluated, as for :func:`write_ome_zarr`.
+    client : distributed.Client, optional
+        A dask.distributed client: its workers then read the source, build the pyramid and
+        encode every shard (writing them themselves for a directory target on a shared file
+        system), see :mod:`.cluster`.
+
+    Returns
+    -------
+    pathlib.Path
+        *target*, now holding the converted hierarchy.
+
+    Raises
+    ------
+    WriteCancelled, InvalidOptionError
+        As for :func:`write_ome_zarr`.
+    OzxError
+        The source cannot be read or written as asked, naming it and the reason.
+    """
     return convert_summary(source, target, options, progress, cancel, compute, client).target
 
 

@@ -1,25 +1,15 @@
 """Write options: the single source of truth for every option's type, range and help.
 
-:class:`WriteOptions` drives File > Save, the export panel, the remembered-options file
-and ``napari-ozx convert``. Each field carries declarative metadata (``dataclasses.field``
-``metadata=``): the allowed range or choices, the unit, the help text, the command-line
-flag and the panel label. :func:`option_specs` turns that into :class:`OptionSpec`
-records, from which
-
-* :meth:`WriteOptions.validate` checks a combination (raising :class:`InvalidOptionError`
-  naming the option and what is allowed),
-* :meth:`WriteOptions.from_dict` loads a remembered-options file tolerantly (an invalid
-  value falls back to its default with a logged warning),
-* :func:`add_cli_arguments` / :func:`options_from_cli` generate the ``argparse`` options,
-* a panel can build its spin boxes and combo boxes (``spec.min``, ``spec.max``,
-  ``spec.step``, ``spec.choices``, ``spec.unit``, ``spec.help``).
-
-The container/version rule (an ``.ozx`` holds OME-Zarr 0.5 or 0.6: RFC-9 builds on Zarr
-v3) lives here too, once: :data:`OZX_SUFFIXES`, :func:`format_for_path`,
-:func:`versions_for_format`.
-
-Nothing here imports zarr, numpy, napari or Qt: the CLI imports this module to build its
-parser.
+:class:`WriteOptions` drives File > Save, the export panel, the remembered-options file and
+``napari-ozx convert``. Each field's ``dataclasses.field`` metadata carries its range or
+choices, unit, help, command-line flag and panel label; :func:`option_specs` turns it into
+:class:`OptionSpec` records, from which :meth:`WriteOptions.validate` checks a combination
+(:class:`InvalidOptionError` naming the option), :meth:`WriteOptions.from_dict` loads
+remembered options tolerantly, :func:`add_cli_arguments` / :func:`options_from_cli` make
+the ``argparse`` options and a panel builds its widgets. The container/version rule (an
+``.ozx`` holds 0.5 or 0.6) lives here once: :func:`format_for_path`,
+:func:`versions_for_format`. No zarr, numpy, napari or Qt: the CLI imports this to build
+its parser.
 """
 
 from __future__ import annotations
@@ -490,3 +480,19 @@ def options_from_cli(args: argparse.Namespace) -> WriteOptions:
         if hasattr(args, f"opt_{s.name}")
     }
     return WriteOptions(**kwargs).validate()
+
+
+def _parameters_doc(specs: tuple[OptionSpec, ...]) -> str:
+    """A numpy-style Parameters section of *specs*, from their own help (written once)."""
+    import textwrap
+
+    lines = ["", "", "    Parameters", "    ----------"]
+    for s in specs:
+        kind = "bool" if s.type is bool else ("str" if s.choices else s.type.__name__)
+        unit = f" [{s.unit}]" if s.unit else ""
+        lines.append(f"    {s.name} : {kind}, default {s.default!r}")
+        lines.append(textwrap.indent(textwrap.fill(f"{s.help}; {s.allowed}{unit}.", 80), " " * 8))
+    return "\n".join(lines)
+
+
+WriteOptions.__doc__ = (WriteOptions.__doc__ or "").rstrip() + _parameters_doc(option_specs())

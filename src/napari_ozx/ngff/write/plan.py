@@ -454,7 +454,7 @@ def omero_metadata(channels: Sequence[Channel], dtype: np.dtype, name: str | Non
 
     A channel without a window gets the dtype's full range (0..1 for floats): the 0.4 and
     0.5 JSON schemas require ``window`` and ``color`` on every channel, and yaozarrs and
-    ome-zarr-models refuse a file without them (tests/test_model_serialise.py)."""
+    ome-zarr-models refuse a file without them (tests/ngff/model/test_model_serialise.py)."""
     if not channels:
         return None
     if np.issubdtype(dtype, np.integer):

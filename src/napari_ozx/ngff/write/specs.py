@@ -106,6 +106,32 @@ class StoredPyramid:
 
 @dataclass
 class LabelsSpec:
+    """A label image to write (under an image's ``labels/``, or on its own).
+
+    Parameters
+    ----------
+    name : str
+        Its name under ``labels/``.
+    data : numpy.ndarray, dask.array.Array, zarr.Array or LevelArray
+        Level 0, integers, with the axes *axes*.
+    axes : sequence of Axis
+        One per dimension of *data*.
+    scale, translation : sequence of float, optional
+        Level 0's pixel size and offset per axis (default: 1 and 0).
+    colors : sequence of LabelColor, default ()
+        ``image-label`` colours by label value.
+    properties : sequence of dict, default ()
+        ``image-label`` properties by label value.
+    to_world : array_like, optional
+        Homogeneous matrix (over *axes*) from the intrinsic system (level 0 scaled and
+        translated) to where the labels are shown (written as 0.6); None: the intrinsic
+        system.
+    to_world_kind : str, default ""
+        What *to_world* is, for messages ("rotation", "shear or affine").
+    pyramid : StoredPyramid, optional
+        The pyramid the labels have as stored (None: built from *data*).
+    """
+
     name: str
     data: ArrayData  # integer array (numpy or dask), same axes as ``axes``
     axes: Sequence[Axis]
@@ -124,6 +150,33 @@ class LabelsSpec:
 
 @dataclass
 class ImageSpec:
+    """An image to write: its level-0 data, axes, placement, channels and label images.
+
+    Parameters
+    ----------
+    data : numpy.ndarray, dask.array.Array, zarr.Array or LevelArray
+        Level 0; a lazy array is written shard by shard.
+    axes : sequence of Axis
+        One per dimension of *data*.
+    scale, translation : sequence of float, optional
+        Level 0's pixel size and offset per axis (default: 1 and 0).
+    channels : sequence of Channel, default ()
+        ``omero`` channel names, colours and windows.
+    name : str, optional
+        The multiscale's name.
+    labels : sequence of LabelsSpec, default []
+        Label images written under the image's ``labels/``.
+    to_world : array_like, optional
+        As :attr:`LabelsSpec.to_world`.
+    to_world_kind : str, default ""
+        As :attr:`LabelsSpec.to_world_kind`.
+    pyramid : StoredPyramid, optional
+        As :attr:`LabelsSpec.pyramid`.
+    tables : SourceTables, optional
+        The source image's ``tables/`` group, carried into the write (``convert``; see
+        :mod:`napari_ozx.ngff.tables.write`); None: no tables.
+    """
+
     data: ArrayData  # numpy or dask array
     axes: Sequence[Axis]
     scale: Sequence[float] | None = None
@@ -135,7 +188,7 @@ class ImageSpec:
     to_world_kind: str = ""
     pyramid: StoredPyramid | None = None  # as LabelsSpec.pyramid
     #: the source image's ``tables/`` group, carried into the write (``convert``; see
-    #: :mod:`.table_write`); ``None``: no tables
+    #: :mod:`napari_ozx.ngff.tables.write`); ``None``: no tables
     tables: SourceTables | None = None
 
 
@@ -248,8 +301,8 @@ class WriteSummary:
 def table_sources(
     image: ImageSpec | SceneSpec | PlateWriteSpec | None,
 ) -> list[tuple[str, SourceTables]]:
-    """(path in the target, :class:`~.table_write.SourceTables`) of every ``tables/``
-    group a write carries: each image's, and a plate's own."""
+    """(path in the target, :class:`~napari_ozx.ngff.tables.write.SourceTables`) of every
+    ``tables/`` group a write carries: each image's, and a plate's own."""
     out: list[tuple[str, SourceTables]] = []
     if isinstance(image, PlateWriteSpec):
         if image.tables is not None:

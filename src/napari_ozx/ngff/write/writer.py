@@ -1,31 +1,17 @@
 """Write OME-Zarr 0.6 or 0.5 (``.ozx`` or directory) or 0.4 (directory) with a pyramid.
 
-An image or label image whose place is more than a scale and a translation of its pixels
-(a napari layer rotated, sheared or with an affine: ``to_world``) is written as 0.6: its
-intrinsic system (level 0 scaled to physical units) and a multiscale-level transformation
-from it to the system it is shown in, listed first (the simplest equivalent,
-:func:`.transforms.simplest`). Asked for 0.4 / 0.5, such a save is refused naming the
-layer and the transformation, never written without it. ``version="auto"`` writes 0.5
-unless the data needs 0.6.
+:func:`write_ome_zarr` writes an ``ImageSpec``, a ``SceneSpec`` or a ``PlateWriteSpec``
+(:func:`write_with` is the same frame with a pluggable data writer): every group and array
+document first (so an ``.ozx`` starts with them), then level 0 shard by shard from the
+source (each shard encoded and stored once), then each lower level copied from the
+source's stored pyramid or computed from the level above as written; all under a temporary
+name renamed onto the target when complete. An image placed by more than scale and
+translation (``to_world``) is written as 0.6 (its transformation the simplest equivalent,
+:func:`~napari_ozx.ngff.model.transforms.simplest`), refused for 0.4 / 0.5;
+``version="auto"`` writes 0.5 unless the data needs 0.6. :func:`summarize_write` says what
+was stored; :func:`prepare_labels` plans a labels image for ``layers.add_labels``.
 
-How it streams:
-
-1. The whole hierarchy's metadata is created first (groups, arrays, ``multiscales``,
-   ``omero``, ``labels``, ``image-label``), so an ``.ozx`` gets every ``zarr.json`` as
-   its first entries (RFC-9) and zarr never rewrites one.
-2. Level 0 is written shard by shard from the source (numpy or dask: only the region of
-   one shard is computed at a time). Each shard is encoded by zarr (sharding + codec)
-   and stored exactly once: work is split on shard boundaries, so no shard is ever
-   written partially and read back.
-3. Level *n* is copied from the source's own level *n* when the spec carries the
-   pyramid it has as stored (:class:`StoredPyramid`: ``convert`` and a save of an opened
-   layer; its pixels, per-level scale and translation, ``type``, ``metadata`` and level
-   paths are kept, re-chunked and re-encoded only). Otherwise, and for levels beyond the
-   stored ones or with ``rebuild_pyramid``, it is computed from level *n-1* **as
-   written** (read back through the same store), 2x in y and x, so the source is read
-   once and memory stays at a few shards per worker.
-4. Everything goes to a temporary name beside the target, renamed onto it only when
-   complete: a failed or cancelled save leaves the previous file untouched.
+How it streams, step by step: ``docs/design/saving.md``.
 """
 
 from __future__ import annotations
@@ -148,19 +134,47 @@ def write_ome_zarr(
     compute: Compute | None = None,
     extra: ExtraMembers | None = None,
 ) -> Path:
-    """Write *image* (with its labels) or standalone *labels* to *target*.
+    """Write *image* (with its labels) or standalone *labels* to *target*, with a pyramid.
 
-    *compute* evaluates one shard-sized region of a lazy source (default: dask's
-    synchronous scheduler in the writer's own threads); pass e.g. a dask.distributed
-    client's ``lambda x: client.compute(x).result()`` to evaluate the source on a
-    cluster while encoding and writing stay here (:mod:`.cluster` moves the encoding
-    and, for directories, the writing to the workers too).
+    Parameters
+    ----------
+    target : str or os.PathLike
+        The ``.ozx`` file or directory to write; an existing one is replaced atomically.
+    image : ImageSpec, SceneSpec or PlateWriteSpec, optional
+        What to write: an image (its labels in ``ImageSpec.labels``), a 0.6 scene of images,
+        or a plate.
+    labels : sequence of LabelsSpec, default ()
+        Label images written on their own, when *image* is None.
+    options : WriteOptions, optional
+        Format, version, chunking, sharding, codec and pyramid (default: ``WriteOptions()``).
+    progress : callable, optional
+        Called as ``progress(shards_done, shards_total)``.
+    cancel : threading.Event, optional
+        Set it to stop the write; *target* is then untouched.
+    compute : callable, optional
+        Evaluates one shard-sized region of a lazy source (default: dask's synchronous
+        scheduler in the writer's threads); e.g. ``lambda x: client.compute(x).result()``
+        evaluates it on a dask.distributed cluster (:mod:`.cluster` moves the encoding too).
+    extra : ExtraMembers, optional
+        What the write keeps beside the hierarchy (:class:`.plan.ExtraMembers`:
+        bioformats2raw's ``OME`` group and XML), in the same store and atomic swap.
 
-    *extra*: what the write keeps beside the hierarchy (:class:`.plan.ExtraMembers`:
-    bioformats2raw's ``OME`` group and XML), in the same store and atomic swap.
+    Returns
+    -------
+    pathlib.Path
+        The target written.
 
-    Returns the target path. Raises :class:`WriteCancelled` when *cancel* is set; the
-    previous content of *target* is then untouched.
+    Raises
+    ------
+    WriteCancelled
+        *cancel* was set; the previous content of *target* is untouched.
+    InvalidOptionError
+        *options* are not a valid combination (e.g. an ``.ozx`` of OME-Zarr 0.4).
+    SaveError
+        The file system refused the write (disk full, read-only, permission).
+    OzxError
+        The data cannot be written as asked (nothing to write, a rotation asked for as
+        0.4 / 0.5, a scene before 0.6, a missing folder), naming the reason.
     """
     opts = options or WriteOptions()
 
@@ -266,7 +280,7 @@ def summarize_write(
 ) -> WriteSummary:
     """What :func:`write_ome_zarr` / :func:`write_with` store for these arguments (the
     version ``"auto"`` resolves to by the same rule they use); no checks, and no I/O
-    but for a source's tables a write has not planned yet (:mod:`.table_write`)."""
+    but for a source's tables a write has not planned yet (:mod:`napari_ozx.ngff.tables.write`)."""
     specs = all_specs(image, labels)
     version = (options or WriteOptions()).resolved_version(needed_by(image, specs))
     n_labels = sum(isinstance(s, LabelsSpec) for s in specs)
@@ -292,7 +306,7 @@ def summarize_write(
 def _carry_tables(
     store: Store, image: ImageSpec | SceneSpec | PlateWriteSpec | None, opts: WriteOptions
 ) -> None:
-    """The source's ``tables/`` groups into *store* (:mod:`.table_write`): every
+    """The source's ``tables/`` groups into *store* (:mod:`napari_ozx.ngff.tables.write`): every
     document now, with the hierarchy's (an ``.ozx`` gets every ``zarr.json`` before any
     data, RFC-9), then their chunks and files, before the pixels."""
     sources = table_sources(image)

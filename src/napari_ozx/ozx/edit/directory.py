@@ -1,21 +1,14 @@
 """A :class:`~napari_ozx.ozx.edit.staged.StagedEdit` applied to a directory store.
 
-Everything is written beside its place first, then put in place:
-
-* a group the edit creates (a key whose folder does not exist yet: the outermost missing
-  folder) is built in a locked ``.partial`` directory beside it
-  (:func:`~napari_ozx.ozx.atomic.create_partial`), flushed, and renamed into place
-  (``rename`` refuses a non-empty folder made meanwhile); a group the edit deletes and
-  writes again is built the same way and swapped in
-  (:func:`~napari_ozx.ozx.atomic.swap_directory`);
-* single files (a group document, a changed chunk) go to temporaries beside them
-  (:class:`~napari_ozx.ozx.atomic.StagedFiles`), all flushed, then renamed: data first,
-  documents last (deepest first, Zarr v2 ``.zattrs`` after ``.zgroup``), so a document
-  never lists what is not on disk;
-* deletions last.
-
-A failure while building removes every temporary: the store is as it was. A failure
-while renaming undoes the groups already placed.
+:func:`commit_directory` writes everything beside its place first, then puts it in place:
+a group the edit creates (or deletes and writes again) is built in a locked ``.partial``
+directory (:func:`~napari_ozx.ozx.atomic.create_partial`) and renamed (or swapped,
+:func:`~napari_ozx.ozx.atomic.swap_directory`) into place; single files go to temporaries
+beside them (:class:`~napari_ozx.ozx.atomic.StagedFiles`), all flushed, then renamed, data
+first and documents last (deepest first), so a document never lists what is not on disk;
+deletions come last. A failure while building removes every temporary; a failure while
+renaming undoes the groups already placed. :func:`unwritable` finds what the edit could
+not write. The order, step by step: ``docs/design/saving.md``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,16 @@
 """HTTP(S) range reads through obstore (Rust, ``object_store``), when it is installed.
 
-:class:`ObstoreHTTP` is a :class:`~napari_ozx.ozx.remote.source.RemoteFileSystem`: the
-two calls a remote ``.ozx`` needs (``info``: size and validators; ``cat_file``: one byte
-range, optionally pinned by ``If-Match`` / ``If-Unmodified-Since``). It replaces fsspec's
-HTTP file system for those reads: no fsspec or aiohttp import at open, one connection
-pool per server, requests made on obstore's own threads and released from the GIL.
-
-Everything the fsspec path promises holds here too, since both run under
-:func:`~napari_ozx.ozx.remote.source.call_with_retries`: obstore's own retries are off
-and its errors are mapped onto the exceptions that function reads (a missing object is
-:class:`FileNotFoundError`, a refused one :class:`PermissionError`, others carry their
-HTTP ``status``), so retries, messages and :class:`ObjectChangedError` are the same
-whichever backend reads. A server that ignores ``Range`` is answered with the whole
-object, as fsspec answers, and the reader then decides (serve from memory, or refuse).
-
-Chosen by :func:`http_backend`: obstore when importable, for plain ``http(s)://`` URLs
-without query or storage options; ``NAPARI_OZX_HTTP_BACKEND=fsspec`` forces fsspec.
+:class:`ObstoreHTTP` is a :class:`~napari_ozx.ozx.remote.source.RemoteFileSystem`: ``info``
+(size and validators) and ``cat_file`` (one byte range, optionally pinned by ``If-Match``
+/ ``If-Unmodified-Since``), without fsspec or aiohttp, one connection pool per server,
+requests on obstore's threads without the GIL. Both backends run under
+:func:`~napari_ozx.ozx.remote.source.call_with_retries`: obstore's retries are off and its
+errors mapped onto what that function reads (:class:`FileNotFoundError`,
+:class:`PermissionError`, an HTTP ``status``), so retries, messages and
+:class:`~napari_ozx.ozx.remote.source.ObjectChangedError` are the same. A server ignoring
+``Range`` answers with the whole object, as for fsspec. :func:`http_backend` chooses:
+obstore for plain ``http(s)://`` URLs when importable; ``NAPARI_OZX_HTTP_BACKEND=fsspec``
+forces fsspec.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """A remote ``.ozx`` opened in one round trip: :class:`PrefetchedRangeReader`.
 
-:class:`~napari_ozx.ozx.remote.source.FsspecRangeReader` learns an object's size and
-validator with a ``HEAD`` request, and only then reads the archive's tail (end records and
-central directory) and its head (RFC-9 puts every ``zarr.json`` first): two round trips
-in a row before any metadata is known. Here both reads go out at once, before the size is
-known: the tail as a suffix range (``Range: bytes=-N``), whose answer carries the object's
-size and validators, and the head as ``bytes=0-M``. The archive's index and metadata then
-cost one round trip (``tests/ngff/read/test_first_open_roundtrips.py``).
-
-The version read is still pinned: the head's answer must come from the object the tail's
-did (same ETag, else same Last-Modified, and size); if not (replaced in between), it is
-dropped and read again, pinned, when needed. Every later range request carries the
-validator, as the parent's do. Only obstore's HTTP(S) reads report an answer's metadata;
-for other file systems (fsspec: S3, HTTP with options) this is the parent's ``HEAD``
-first, unchanged. An object the suffix range cannot be answered for (an empty one: HTTP
-416) is looked up with ``HEAD`` as before, so its error is the parent's.
+Where :class:`~napari_ozx.ozx.remote.source.FsspecRangeReader` sends a ``HEAD`` and then
+reads the archive's tail and head (two round trips in a row), this reader sends both reads
+at once: the tail as a suffix range, whose answer gives the size and validators, and the
+head (every ``zarr.json``, RFC-9) as ``bytes=0-M``
+(``tests/ngff/read/test_first_open_roundtrips.py`` counts the round trips). The version
+stays pinned: a head answered by another version of the object is dropped and read again,
+pinned; every later request carries the validator. Only obstore's HTTP(S) reads report an
+answer's metadata; other file systems keep the ``HEAD`` first, and an object a suffix range
+cannot answer (HTTP 416) is looked up with ``HEAD``. Design notes:
+``docs/design/reading.md``.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """Remote ``.ozx`` over HTTP(S), S3 ... through fsspec: byte ranges only.
 
-:class:`FsspecRangeReader` is a :class:`~napari_ozx.ozx._zip.RangeReader`: every read is
-one range request (``fs.cat_file(path, start, end)``), thread-safe and lock-free, so the
-same central-directory parser and :class:`~napari_ozx.ozx.store.OzxStore` serve remote
-files: the end records and central directory in one tail request, the leading
-``zarr.json`` entries (RFC-9 puts them first) in one more, then only the ranges of the
-chunks napari shows.
-
-Failures name the URL and the reason (HTTP status, timeout); transient ones (5xx,
-connection errors, timeouts) are retried a bounded number of times with backoff.
-
-The object is pinned at open: its validator (ETag, else Last-Modified) and size are
-recorded, and every range request of an HTTP(S) object carries ``If-Match`` (or
-``If-Unmodified-Since``), so an object replaced while it is being read is a clear
-:class:`ObjectChangedError` naming the URL, never a mix of two versions' bytes. Reads
-time out after :data:`TIMEOUT_S` seconds without data (``timeout=`` to change it).
-
-Integrity trade-off: local archives check a shard member's ZIP CRC-32 on its first read
-(:class:`~napari_ozx.ozx.store.OzxStore` ``verify_members``); remote ones do not by
-default, since that would download every shard a tile touches in full. Chunks written
-by napari-ozx carry their own checksum (zstd frame checksum or ``crc32c``), which covers
-remote reads too.
-fsspec is an optional dependency (``pip install napari-ozx[remote]``).
+:class:`FsspecRangeReader` is a :class:`~napari_ozx.ozx._zip.RangeReader`: every read is one
+range request, so the same parser and :class:`~napari_ozx.ozx.store.OzxStore` serve remote
+files (the tail, the leading ``zarr.json`` entries, then the chunks napari shows). The
+object is pinned at open (ETag or Last-Modified, size; ``If-Match`` on every request): one
+replaced while read is an :class:`ObjectChangedError`. Failures name the URL and the
+reason; transient ones are retried with backoff; reads time out after :data:`TIMEOUT_S`.
+Remote shards are not CRC-checked whole (napari-ozx's chunks carry their own checksum).
+Also the S3 options (anonymous without credentials, profiles, endpoints) and
+``access_denied``. fsspec is optional (``pip install napari-ozx[remote]``).
 """
 
 from __future__ import annotations
