@@ -7,8 +7,7 @@ reads back the same boxes and napari-ozx reopens the same rectangles;
 :func:`roi_columns_from_shapes` computes its columns (corners through both layers'
 transforms to level-0 pixel edges, micrometres from the array origin, z from the stack or
 the features, names from the features). Committed by one
-:class:`~napari_ozx.layers.transaction.EditTransaction`, as
-:func:`~napari_ozx.layers.add_labels.add_labels_to_image` is; refused with one
+:class:`~napari_ozx.layers.transaction.EditTransaction`; refused with one
 :class:`~napari_ozx.layers.transaction.SaveBackError` (not a Shapes layer, empty, a shape that
 is not an axis-aligned rectangle, an image not opened from a local file, an existing name
 without ``overwrite``). Only ROI tables are written from napari.

@@ -7,8 +7,7 @@ for byte in the kernel, then renamed onto the old one. The new bytes are staged 
 first (encoded directly for the direct reader's layouts, :mod:`napari_ozx.ngff.read.chunks`,
 else by zarr), lower levels taken from the staged level above by every n-th pixel, and
 only then committed by one :class:`~napari_ozx.layers.transaction.EditTransaction`
-(temporaries renamed into place; for an ``.ozx`` the unchanged members copied ahead while
-the chunks are encoded). Refused with one
+(an ``.ozx``'s unchanged members copied ahead while the chunks are encoded). Refused with one
 :class:`SaveBackError` naming the file and the reason, nothing written: a read-only
 target, a source changed since opened, non-integer labels, a shape or data type unlike
 the stored level 0, a channel axis.
