@@ -207,7 +207,7 @@ class ChunkLayout:
         if self.index_crc:
             body = raw[:-4]
             if _crc32c(body) != raw[-4:]:
-                raise ChunkDecodeError(f"{where} index does not match its CRC-32C")
+                raise ChunkDecodeError(f"{where} index does not match its checksum (CRC-32C)")
         return np.frombuffer(body, dtype="<u8").reshape((*self.per_shard, 2))
 
     def whole_index(self, shard: Any, where: str = "shard") -> np.ndarray:
