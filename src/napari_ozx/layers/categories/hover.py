@@ -101,7 +101,8 @@ def ring_at(layer: Any, position: Any) -> int | None:
     if not len(near):
         return None
     verts = np.asarray(layer.vertices)[:n, -2:]
-    hits = [int(r) for r in near if _inside(verts[offsets[r] : offsets[r + 1]], y, x)]
+    rings: list[int] = [int(r) for r in near.tolist()]
+    hits = [r for r in rings if _inside(verts[int(offsets[r]) : int(offsets[r + 1])], y, x)]
     inside = set(hits)
     best: tuple[float, int] | None = None
     for r in hits:

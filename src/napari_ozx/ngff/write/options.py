@@ -15,6 +15,7 @@ its parser.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import os
 from collections.abc import Mapping
@@ -486,13 +487,17 @@ def _parameters_doc(specs: tuple[OptionSpec, ...]) -> str:
     """A numpy-style Parameters section of *specs*, from their own help (written once)."""
     import textwrap
 
-    lines = ["", "", "    Parameters", "    ----------"]
+    lines = ["", "", "Parameters", "----------"]
     for s in specs:
         kind = "bool" if s.type is bool else ("str" if s.choices else s.type.__name__)
         unit = f" [{s.unit}]" if s.unit else ""
-        lines.append(f"    {s.name} : {kind}, default {s.default!r}")
-        lines.append(textwrap.indent(textwrap.fill(f"{s.help}; {s.allowed}{unit}.", 80), " " * 8))
+        lines.append(f"{s.name} : {kind}, default {s.default!r}")
+        lines.append(textwrap.indent(textwrap.fill(f"{s.help}; {s.allowed}{unit}.", 84), " " * 4))
     return "\n".join(lines)
 
 
-WriteOptions.__doc__ = (WriteOptions.__doc__ or "").rstrip() + _parameters_doc(option_specs())
+# cleaned first: Python 3.13 strips a docstring's indentation when compiling, older ones
+# do not, and the section must be indented as the rest of the docstring is
+WriteOptions.__doc__ = inspect.cleandoc(WriteOptions.__doc__ or "") + _parameters_doc(
+    option_specs()
+)
