@@ -23,7 +23,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from napari_ozx._compat import napari_displayed_axes, napari_max_3d_texture, napari_qt_loaded
+from napari_ozx._compat import (
+    napari_before_slicing,
+    napari_displayed_axes,
+    napari_max_3d_texture,
+    napari_qt_loaded,
+)
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.reading import LayerData
 from napari_ozx.ngff.model.metadata import TIME_UNITS
@@ -48,6 +53,7 @@ __all__ = [
     "show_plate_navigator",
     "text_overlay",
     "time_text",
+    "warm_3d",
 ]
 
 PLUGIN_NAME = "napari-ozx"  # name in napari.yaml (as _reader.PLUGIN_NAME)
@@ -261,15 +267,18 @@ def apply_3d_levels(viewer: Viewer) -> None:
     coarsest; back in 2D, give napari its automatic choice again. Never raises."""
     from napari_ozx._refine3d import cancel as cancel_refine
     from napari_ozx._refine3d import refine, refining
-    from napari_ozx.layers.levels import budget_3d, choose_3d_level
+    from napari_ozx.layers.levels import VOLUME_COPIES, budget_3d, choose_3d_level
     from napari_ozx.layers.provenance import LEVEL_3D_KEY, LOCKED_3D_KEY
 
     three_d = viewer.dims.ndisplay == 3
     max_texture = napari_max_3d_texture(2048) if three_d else 2048
-    for layer in list(viewer.layers):
-        src = LayerSource.of(layer)
-        if src is None or not getattr(layer, "multiscale", False):
-            continue
+    ours = [
+        layer
+        for layer in list(viewer.layers)
+        if LayerSource.of(layer) is not None and getattr(layer, "multiscale", False)
+    ]
+    budget = budget_3d() // max(1, len(ours))  # shared by the layers shown together
+    for layer in ours:
         try:
             if not three_d:
                 cancel_refine(layer)
@@ -286,17 +295,29 @@ def apply_3d_levels(viewer: Viewer) -> None:
                     displayed,
                     layer.data[0].dtype.itemsize,
                     max_texture,
-                    budget_3d(),
+                    budget,
+                    VOLUME_COPIES,
                 )
             )
-            ours = layer.metadata.get(LOCKED_3D_KEY)
+            locked = layer.metadata.get(LOCKED_3D_KEY)
             busy = refining(layer)
-            if busy == level or (ours and busy is None and layer.locked_data_level == level):
+            if busy == level or (locked and busy is None and layer.locked_data_level == level):
                 continue  # already shown at that level, or being read for it
-            if layer.locked_data_level is None or ours:
+            if layer.locked_data_level is None or locked:
                 refine(viewer, layer, level)  # the coarsest now, *level* once read
         except Exception:
             logger.warning("napari-ozx: 3D level not chosen for %s", layer.name, exc_info=True)
+
+
+def warm_3d(viewer: Viewer, layers: Sequence[Any]) -> None:
+    """Read the coarsest level of each napari-ozx multiscale layer of *layers* as 3D
+    shows it, off the GUI thread, so that turning 3D shows it at once
+    (:func:`napari_ozx._refine3d.warm`). Never raises."""
+    from napari_ozx._refine3d import warm
+
+    for layer in layers:
+        if layer is not None and LayerSource.of(layer) is not None:
+            warm(viewer, layer)
 
 
 def text_overlay(viewer: Viewer) -> Any:
@@ -353,6 +374,19 @@ def show_physical_time() -> None:
                 update()
                 apply_3d_levels(v)
 
+        def on_point() -> None:
+            v = ref()
+            if v is not None:
+                from napari_ozx._refine3d import follow_point
+
+                follow_point(v)
+
+        def on_inserted(event: Event) -> None:
+            v = ref()
+            if v is not None:
+                warm_3d(v, [getattr(event, "value", None)])
+            update()
+
         def on_removed(event: Event) -> None:
             from napari_ozx._refine3d import cancel, flush
 
@@ -362,11 +396,13 @@ def show_physical_time() -> None:
                 flush(v)  # the other layers' reads, if they waited for this one
             update()
 
+        napari_before_slicing(viewer, on_point)  # a slider move in 3D: the coarsest first
         viewer.dims.events.point.connect(update)
         viewer.dims.events.ndisplay.connect(on_ndisplay)
-        viewer.layers.events.inserted.connect(update)
+        viewer.layers.events.inserted.connect(on_inserted)
         viewer.layers.events.removed.connect(on_removed)
         update()
+        warm_3d(viewer, list(viewer.layers))
     except Exception:
         logger.warning("napari-ozx: could not show the physical time", exc_info=True)
 
