@@ -34,7 +34,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["cancel", "flush", "follow_point", "level_view", "refine", "refining", "warm"]
+__all__ = [
+    "cancel",
+    "flush",
+    "follow_point",
+    "forget",
+    "level_view",
+    "refine",
+    "refining",
+    "warm",
+]
 
 #: layer -> the stop flag of its read in flight and the level it reads (one per layer)
 _IN_FLIGHT: weakref.WeakKeyDictionary[Any, tuple[threading.Event, int]] = (
@@ -77,6 +86,20 @@ def cancel(layer: Layer | None) -> None:
         return
     if got is not None:
         got[0].set()
+
+
+def forget(layer: Layer | None) -> None:
+    """*layer* is gone: stop its read in flight and drop its coarsest volume kept in
+    memory (the channels of an image share their levels: a level outlives one layer)."""
+    from napari_ozx.ngff.read import lazy
+
+    cancel(layer)
+    try:
+        view = _WARM.pop(layer, None)
+    except TypeError:  # not a layer
+        return
+    if view is not None:
+        lazy.forget_prepared(view)
 
 
 def _still_3d(viewer: Viewer, layer: Layer) -> bool:

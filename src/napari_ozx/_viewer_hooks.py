@@ -388,9 +388,9 @@ def show_physical_time() -> None:
             update()
 
         def on_removed(event: Event) -> None:
-            from napari_ozx._refine3d import cancel, flush
+            from napari_ozx._refine3d import flush, forget
 
-            cancel(getattr(event, "value", None))  # a 3D read in flight stops
+            forget(getattr(event, "value", None))  # a 3D read in flight stops
             v = ref()
             if v is not None:
                 flush(v)  # the other layers' reads, if they waited for this one

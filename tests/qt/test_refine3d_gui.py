@@ -162,10 +162,13 @@ def test_back_to_2d_cancels_the_read_in_flight(make_napari_viewer, qtbot, volume
 
 def test_removing_the_layer_cancels_the_read_in_flight(make_napari_viewer, qtbot, volume, gate):
     viewer, layer = _open(make_napari_viewer, volume)
+    _warmed(qtbot, viewer, layer)
+    coarse = _refine3d.level_view(viewer, layer, 2, ndisplay=3)
     viewer.dims.ndisplay = 3
     assert _refine3d.refining(layer) == 0
     viewer.layers.remove(layer)
     assert _refine3d.refining(layer) is None
+    assert not lazy.is_prepared(coarse)  # the coarsest volume kept for it is dropped
     gate.set()
     qtbot.waitUntil(lambda: gate.finished == [False], timeout=20_000)
 
