@@ -244,3 +244,24 @@ def test_the_channels_refine_together_in_one_redraw(make_napari_viewer, qtbot, t
     # the first lock came when neither layer was still being read
     assert seen[0][1] == [None, None]
     assert seen[-1][0] == [0, 0]
+
+
+def test_the_layers_shown_in_3d_share_the_budget(
+    make_napari_viewer, qtbot, tmp_path, gate, monkeypatch
+):
+    rng = np.random.default_rng(6)
+    path = tmp_path / "two.zarr"
+    write_image(path, rng.integers(0, 900, (2, 8, 32, 32), dtype=np.uint16), levels=3)
+    # level 0 is 16 KiB a channel, 48 KiB in its three copies: one layer's within 70 KiB,
+    # two layers' (35 KiB each) not; level 1 (12 KiB in three copies) is
+    monkeypatch.setenv("NAPARI_OZX_3D_BUDGET_MB", str(70 / 1024))
+    viewer = make_napari_viewer()
+    layers = viewer.open(str(path), plugin="napari-ozx")
+    viewer.dims.ndisplay = 3
+    assert [_refine3d.refining(ly) for ly in layers] == [1, 1]
+    viewer.dims.ndisplay = 2
+    viewer.layers.remove(layers[1])
+    viewer.dims.ndisplay = 3
+    assert _refine3d.refining(layers[0]) == 0
+    gate.set()
+    qtbot.waitUntil(lambda: layers[0].data_level == 0, timeout=20_000)
