@@ -20,6 +20,7 @@ import contextlib
 import importlib
 import logging
 import threading
+import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -189,7 +190,9 @@ _SHOWN: weakref.WeakKeyDictionary[Any, tuple[int, object]] = weakref.WeakKeyDict
 #: layer -> its coarsest level's 3D view kept in memory (:func:`warm`, :func:`follow_point`)
 _WARM: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 #: the largest coarsest-level volume :func:`warm` keeps for a layer
-WARM_MAX = 64 << 20
+WARM_MAX = 32 << 20
+#: how long :func:`warm` lets napari's first 2D reads go first (seconds)
+WARM_DELAY_S = 0.5
 
 
 def _keep_coarsest(layer: Layer, view: Any) -> None:
@@ -206,6 +209,7 @@ def _warm_read(view: Any) -> bool:
     """Worker: napari's 3D camera module, and *view*'s pixels, kept for every request."""
     from napari_ozx.ngff.read import lazy
 
+    time.sleep(WARM_DELAY_S)  # the 2D view's own reads first (the same connections)
     # napari's 3D camera imports it on its first 3D frame (a pause on the GUI thread)
     with contextlib.suppress(ImportError):
         importlib.import_module("scipy.spatial.transform")
@@ -216,8 +220,8 @@ def warm(viewer: Viewer, layer: Layer) -> None:
     """Read *layer*'s coarsest level as napari shows it in 3D (at the viewer's point) off
     the GUI thread and keep it, so that turning 3D, and napari's thumbnails, are served
     from memory instead of a read on the GUI thread. Only for a multiscale layer with
-    more than two axes whose coarsest volume is at most :data:`WARM_MAX` bytes; once per
-    point. Never raises."""
+    more than two axes whose coarsest volume is at most :data:`WARM_MAX` bytes and more
+    than one plane deep; once per point, after :data:`WARM_DELAY_S`. Never raises."""
     from napari.qt.threading import create_worker
 
     try:
@@ -225,7 +229,9 @@ def warm(viewer: Viewer, layer: Layer) -> None:
             return
         coarsest = len(layer.level_shapes) - 1
         view = level_view(viewer, layer, coarsest, ndisplay=3)
-        if view.nbytes > WARM_MAX or (layer in _WARM and _box(_WARM[layer]) == _box(view)):
+        if view.nbytes > WARM_MAX or 1 in view.shape:  # too big, or flat: no 3D to speak of
+            return
+        if layer in _WARM and _box(_WARM[layer]) == _box(view):
             return
         _keep_coarsest(layer, view)
         worker = create_worker(_warm_read, view, _start_thread=False)
