@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -205,15 +206,24 @@ def _keep_coarsest(layer: Layer, view: Any) -> None:
         lazy.forget_prepared(old)
 
 
-def _warm_read(view: Any) -> bool:
-    """Worker: napari's 3D camera module, and *view*'s pixels, kept for every request."""
+def _warm_read(view: Any, wanted: Callable[[], bool]) -> bool:
+    """Worker: napari's 3D camera module, and *view*'s pixels, kept for every request
+    while *wanted()* (a slider moved on meanwhile: nothing read, or nothing kept)."""
     from napari_ozx.ngff.read import lazy
 
     time.sleep(WARM_DELAY_S)  # the 2D view's own reads first (the same connections)
     # napari's 3D camera imports it on its first 3D frame (a pause on the GUI thread)
     with contextlib.suppress(ImportError):
         importlib.import_module("scipy.spatial.transform")
-    return lazy.is_prepared(view) or lazy.prepare_view(view, keep=True)
+    if not wanted():
+        return False
+    if lazy.is_prepared(view):
+        return True
+    ok = lazy.prepare_view(view, lambda: not wanted(), keep=True)
+    if ok and not wanted():
+        lazy.forget_prepared(view)
+        return False
+    return ok
 
 
 def warm(viewer: Viewer, layer: Layer) -> None:
@@ -234,7 +244,13 @@ def warm(viewer: Viewer, layer: Layer) -> None:
         if layer in _WARM and _box(_WARM[layer]) == _box(view):
             return
         _keep_coarsest(layer, view)
-        worker = create_worker(_warm_read, view, _start_thread=False)
+        ref = weakref.ref(layer)
+
+        def wanted() -> bool:
+            lay = ref()
+            return lay is not None and _WARM.get(lay) is view
+
+        worker = create_worker(_warm_read, view, wanted, _start_thread=False)
         worker.errored.connect(
             lambda exc: logger.debug("napari-ozx: coarsest level not read ahead: %s", exc)
         )
@@ -244,16 +260,20 @@ def warm(viewer: Viewer, layer: Layer) -> None:
 
 
 def follow_point(viewer: Viewer) -> None:
-    """A slider moved: for each layer :func:`refine` shows in 3D whose volume it moves
-    (time, a channel axis), show the coarsest level at the new point now (read once and
-    kept: napari's slice and its thumbnail share it) and read the chosen level there off
-    the GUI thread, as when turning 3D. Called before napari slices
+    """A slider moved. In 2D, the coarsest volumes read ahead (:func:`warm`) follow it
+    (time; z is displayed in 3D). In 3D, for each layer :func:`refine` shows whose volume
+    it moves (time, a channel axis), show the coarsest level at the new point now (read
+    once and kept: napari's slice and its thumbnail share it) and read the chosen level
+    there off the GUI thread, as when turning 3D. Called before napari slices
     (:func:`napari_ozx._compat.napari_before_slicing`), so napari reads the coarsest level,
     not the chosen one. GUI thread; never raises."""
     from napari_ozx._compat import napari_lock_level_quietly
     from napari_ozx.ngff.read import lazy
 
-    if viewer.dims.ndisplay != 3:
+    if viewer.dims.ndisplay != 3:  # 2D: the coarsest volume read ahead follows the slider
+        for layer in list(_WARM.keys()):
+            if layer in viewer.layers:
+                warm(viewer, layer)
         return
     for layer in list(viewer.layers):
         shown = _SHOWN.get(layer)

@@ -265,3 +265,22 @@ def test_the_layers_shown_in_3d_share_the_budget(
     assert _refine3d.refining(layers[0]) == 0
     gate.set()
     qtbot.waitUntil(lambda: layers[0].data_level == 0, timeout=20_000)
+
+
+def test_the_coarsest_volume_read_ahead_follows_the_time_slider_in_2d(
+    make_napari_viewer, qtbot, tmp_path
+):
+    rng = np.random.default_rng(7)
+    path = tmp_path / "t.zarr"
+    data = rng.integers(0, 4000, (3, 8, 32, 32), dtype=np.uint16)
+    levels = write_image(path, data, "tzyx", levels=3)
+    viewer, layer = _open(make_napari_viewer, path)
+    _warmed(qtbot, viewer, layer)
+    before = _refine3d.level_view(viewer, layer, 2, ndisplay=3)
+    viewer.dims.set_point(1, 5.0)  # z: the same volume in 3D, nothing new
+    assert lazy.is_prepared(before)
+    viewer.dims.set_current_step(0, 2)  # t
+    _warmed(qtbot, viewer, layer)
+    assert not lazy.is_prepared(before)  # the volume of t = 0 is dropped
+    now = _refine3d.level_view(viewer, layer, 2, ndisplay=3)
+    np.testing.assert_array_equal(np.asarray(now), levels[2][2])
