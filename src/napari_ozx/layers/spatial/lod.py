@@ -104,6 +104,8 @@ class LodPoints:
         #: called (GUI thread) when the overview must be recomputed: the camera hook
         #: does it off the GUI thread; without one, :meth:`show_categories` does it
         self.on_filter: Callable[[LodPoints], None] | None = None
+        self.legend: Any = None  #: the categories module's Legend of the colouring
+        self.colour_kind: str | None = None
         if index.feature_key is not None:
             self.colour_by(index.feature_key)
 
@@ -146,7 +148,7 @@ class LodPoints:
             palette = default_palette(len(cats)).astype(np.float32)
             self._lut = np.vstack([palette, self._missing[None]])
             self._continuous = None
-            self.colour_column = column
+            self.colour_column, self.colour_kind = column, "categorical"
             counts = ix.category_counts(column)
             return {
                 "kind": "categorical",
@@ -166,7 +168,7 @@ class LodPoints:
         lut = np.asarray(cmap.map(np.linspace(0.0, 1.0, 4096)), dtype=np.float32)
         self._continuous = (lut, float(lo), float(hi), str(cmap.name))
         self._lut = None
-        self.colour_column = column
+        self.colour_column, self.colour_kind = column, "continuous"
         return {
             "kind": "continuous",
             "missing": int(np.count_nonzero(~finite)),
@@ -219,6 +221,37 @@ class LodPoints:
             )
         self.filter_column, self.filter_values = column, wanted
         return kept
+
+    def recolour(self) -> None:
+        """Colour the points held now by the colouring column (GUI thread)."""
+        pts, shown = self.points_layer, self.shown
+        if (
+            pts is not None
+            and shown is not None
+            and shown.positions is not None
+            and len(shown.positions)
+        ):
+            shown.colours = self.colours_of(shown.positions)
+            pts.face_color = shown.colours
+
+    def refilter(self) -> None:
+        """The categories shown changed (GUI thread): the points held now filtered
+        again at once (at most :attr:`view_max` of them), the overview recomputed by
+        :attr:`on_filter` (the camera hook, off the GUI thread), else here."""
+        pts, shown = self.points_layer, self.shown
+        if pts is not None and shown is not None and shown.positions is not None:
+            data = self.view(shown.rect, margin=0.0)
+            apply_view(pts, data)
+            self.shown = data
+        if self.on_filter is not None:
+            self.on_filter(self)
+            return
+        ov = self.overview_layer
+        if ov is not None:
+            levels = self.overview_levels()
+            ov.data = levels
+            ov.contrast_limits = contrast_of(levels[0])
+            ov.name = self.describe()
 
     @property
     def keep(self) -> tuple[str, np.ndarray] | None:
