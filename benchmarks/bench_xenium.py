@@ -152,11 +152,18 @@ spin(0.5)
 a0 = anon(); t0 = time.perf_counter()
 layers = viewer.open(sys.argv[1], plugin="napari-ozx")
 t_open = time.perf_counter() - t0
-spin(0.5)
-a1 = anon()
+a_in = anon()
 pts = next(l for l in viewer.layers
            if lodmod.lod_of(l) is not None and l.__class__.__name__ == "Points")
 lod = lodmod.lod_of(pts)
+ov = lod.overview_layer
+while not (lod.ready and ov is not None and float(ov.data[-1].max()) > 0):
+    app.processEvents(); time.sleep(0.005)
+    ov = lod.overview_layer
+t_ready = time.perf_counter() - t0
+spin(1.0)
+a1 = anon()
+open_gaps = np.diff(ticks[ticks.index(next(t for t in ticks if t >= t0)) - 1:])
 ix = lod.index
 held = [0]
 pts.events.data.connect(lambda e: held.append(len(pts.data)))
@@ -197,7 +204,9 @@ for i in range(int(sys.argv[2])):
     done = wait_shown(rect)
     pans.append(None if done is None else done - t)
 gaps = np.diff(ticks[gaps_from:]) if len(ticks) > gaps_from + 1 else np.zeros(1)
-out = {"open_s": t_open, "rss_growth_mib": a1 - a0, "points": len(ix),
+out = {"open_s": t_open, "indexed_s": t_ready, "rss_in_mib": a_in - a0,
+       "rss_growth_mib": a1 - a0, "points": len(ix),
+       "open_freeze_ms": float(open_gaps.max() * 1000),
        "index_mib": ix.nbytes / 2**20, "in_view": int(len(inview)),
        "exact_in_view_s": t_in, "exact": exact,
        "pan_median_s": statistics.median([p for p in pans if p is not None] or [-1]),

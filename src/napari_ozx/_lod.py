@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_ozx._compat import napari_canvas_size
 from napari_ozx.layers.spatial.lod import LodPoints, ViewData, apply_view, contrast_of, lod_of
 
 if TYPE_CHECKING:
@@ -47,9 +48,7 @@ def view_rect(viewer: Viewer, layer: Any) -> tuple[float, float, float, float]:
     """The rectangle (y0, x0, y1, x1, *layer*'s data coordinates) the canvas shows."""
     cam = _camera(viewer)
     cy, cx = (float(v) for v in tuple(cam.center)[-2:])
-    canvas = getattr(viewer, "canvas", None)  # napari 0.9; before, _canvas_size
-    size = getattr(canvas, "size", None) or viewer._canvas_size
-    h, w = (float(v) for v in tuple(size)[-2:])
+    h, w = napari_canvas_size(viewer)
     zoom = float(cam.zoom) or 1.0
     hy, hx = h / 2 / zoom, w / 2 / zoom
     corners = [(cy + a * hy, cx + b * hx) for a in (-1, 1) for b in (-1, 1)]
@@ -175,6 +174,37 @@ class _Updater:
         worker.start()
 
 
+def _build(lod: LodPoints, updater: _Updater) -> None:
+    """Index *lod*'s points on a worker (its layers are in already), then show the
+    overview and the view's points."""
+    from napari.qt.threading import create_worker
+
+    build = lod.build
+    if build is None or lod.ready:
+        return
+    lod.build = None  # once
+
+    def work() -> list[np.ndarray]:
+        lod.attach(build())
+        return lod.overview_levels()
+
+    def done(levels: list[np.ndarray]) -> None:
+        ov = lod.overview_layer
+        if ov is not None:
+            ov.data = levels
+            ov.contrast_limits = contrast_of(levels[0])
+        updater.stale = True
+        updater.request()
+
+    def failed(exc: BaseException) -> None:
+        logger.warning("napari-ozx: the points of %s not indexed: %s", lod.name, exc)
+
+    worker = create_worker(work, _start_thread=False)
+    worker.returned.connect(done)
+    worker.errored.connect(failed)
+    worker.start()
+
+
 def install(viewer: Viewer) -> None:
     """Keep *viewer*'s level-of-detail points on its view (once per viewer; those
     inserted later too). Never raises."""
@@ -199,6 +229,8 @@ def install(viewer: Viewer) -> None:
             lod.bind(layer)
             if id(lod) not in updaters:
                 updaters[id(lod)] = _Updater(v, lod)
+            if not lod.ready:
+                _build(lod, updaters[id(lod)])
             updaters[id(lod)].request()
 
         def on_removed(event: Any) -> None:

@@ -232,15 +232,18 @@ def test_reader_opens_a_large_element_as_overview_and_view(store, monkeypatch):
     """Above the threshold, the reader hands napari the overview (a multiscale image)
     and an empty 2D Points layer with the element's features; at or below it, one
     Points layer of every point as before."""
+    from napari_ozx import _compat
     from napari_ozx.layers.reading import read_layer_data
     from napari_ozx.layers.spatial import lod
 
     monkeypatch.setattr(lod, "LOD_MIN_POINTS", N - 1)
+    monkeypatch.setattr(_compat, "napari_qt_loaded", lambda: False)  # headless: built now
     said = []
     lds = read_layer_data(str(store[0]), report=lambda w, e: said.append(str(e)))
     kinds = [ld[2] for ld in lds]
     assert kinds == ["image", "points"]
     levels, kw, _ = lds[0]
+    assert lds[1][1]["metadata"][lod.LOD_KEY].ready
     assert kw["multiscale"] and levels[0].sum() == N
     coords, pkw, _ = lds[1]
     assert coords.shape == (0, 2) and pkw["ndim"] == 2
@@ -249,3 +252,25 @@ def test_reader_opens_a_large_element_as_overview_and_view(store, monkeypatch):
     monkeypatch.setattr(lod, "LOD_MIN_POINTS", N)
     (plain,) = read_layer_data(str(store[0]), report=lambda w, e: None)
     assert plain[2] == "points" and len(plain[0]) == N
+
+
+def test_in_a_window_the_index_is_built_after_the_layers_are_in(store, monkeypatch):
+    """With napari's Qt front end, the reader hands napari the layers without reading the
+    points (the overview's extent from the parquet statistics); the index is built
+    later (by the camera hook, off the GUI thread) and then gives the same views."""
+    from napari_ozx import _compat
+    from napari_ozx.layers.reading import read_layer_data
+    from napari_ozx.layers.spatial import lod
+
+    monkeypatch.setattr(lod, "LOD_MIN_POINTS", N - 1)
+    monkeypatch.setattr(_compat, "napari_qt_loaded", lambda: True)
+    lds = read_layer_data(str(store[0]), report=lambda w, e: None)
+    view = lds[1][1]["metadata"][lod.LOD_KEY]
+    assert not view.ready and view.build is not None
+    assert view.extent == (0.0, 0.0, H, W)
+    assert lds[0][0][0].sum() == 0  # nothing counted yet
+    assert len(view.view((0.0, 0.0, 10.0, 10.0)).coords) == 0
+    view.attach(view.build())
+    assert view.overview_levels()[0].sum() == N
+    rect = (100.0, 200.0, 150.0, 260.0)
+    assert _held(view.view(rect, margin=0.0)) == _truth(store[1], *rect)

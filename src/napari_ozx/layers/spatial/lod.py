@@ -83,11 +83,23 @@ def lod_of(layer: Any) -> LodPoints | None:
 class LodPoints:
     """One points element shown through level of detail (see the module)."""
 
-    def __init__(self, index: PointsIndex, name: str, view_max: int | None = None) -> None:
+    def __init__(
+        self,
+        index: PointsIndex | None,
+        name: str,
+        view_max: int | None = None,
+        extent: tuple[float, float, float, float] | None = None,
+    ) -> None:
         from napari_ozx.layers.categories.palettes import MISSING_RGBA
 
-        self.index = index
+        self.index: PointsIndex = index  # type: ignore[assignment]  # None until built
         self.name = name
+        #: the overview's extent (y0, x0, y1, x1): the points' (the index's, or the
+        #: parquet statistics' when the index is built later, :attr:`build`)
+        self.extent = extent if extent is not None or index is None else index.extent
+        #: makes the index when it was not built with the layers (the camera hook
+        #: calls it off the GUI thread, then :meth:`attach`)
+        self.build: Callable[[], PointsIndex] | None = None
         self.view_max = VIEW_MAX if view_max is None else view_max
         self.lock = threading.Lock()
         self._missing = np.asarray(MISSING_RGBA, np.float32)
@@ -106,8 +118,23 @@ class LodPoints:
         self.on_filter: Callable[[LodPoints], None] | None = None
         self.legend: Any = None  #: the categories module's Legend of the colouring
         self.colour_kind: str | None = None
-        if index.feature_key is not None:
-            self.colour_by(index.feature_key)
+        if index is not None:
+            self.attach(index)
+
+    @property
+    def ready(self) -> bool:
+        return self.index is not None
+
+    def attach(self, index: PointsIndex) -> None:
+        """The index, built: coloured by its ``feature_key``, filtered as asked."""
+        self.index = index
+        if self.extent is None:
+            self.extent = index.extent
+        column = self.colour_column or index.feature_key
+        if column is not None and column in index.columns:
+            self.colour_by(column)
+        if self.filter_column is not None and self.filter_values is not None:
+            self.set_filter(self.filter_column, self.filter_values)
 
     # ---------------------------------------------------------------- layers
 
@@ -137,6 +164,8 @@ class LodPoints:
         from napari_ozx.layers.categories.palettes import default_palette
 
         ix = self.index
+        if ix is None:
+            raise OzxError(f"layer {self.name!r}: its points are still being indexed")
         if column not in ix.columns:
             have = ", ".join(ix.columns) or "none"
             raise OzxError(
@@ -202,6 +231,10 @@ class LodPoints:
         """Keep only the points whose *column* is one of *values* (None: all); how many
         points of the element that keeps."""
         ix = self.index
+        if ix is None:  # applied once indexed (:meth:`attach`)
+            self.filter_column = None if values is None else column
+            self.filter_values = None if values is None else frozenset(map(str, values))
+            return 0
         if column not in ix.columns:
             have = ", ".join(ix.columns) or "none"
             raise OzxError(f"layer {self.name!r} has no feature {column!r} (features: {have})")
@@ -275,6 +308,8 @@ class LodPoints:
         dy, dx = (y1 - y0) * margin, (x1 - x0) * margin
         grown = (y0 - dy, x0 - dx, y1 + dy, x1 + dx)
         ix = self.index
+        if ix is None:
+            return self._empty(grown, None, 0)
         estimate = ix.estimate(*grown)
         if estimate > 2 * self.view_max:
             return self._empty(grown, None, estimate)
@@ -308,6 +343,8 @@ class LodPoints:
         import pandas as pd
 
         ix = self.index
+        if ix is None:
+            return pd.DataFrame()
         cols: dict[str, Any] = {}
         for name, values in ix.columns.items():
             got = values[positions]
@@ -322,9 +359,17 @@ class LodPoints:
     def overview_levels(self) -> list[np.ndarray]:
         """The overview: points per pixel at :data:`OVERVIEW_SIDE` pixels along the
         longer side, then halved (sums of 2 x 2 pixels) down to 256 or fewer."""
-        y0, x0, y1, x1 = self.index.extent
-        pixel = max(y1 - y0, x1 - x0, 1e-6) / OVERVIEW_SIDE
-        level = self.index.density(pixel, keep=self._keep)
+        pixel = self.overview_pixel()
+        assert self.extent is not None
+        if self.index is None:
+            y0, x0, y1, x1 = self.extent
+            shape = (
+                max(1, int(np.ceil((y1 - y0) / pixel))),
+                max(1, int(np.ceil((x1 - x0) / pixel))),
+            )
+            level = np.zeros(shape, np.float32)
+        else:
+            level = self.index.density(pixel, keep=self._keep, extent=self.extent)
         levels = [level]
         while max(level.shape) > 256:
             h, w = (level.shape[0] + 1) // 2 * 2, (level.shape[1] + 1) // 2 * 2
@@ -335,7 +380,8 @@ class LodPoints:
         return levels
 
     def overview_pixel(self) -> float:
-        y0, x0, y1, x1 = self.index.extent
+        assert self.extent is not None
+        y0, x0, y1, x1 = self.extent
         return max(y1 - y0, x1 - x0, 1e-6) / OVERVIEW_SIDE
 
 
@@ -359,21 +405,32 @@ def lod_layers_data(
     """The overview and the points layer of a large points *element* (see the module);
     *meta* makes a layer's SpatialData record, *affine* places (y, x) in *system*,
     *size* gives the markers' size from the element's extent."""
-    from napari_ozx.ngff.spatial.points_index import build_index
+    from napari_ozx._compat import napari_qt_loaded
+    from napari_ozx.ngff.spatial.points import points_rows
+    from napari_ozx.ngff.spatial.points_index import build_index, plane_extent
 
-    index = build_index(root, element, tiles)
-    lod = LodPoints(index, element.name)
+    # in a window, the layers are in at once and the camera hook builds the index on a
+    # worker (:mod:`napari_ozx._lod`); headless, it is built here
+    extent = plane_extent(root, element) if napari_qt_loaded() else None
+    if extent is None:
+        lod = LodPoints(build_index(root, element, tiles), element.name)
+        n = len(lod.index)
+    else:
+        lod = LodPoints(None, element.name, extent=extent)
+        lod.build = lambda: build_index(root, element, tiles)
+        n = points_rows(root, element) or 0
+    assert lod.extent is not None
     levels = lod.overview_levels()
     pixel = lod.overview_pixel()
-    y0, x0 = index.extent[0], index.extent[1]
+    y0, x0 = lod.extent[0], lod.extent[1]
     # pixel (i, j) of the finest level covers [y0 + i * pixel, y0 + (i + 1) * pixel)
     to_data = np.array([[pixel, 0, y0 + pixel / 2], [0, pixel, x0 + pixel / 2], [0, 0, 1]])
-    rec = meta(points=len(index), axes=["y", "x"], lod=True)
+    rec = meta(points=n, axes=["y", "x"], lod=True)
     what = f"{root.source} (points {element.name!r})"
     report(
         what,
         OzxError(
-            f"{len(index):,} points shown by level of detail: zoomed out, "
+            f"{n:,} points shown by level of detail: zoomed out, "
             f"{lod.describe()!r} (points per pixel); zoomed in to {lod.view_max:,} points or "
             "fewer in view, every point of the view (z is a feature)"
         ),
@@ -394,7 +451,7 @@ def lod_layers_data(
         "features": empty.features,
         "affine": affine,
         "axis_labels": ("y", "x"),
-        "size": np.float32(size(index.extent)),
+        "size": np.float32(size(lod.extent)),
         "border_width": np.float32(0),
         "antialiasing": 0,
         "metadata": {**{k: dict(v) for k, v in rec.items()}, LOD_KEY: lod},
@@ -406,7 +463,12 @@ def lod_layers_data(
 
 
 def apply_view(layer: Any, data: ViewData) -> None:
-    """Put *data* in the Points *layer* (GUI thread): coordinates, features, colours."""
+    """Put *data* in the Points *layer* (GUI thread): coordinates, features, colours,
+    in one go where napari allows (:func:`~napari_ozx._compat.napari_points_replace`)."""
+    from napari_ozx._compat import napari_points_replace
+
+    if len(data.coords) and napari_points_replace(layer, data.coords, data.features, data.colours):
+        return
     layer.data = data.coords
     layer.features = data.features
     if len(data.coords):

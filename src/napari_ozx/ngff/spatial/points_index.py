@@ -26,7 +26,7 @@ import numpy as np
 from napari_ozx.errors import MetadataError
 from napari_ozx.ngff.spatial.elements import Element
 
-__all__ = ["PointsIndex", "build_index"]
+__all__ = ["PointsIndex", "build_index", "plane_extent"]
 
 #: at most this many tiles per side (their keys fit 16 bits: numpy's radix sort)
 MAX_TILES_SIDE = 256
@@ -113,23 +113,58 @@ class PointsIndex:
         return np.bincount(codes[codes >= 0].astype(np.intp), minlength=n)[:n]
 
     def density(
-        self, pixel: float, keep: tuple[str, np.ndarray] | None = None, chunk: int = 4_000_000
+        self,
+        pixel: float,
+        keep: tuple[str, np.ndarray] | None = None,
+        extent: tuple[float, float, float, float] | None = None,
+        chunk: int = 4_000_000,
     ) -> np.ndarray:
         """Points per pixel ((rows, columns) float32) of a grid of *pixel* square pixels
-        from the extent's corner; only the kept categories' with *keep*."""
-        y0, x0, y1, x1 = self.extent
+        from the corner of *extent* (default: the points'), over it (a point outside
+        counts in the nearest pixel); only the kept categories' with *keep*."""
+        y0, x0, y1, x1 = self.extent if extent is None else extent
         h = max(1, int(np.ceil((y1 - y0) / pixel)))
         w = max(1, int(np.ceil((x1 - x0) / pixel)))
         counts = np.zeros(h * w, np.int64)
         for s in range(0, len(self), chunk):
             y, x = self.y[s : s + chunk], self.x[s : s + chunk]
-            py = np.minimum(((y - y0) / pixel).astype(np.intp), h - 1)
-            px = np.minimum(((x - x0) / pixel).astype(np.intp), w - 1)
+            py = np.clip(((y - y0) / pixel).astype(np.intp), 0, h - 1)
+            px = np.clip(((x - x0) / pixel).astype(np.intp), 0, w - 1)
             flat = py * w + px
             if keep is not None:
                 flat = flat[_kept(self.columns[keep[0]][s : s + chunk], keep[1])]
             counts += np.bincount(flat, minlength=h * w)
         return counts.reshape(h, w).astype(np.float32)
+
+
+def plane_extent(root: Any, element: Element) -> tuple[float, float, float, float] | None:
+    """(y0, x0, y1, x1) of the points *element* from its parquet files' statistics (the
+    footers only), None when a file has none."""
+    from napari_ozx.ngff.spatial.files import parquet_schema
+    from napari_ozx.ngff.spatial.points import points_keys
+
+    lo = {"y": np.inf, "x": np.inf}
+    hi = {"y": -np.inf, "x": -np.inf}
+    try:
+        for key in points_keys(root, element):
+            f = parquet_schema(root, key)
+            names = f.schema_arrow.names
+            for g in range(f.metadata.num_row_groups):
+                rg = f.metadata.row_group(g)
+                if rg.num_rows == 0:
+                    continue
+                for a in ("y", "x"):
+                    st = rg.column(names.index(a)).statistics
+                    if st is None or not st.has_min_max:
+                        return None
+                    lo[a], hi[a] = min(lo[a], float(st.min)), max(hi[a], float(st.max))
+    except (ValueError, OSError, MetadataError):
+        return None
+    if not all(np.isfinite(v) for v in (*lo.values(), *hi.values())):
+        return None
+    # as float32 holds them (the index's coordinates)
+    f32 = [float(np.float32(v)) for v in (lo["y"], lo["x"], hi["y"], hi["x"])]
+    return f32[0], f32[1], f32[2], f32[3]
 
 
 def _kept(codes: np.ndarray, mask: np.ndarray) -> np.ndarray:
