@@ -1,21 +1,17 @@
 """Level of detail's camera hook: the points of the view, replaced off the GUI thread.
 
-For each points element shown through level of detail
-(:mod:`napari_ozx.layers.spatial.lod`), when the camera moves (pan, zoom, a resized
-canvas) the rectangle the canvas shows is turned into the layer's data coordinates
-(:func:`view_rect`) and a worker thread (napari's thread workers, as
-:mod:`napari_ozx._refine3d`) waits until the camera has stayed put for
-:data:`DEBOUNCE` seconds, then selects the points of that rectangle and a margin around
-it; back on the GUI thread they replace the Points layer's data, features and colours
-in one go. One worker per element at a time: a move while it works is taken up when it
-is done. A view already inside the rectangle held is not asked again. While the view
-holds more than the layer's cap, the Points layer is emptied and the overview shown;
-otherwise the overview is hidden. A change of the categories shown recomputes the
-overview on a worker too.
+For each level-of-detail points element (:mod:`napari_ozx.layers.spatial.lod`), a camera
+move turns the canvas into a rectangle of the layer's data coordinates
+(:func:`view_rect`); a worker (napari's thread workers, as :mod:`napari_ozx._refine3d`)
+waits until the camera has stayed put for :data:`DEBOUNCE` seconds, selects the points
+of that rectangle and a margin, and the GUI thread puts them into the Points layer in
+one go. One worker per element at a time; a view inside the rectangle held asks
+nothing. Above the layer's cap the Points layer is emptied and the overview shown, else
+the overview is hidden. The index itself, and the overview after a change of the
+categories shown, are computed on workers too.
 
-In 3D the layers stay 2D (flat, in the plane of the view's last two axes) and keep the
-points of the last 2D view. Installed by :mod:`napari_ozx._viewer_hooks` after a read,
-once per viewer; never raises.
+In 3D the layers stay 2D and keep the points of the last 2D view. Installed by
+:mod:`napari_ozx._viewer_hooks` after a read, once per viewer; never raises.
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
 """Level of detail for a large points element: an overview zoomed out, every point zoomed in.
 
-Above :data:`LOD_MIN_POINTS` points, a points element is read into a
-:class:`~napari_ozx.ngff.spatial.points_index.PointsIndex` (points sorted by grid tile,
-in memory) and shown as two layers (:func:`lod_layers_data`):
-
-* ``<name> density``: a multiscale Image of how many points fall in each pixel (all of
-  them, or those of the categories :func:`~napari_ozx.layers.categories.colouring.show_categories`
-  keeps; the layer's name says which), shown while the view holds more than
-  :data:`VIEW_MAX` points;
-* ``<name>``: a 2D Points layer holding exactly the points of the view and a margin
-  around it (:meth:`LodPoints.view`), with their features (``z`` among them: a 2D view
-  draws every point of the view whatever its z) and the colours of the colouring
-  column, empty while zoomed out. The camera hook (:mod:`napari_ozx._lod`) replaces them
-  off the GUI thread when the camera stops.
-
-Hidden categories are left out of the data (napari 0.9 draws every point of a fully
-displayed layer, whatever ``shown`` says). Both layers keep the :class:`LodPoints` in
-their metadata (:data:`LOD_KEY`).
+Above :data:`LOD_MIN_POINTS` points, an element is read into a
+:class:`~napari_ozx.ngff.spatial.points_index.PointsIndex` and shown as two layers
+(:func:`lod_layers_data`): ``<name> density``, a multiscale Image of points per pixel
+(of the categories ``show_categories`` keeps; its name says which), shown while the
+view holds more than :data:`VIEW_MAX` points; and ``<name>``, a 2D Points layer holding
+exactly the points of the view and a margin (:meth:`LodPoints.view`) with their
+features (``z`` among them: a 2D view draws every point whatever its z) and colours,
+empty while zoomed out. The camera hook (:mod:`napari_ozx._lod`) replaces them off the
+GUI thread. Hidden categories are left out of the data (napari 0.9 draws every point of
+a fully displayed layer, whatever ``shown`` says). Both layers keep the
+:class:`LodPoints` in their metadata (:data:`LOD_KEY`).
 """
 
 from __future__ import annotations
@@ -467,7 +461,9 @@ def apply_view(layer: Any, data: ViewData) -> None:
     in one go where napari allows (:func:`~napari_ozx._compat.napari_points_replace`)."""
     from napari_ozx._compat import napari_points_replace
 
-    if len(data.coords) and napari_points_replace(layer, data.coords, data.features, data.colours):
+    if (len(data.coords) or len(layer.data)) and napari_points_replace(
+        layer, data.coords, data.features, data.colours
+    ):
         return
     layer.data = data.coords
     layer.features = data.features

@@ -1,19 +1,14 @@
 """A spatial index of a large points element: its points sorted by the tile of a grid.
 
 Built at open, held in memory, nothing written anywhere (:func:`build_index`). The
-parquet files are read one file and one column at a time with pyarrow (no pandas): the
-plane coordinates become two float32 columns, each other column one numpy column
-(categories as their dictionary codes, in the smallest integer type that holds them,
-text as codes of its distinct values, integers narrowed when every value fits); then
-every column is put in tile order (one stable radix sort of 16-bit tile keys), so the
-points of one row of tiles are contiguous and a rectangle's points are a few slices
-(:meth:`PointsIndex.query`). ``z`` (when the element has it) is a feature: a 2D view
-draws every point of a rectangle whatever its z. About 4 bytes per point and column
-(2 for a category of fewer than 32,768 values): 880 MB for 40,000,000 points with x, y,
-z, a gene, a cell id and a quality value.
-
-:meth:`PointsIndex.density` bins the points (or those of some categories) into a
-pixel grid over the element's extent, for an overview.
+parquet files are read one file and one column at a time with pyarrow (no pandas):
+``y`` and ``x`` as float32, each other column as numpy (categories and text as codes,
+integers narrowed when every value fits, ``z`` as float32); then every column is put in
+tile order (one stable radix sort of 16-bit tile keys), so a rectangle's points are one
+slice per row of tiles (:meth:`PointsIndex.query`). ``z`` is a feature: a 2D view draws
+every point of a rectangle whatever its z. About 21 bytes per point for Xenium's
+columns (x, y, z, gene, cell id, quality value): 840 MiB for 40,000,000 points.
+:meth:`PointsIndex.density` bins the points (or some categories') into pixels.
 """
 
 from __future__ import annotations
