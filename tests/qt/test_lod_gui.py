@@ -120,14 +120,15 @@ def test_show_categories_and_colours_in_view_and_overview(qtbot, lod_viewer):
 
 
 def test_hover_shows_the_features_of_the_point(qtbot, lod_viewer):
+    """The status bar's text under the cursor names the features of the point there."""
     viewer, pts, _overview, lod, _table = lod_viewer
     _go(viewer, (150.0, 250.0), 40.0)
     _wait_view(qtbot, viewer, pts, lod)
-    k = len(pts.data) // 2
-    where = pts.data_to_world(pts.data[k])
-    status = pts.get_status(where, world=True)
-    text = str(status)
-    assert (
-        f"gene: {pts.features['gene'].iloc[k]}" in text or str(pts.features["gene"].iloc[k]) in text
-    )
-    assert "cell_id" in text
+    where = pts.data_to_world(pts.data[len(pts.data) // 2])
+    k = pts.get_value(where, world=True)
+    assert k is not None  # a point under the cursor (the one drawn on top)
+    text = str(pts.get_status(where, world=True)["value"])
+    row = pts.features.iloc[int(k)]
+    assert f"gene: {row['gene']}" in text
+    assert f"cell_id: {row['cell_id']}" in text
+    assert "z: " in text

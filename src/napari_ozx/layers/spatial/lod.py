@@ -47,7 +47,7 @@ LOD_MIN_POINTS = 3_000_000
 #: the most points the Points layer holds: beyond, the view shows the overview
 VIEW_MAX = 1_000_000
 #: the margin around the view whose points are held too, a fraction of its size
-MARGIN = 0.25
+MARGIN = 0.1
 #: pixels of the overview's finest level along the element's longer side
 OVERVIEW_SIDE = 2048
 #: the key of the :class:`LodPoints` in both layers' metadata
@@ -352,7 +352,7 @@ class LodPoints:
 
     def overview_levels(self) -> list[np.ndarray]:
         """The overview: points per pixel at :data:`OVERVIEW_SIDE` pixels along the
-        longer side, then halved (sums of 2 x 2 pixels) down to 256 or fewer."""
+        longer side, then halved (means of 2 x 2 pixels) down to 256 or fewer."""
         pixel = self.overview_pixel()
         assert self.extent is not None
         if self.index is None:
@@ -369,7 +369,9 @@ class LodPoints:
             h, w = (level.shape[0] + 1) // 2 * 2, (level.shape[1] + 1) // 2 * 2
             padded = np.zeros((h, w), np.float32)
             padded[: level.shape[0], : level.shape[1]] = level
-            level = padded.reshape(h // 2, 2, w // 2, 2).sum(axis=(1, 3))
+            # the mean of 2 x 2 pixels: points per finest pixel at every level (one
+            # contrast for all)
+            level = padded.reshape(h // 2, 2, w // 2, 2).mean(axis=(1, 3))
             levels.append(level)
         return levels
 
