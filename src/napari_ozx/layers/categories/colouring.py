@@ -538,6 +538,8 @@ def current_legend(layer: Any) -> Legend | None:
     layer = napari_unproxied(layer)
     lod = _lod(layer)
     if lod is not None:
+        if not isinstance(lod.legend, Legend) and lod.ready and lod.colour_column:
+            lod.legend = Legend(column=lod.colour_column, **lod.colour_by(lod.colour_column))
         return lod.legend if isinstance(lod.legend, Legend) else None
     st = _STATES.get(layer)
     if st is not None and st.legend is not None and st.rows == len(rows_features(layer)):
