@@ -113,6 +113,12 @@ def test_show_categories_and_colours_in_view_and_overview(qtbot, lod_viewer):
     legend = napari_ozx.color_by(pts, "quality")
     assert legend.kind == "continuous"
     assert len({tuple(c) for c in np.asarray(pts.face_color).round(3)}) > 1
+    from napari_ozx.layers.categories.colouring import current_legend, hidden_categories
+
+    napari_ozx.color_by(pts, "gene")
+    legend = current_legend(pts)  # what the categories dock lists: the whole element's
+    assert legend is not None and len(legend.categories) == 30 and sum(legend.counts) == N
+    assert hidden_categories(pts) == {f"gene{i:02d}" for i in range(30)} - {"gene03"}
     napari_ozx.show_categories(pts, "gene", None)
     rect = _wait_view(qtbot, viewer, pts, lod)
     assert _held_set(pts) == _truth(table, *rect)
