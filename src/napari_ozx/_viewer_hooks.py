@@ -75,6 +75,8 @@ def after_read(layers: Sequence[LayerData]) -> None:
         show_dock(CATEGORIES_DOCK_NAME, lambda src: True)
     if any(ld[2] == "surface" for ld in layers):
         hover_polygons()
+    if any(_is_lod(ld) for ld in layers):
+        keep_lod_on_view()
     if layers:
         show_physical_time()
     if len(layers) > 1:
@@ -430,6 +432,31 @@ def _spatialdata_scenes(layers: Sequence[LayerData]) -> set[str]:
         if isinstance(rec, dict) and len(rec.get("systems") or ()) > 1:
             out.add(str(rec.get("source")))
     return out
+
+
+def _is_lod(ld: LayerData) -> bool:
+    """A points element shown through level of detail (:mod:`napari_ozx._lod`)."""
+    from napari_ozx.layers.spatial.lod import LOD_KEY
+
+    meta = ld[1].get("metadata")
+    return isinstance(meta, dict) and LOD_KEY in meta
+
+
+def keep_lod_on_view() -> None:
+    """In the current viewer, keep the level-of-detail points on the view
+    (:func:`napari_ozx._lod.install`). Only with napari's Qt front end; never raises."""
+    if not napari_qt_loaded():
+        return
+    try:
+        import napari
+
+        from napari_ozx._lod import install
+
+        viewer = napari.current_viewer()
+        if viewer is not None:
+            install(viewer)
+    except Exception:
+        logger.warning("napari-ozx: level of detail not installed", exc_info=True)
 
 
 def _has_categories(ld: LayerData) -> bool:
