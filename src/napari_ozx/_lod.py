@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_ozx._compat import napari_canvas_size
-from napari_ozx.layers.spatial.lod import LodPoints, ViewData, apply_view, contrast_of, lod_of
+from napari_ozx.layers.spatial.lod import LodElement, contrast_of, lod_element_of
 
 if TYPE_CHECKING:
     from napari.viewer import Viewer
@@ -70,7 +70,7 @@ def _covers(outer: tuple[float, ...], inner: tuple[float, ...]) -> bool:
 class _Updater:
     """Keeps one element's Points layer on the view (see the module)."""
 
-    def __init__(self, viewer: Viewer, lod: LodPoints) -> None:
+    def __init__(self, viewer: Viewer, lod: LodElement) -> None:
         self.viewer = weakref.ref(viewer)
         self.lod = lod
         self.want: tuple[float, float, float, float] | None = None
@@ -112,7 +112,7 @@ class _Updater:
         worker.errored.connect(self._failed)
         worker.start()
 
-    def _work(self) -> tuple[tuple[float, float, float, float], ViewData] | None:
+    def _work(self) -> tuple[tuple[float, float, float, float], Any] | None:
         """Worker thread: wait for the camera to stop, then select the view's points."""
         last = None
         while True:
@@ -126,14 +126,14 @@ class _Updater:
             return None
         return rect, self.lod.view(rect)
 
-    def _done(self, result: tuple[tuple[float, float, float, float], ViewData] | None) -> None:
+    def _done(self, result: tuple[tuple[float, float, float, float], Any] | None) -> None:
         self.busy = False
         try:
             if result is not None:
                 _rect, data = result
                 pts = self.lod.points_layer
                 if pts is not None:
-                    apply_view(pts, data)
+                    self.lod.apply(pts, data)
                     self.lod.shown = data
                     self.stale = False
                     ov = self.lod.overview_layer
@@ -150,7 +150,7 @@ class _Updater:
         self.busy = False
         logger.warning("napari-ozx: points of the view not selected: %s", exc)
 
-    def filter_changed(self, lod: LodPoints) -> None:
+    def filter_changed(self, lod: LodElement) -> None:
         """The categories shown changed: the view's points again, the overview on a
         worker."""
         from napari.qt.threading import create_worker
@@ -170,7 +170,7 @@ class _Updater:
         worker.start()
 
 
-def _build(lod: LodPoints, updater: _Updater) -> None:
+def _build(lod: LodElement, updater: _Updater) -> None:
     """Index *lod*'s points on a worker (its layers are in already), then show the
     overview and the view's points."""
     from napari.qt.threading import create_worker
@@ -218,7 +218,7 @@ def install(viewer: Viewer) -> None:
 
         def on_inserted(event: Any) -> None:
             layer = getattr(event, "value", None)
-            lod = lod_of(layer)
+            lod = lod_element_of(layer)
             v = ref()
             if lod is None or v is None:
                 return
@@ -230,7 +230,7 @@ def install(viewer: Viewer) -> None:
             updaters[id(lod)].request()
 
         def on_removed(event: Any) -> None:
-            lod = lod_of(getattr(event, "value", None))
+            lod = lod_element_of(getattr(event, "value", None))
             if lod is not None and lod.points_layer is None:
                 updaters.pop(id(lod), None)
 
@@ -253,6 +253,6 @@ def install(viewer: Viewer) -> None:
 
 def _bind_all(viewer: Viewer) -> None:
     for layer in list(viewer.layers):
-        lod = lod_of(layer)
+        lod = lod_element_of(layer)
         if lod is not None:
             lod.bind(layer)

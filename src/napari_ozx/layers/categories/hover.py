@@ -30,7 +30,7 @@ _SPATIAL_KEY = "napari_ozx_spatialdata"
 #: layers whose get_status is ours
 _HOVERED: weakref.WeakSet[Any] = weakref.WeakSet()
 #: per layer: (its vertices' identity, ring bounding boxes)
-_BOXES: weakref.WeakKeyDictionary[Any, tuple[int, np.ndarray]] = weakref.WeakKeyDictionary()
+_BOXES: weakref.WeakKeyDictionary[Any, tuple[np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 def _record(layer: Any) -> Mapping[str, Any]:
@@ -47,9 +47,9 @@ def is_polygon_surface(layer: Any) -> bool:
 def _ring_boxes(layer: Any, n: int, offsets: np.ndarray) -> np.ndarray:
     """(rings, 4): y0, x0, y1, x1 of each ring (NaN for an empty ring)."""
     verts = np.asarray(layer.vertices)
-    key = id(verts)
     got = _BOXES.get(layer)
-    if got is not None and got[0] == key:
+    # the array itself, not its id: a level-of-detail layer's vertices are replaced
+    if got is not None and got[0] is verts:
         return got[1]
     v = verts[:n, -2:].astype(np.float64)
     counts = np.diff(offsets)
@@ -61,7 +61,7 @@ def _ring_boxes(layer: Any, n: int, offsets: np.ndarray) -> np.ndarray:
         boxes[full, 1] = np.minimum.reduceat(v[:, 1], starts)
         boxes[full, 2] = np.maximum.reduceat(v[:, 0], starts)
         boxes[full, 3] = np.maximum.reduceat(v[:, 1], starts)
-    _BOXES[layer] = (key, boxes)
+    _BOXES[layer] = (verts, boxes)
     return boxes
 
 

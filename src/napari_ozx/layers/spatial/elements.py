@@ -6,9 +6,10 @@ transformation to the images' coordinate system (``affine``), the other columns 
 (:mod:`napari_ozx.layers.categories.palettes`; :func:`points_layer_data`); circles -> a Points
 layer sized by diameter (:func:`circles_layer_data`); polygons -> a Shapes layer of every
 ring (holes as outlines), or above :data:`SHAPES_LAYER_MAX` rings one Surface layer of
-them (:mod:`.polygons`), said once (:func:`polygons_layer_data`); tables -> each element's
-rows as its ``features`` (:mod:`.tables`). :func:`spatialdata_layers` does a whole store.
-An element that cannot be shown is reported once, by name. Design notes:
+them (:mod:`.polygons`), said once (:func:`polygons_layer_data`), above
+:data:`~.lod_shapes.LOD_MIN_RINGS` through level of detail (:mod:`.lod_shapes`); tables
+-> each element's rows as its ``features`` (:mod:`.tables`). :func:`spatialdata_layers`
+does a whole store. An element that cannot be shown is reported once, by name. Design notes:
 ``docs/design/spatialdata-layers.md``.
 """
 
@@ -193,7 +194,10 @@ def circles_layer_data(root: OmeZarr, data: Circles, system: str, report: Report
     return data.centres, kwargs, "points"
 
 
-def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Report) -> LayerData:
+def _polygons_parts(
+    root: OmeZarr, data: Polygons, system: str, report: Report
+) -> tuple[np.ndarray, dict[str, Any], dict[str, Any], str]:
+    """A polygons element's affine, layer record and per-ring features."""
     el = data.element
     what = f"{root.source} (shapes {el.name!r})"
     affine = element_affine(el, system, ("y", "x"), report, what)
@@ -207,6 +211,25 @@ def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Repo
         "hole": data.ring_is_hole,
         **{k: np.asarray(v)[g] for k, v in data.features.items()},
     }
+    return affine, meta, features, what
+
+
+def lod_polygons_layers(
+    root: OmeZarr, data: Polygons, system: str, report: Report
+) -> list[LayerData]:
+    """A polygons element above :data:`~.lod_shapes.LOD_MIN_RINGS` rings: its overview
+    and the Surface layer of the cells in view (:mod:`.lod_shapes`)."""
+    from napari_ozx.layers.spatial.lod_shapes import lod_polygons_layers_data
+
+    affine, meta, features, what = _polygons_parts(root, data, system, report)
+    return lod_polygons_layers_data(
+        data, affine, meta, features, report, what, _outlines_look(data.element.name)
+    )
+
+
+def polygons_layer_data(root: OmeZarr, data: Polygons, system: str, report: Report) -> LayerData:
+    el = data.element
+    affine, meta, features, what = _polygons_parts(root, data, system, report)
     if data.n_rings > SHAPES_LAYER_MAX:
         return _outlines_layer_data(data, affine, meta, features, report, what)
     from napari_ozx.layers.spatial.polygons import outline_width
@@ -270,9 +293,14 @@ def _outlines_layer_data(
     meta[SPATIAL_KEY]["filled"] = filled
     meta[SPATIAL_KEY]["ring_offsets"] = data.ring_offsets
     meta[SPATIAL_KEY]["ring_features"] = {k: np.asarray(c) for k, c in ring_features.items()}
-    kwargs: dict[str, Any] = {
-        "name": data.element.name,
-        "affine": affine,
+    kwargs = {**_outlines_look(data.element.name), "affine": affine, "metadata": meta}
+    return (vertices, faces, values), kwargs, "surface"
+
+
+def _outlines_look(name: str) -> dict[str, Any]:
+    """The outlines layer's Surface keyword arguments but its place and metadata."""
+    return {
+        "name": name,
         "axis_labels": ("y", "x"),
         # opaque yellow at the rings, transparent at the fans' centres: the image
         # shows through each cell; no depth test (a 2D layer over and under others)
@@ -280,9 +308,7 @@ def _outlines_layer_data(
         "blending": "translucent_no_depth",
         "contrast_limits": (0.0, 1.0),
         "shading": "none",
-        "metadata": meta,
     }
-    return (vertices, faces, values), kwargs, "surface"
 
 
 def images_system(root: OmeZarr) -> str:
@@ -302,7 +328,7 @@ def spatialdata_element_layers(
     """Layer data for every shapes and points element of the SpatialData store *root*,
     and (element name -> layer data) of the shapes for their tables. Each element that
     cannot be shown is reported once, naming it."""
-    from napari_ozx.layers.spatial import lod
+    from napari_ozx.layers.spatial import lod, lod_shapes
     from napari_ozx.ngff.spatial.elements import list_elements
     from napari_ozx.ngff.spatial.files import SpatialDependencyError
     from napari_ozx.ngff.spatial.points import points_rows, read_points
@@ -325,6 +351,9 @@ def spatialdata_element_layers(
                 ld = points_layer_data(root, read_points(root, el), system, report)
             else:
                 shp = read_shapes(root, el)
+                if not isinstance(shp, Circles) and shp.n_rings > lod_shapes.LOD_MIN_RINGS:
+                    out.extend(lod_polygons_layers(root, shp, system, report))
+                    continue
                 if isinstance(shp, Circles):
                     ld = circles_layer_data(root, shp, system, report)
                 else:

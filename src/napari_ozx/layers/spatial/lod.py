@@ -35,8 +35,10 @@ __all__ = [
     "LOD_KEY",
     "LOD_MIN_POINTS",
     "VIEW_MAX",
+    "LodElement",
     "LodPoints",
     "ViewData",
+    "lod_element_of",
     "lod_layers_data",
     "lod_of",
 ]
@@ -67,14 +69,84 @@ class ViewData:
     count: int  #: points in the rectangle (an upper bound when None positions)
 
 
-def lod_of(layer: Any) -> LodPoints | None:
-    """The :class:`LodPoints` behind *layer* (its points or its overview), else None."""
+def lod_element_of(layer: Any) -> LodElement | None:
+    """The :class:`LodElement` (points or cells) behind *layer* (its view layer or its
+    overview), else None."""
     meta = getattr(layer, "metadata", None)
     got = meta.get(LOD_KEY) if isinstance(meta, dict) else None
+    return got if isinstance(got, LodElement) else None
+
+
+def lod_of(layer: Any) -> LodPoints | None:
+    """The :class:`LodPoints` behind *layer* (its points or its overview), else None."""
+    got = lod_element_of(layer)
     return got if isinstance(got, LodPoints) else None
 
 
-class LodPoints:
+class LodElement:
+    """What the camera hook (:mod:`napari_ozx._lod`) needs of an element shown through
+    level of detail: its two layers, :meth:`view` (off the GUI thread) and :meth:`apply`
+    (on it). :class:`LodPoints` here, :class:`~.lod_shapes.LodShapes` for polygons."""
+
+    name: str
+    index: Any = None
+    build: Callable[[], Any] | None = None
+    shown: Any = None
+    on_filter: Callable[[Any], None] | None = None
+    _points: weakref.ref[Any] | None = None
+    _overview: weakref.ref[Any] | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.index is not None
+
+    def bind(self, layer: Any) -> None:
+        """Remember *layer* as the view's layer or the overview (a multiscale image)."""
+        if getattr(layer, "multiscale", False) is True:
+            self._overview = weakref.ref(layer)
+        else:
+            self._points = weakref.ref(layer)
+
+    @property
+    def points_layer(self) -> Any:
+        """The layer holding the view's items (points, or cells)."""
+        return None if self._points is None else self._points()
+
+    @property
+    def overview_layer(self) -> Any:
+        return None if self._overview is None else self._overview()
+
+    def attach(self, index: Any) -> None:
+        """The index, built off the GUI thread (:attr:`build`)."""
+        self.index = index
+
+    def view(self, rect: tuple[float, float, float, float]) -> Any:
+        raise NotImplementedError
+
+    def apply(self, layer: Any, data: Any) -> None:
+        raise NotImplementedError
+
+    def overview_levels(self) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return self.name
+
+
+def pyramid(level: np.ndarray) -> list[np.ndarray]:
+    """*level*, then halved (means of 2 x 2 pixels) down to 256 or fewer pixels a side:
+    items per finest pixel at every level (one contrast for all)."""
+    levels = [level]
+    while max(level.shape) > 256:
+        h, w = (level.shape[0] + 1) // 2 * 2, (level.shape[1] + 1) // 2 * 2
+        padded = np.zeros((h, w), np.float32)
+        padded[: level.shape[0], : level.shape[1]] = level
+        level = padded.reshape(h // 2, 2, w // 2, 2).mean(axis=(1, 3))
+        levels.append(level)
+    return levels
+
+
+class LodPoints(LodElement):
     """One points element shown through level of detail (see the module)."""
 
     def __init__(
@@ -103,8 +175,7 @@ class LodPoints:
         self.filter_column: str | None = None
         self.filter_values: frozenset[str] | None = None
         self._keep: tuple[str, np.ndarray] | None = None
-        self._points: weakref.ref[Any] | None = None
-        self._overview: weakref.ref[Any] | None = None
+        self._points = self._overview = None
         self.rect: tuple[float, float, float, float] | None = None  # last view asked
         self.shown: ViewData | None = None
         #: called (GUI thread) when the overview must be recomputed: the camera hook
@@ -114,10 +185,6 @@ class LodPoints:
         self.colour_kind: str | None = None
         if index is not None:
             self.attach(index)
-
-    @property
-    def ready(self) -> bool:
-        return self.index is not None
 
     def attach(self, index: PointsIndex) -> None:
         """The index, built: coloured by its ``feature_key``, filtered as asked."""
@@ -130,22 +197,8 @@ class LodPoints:
         if self.filter_column is not None and self.filter_values is not None:
             self.set_filter(self.filter_column, self.filter_values)
 
-    # ---------------------------------------------------------------- layers
-
-    def bind(self, layer: Any) -> None:
-        """Remember *layer* as the points layer or the overview (by its kind)."""
-        if getattr(layer, "multiscale", None) is not None and hasattr(layer, "contrast_limits"):
-            self._overview = weakref.ref(layer)
-        else:
-            self._points = weakref.ref(layer)
-
-    @property
-    def points_layer(self) -> Any:
-        return None if self._points is None else self._points()
-
-    @property
-    def overview_layer(self) -> Any:
-        return None if self._overview is None else self._overview()
+    def apply(self, layer: Any, data: ViewData) -> None:
+        apply_view(layer, data)
 
     # ---------------------------------------------------------------- colours
 
@@ -364,16 +417,7 @@ class LodPoints:
             level = np.zeros(shape, np.float32)
         else:
             level = self.index.density(pixel, keep=self._keep, extent=self.extent)
-        levels = [level]
-        while max(level.shape) > 256:
-            h, w = (level.shape[0] + 1) // 2 * 2, (level.shape[1] + 1) // 2 * 2
-            padded = np.zeros((h, w), np.float32)
-            padded[: level.shape[0], : level.shape[1]] = level
-            # the mean of 2 x 2 pixels: points per finest pixel at every level (one
-            # contrast for all)
-            level = padded.reshape(h // 2, 2, w // 2, 2).mean(axis=(1, 3))
-            levels.append(level)
-        return levels
+        return pyramid(level)
 
     def overview_pixel(self) -> float:
         assert self.extent is not None
