@@ -27,7 +27,7 @@ def cells_viewer(make_napari_viewer, tmp_path, monkeypatch):
     viewer.window.resize(800, 600)
     layers = viewer.open(str(store), plugin="napari-ozx")
     surface = next(lay for lay in layers if lay.name == "cells_poly")
-    overview = next(lay for lay in layers if lay.name == "cells_poly cells")
+    overview = next(lay for lay in layers if lay.name == "cells_poly density")
     assert type(surface).__name__ == "Surface" and overview.multiscale
     return viewer, surface, overview, geoms
 

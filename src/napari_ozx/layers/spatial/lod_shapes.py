@@ -2,7 +2,7 @@
 of the view zoomed in.
 
 Above :data:`LOD_MIN_RINGS` rings, a polygons element is shown as two layers
-(:func:`lod_polygons_layers_data`): ``<name> cells``, a multiscale Image of the cells
+(:func:`lod_polygons_layers_data`): ``<name> density``, a multiscale Image of the cells
 per pixel (each ring that is not a hole counted at its vertices' mean, rasterised once
 at open), shown while the view holds more than :data:`VIEW_MAX_RINGS` rings; and
 ``<name>``, the Surface layer of the outlines layer (:mod:`.polygons`, hover and
@@ -184,7 +184,7 @@ class LodShapes(LodElement):
         return max(y1 - y0, x1 - x0, 1e-6) / OVERVIEW_SIDE
 
     def describe(self) -> str:
-        return f"{self.name} cells"
+        return f"{self.name} density"
 
 
 def lod_polygons_layers_data(
