@@ -41,6 +41,7 @@ __all__ = [
     "lod_element_of",
     "lod_layers_data",
     "lod_of",
+    "overview_layer_data",
 ]
 
 #: a points element of more points than this is shown through level of detail; at or
@@ -89,6 +90,7 @@ class LodElement:
     (on it). :class:`LodPoints` here, :class:`~.lod_shapes.LodShapes` for polygons."""
 
     name: str
+    extent: tuple[float, float, float, float] | None = None  #: y0, x0, y1, x1
     index: Any = None
     build: Callable[[], Any] | None = None
     shown: Any = None
@@ -131,6 +133,12 @@ class LodElement:
 
     def describe(self) -> str:
         return self.name
+
+    def overview_pixel(self) -> float:
+        """The side of the overview's finest pixels (data units)."""
+        assert self.extent is not None
+        y0, x0, y1, x1 = self.extent
+        return max(y1 - y0, x1 - x0, 1e-6) / OVERVIEW_SIDE
 
 
 def pyramid(level: np.ndarray) -> list[np.ndarray]:
@@ -419,10 +427,29 @@ class LodPoints(LodElement):
             level = self.index.density(pixel, keep=self._keep, extent=self.extent)
         return pyramid(level)
 
-    def overview_pixel(self) -> float:
-        assert self.extent is not None
-        y0, x0, y1, x1 = self.extent
-        return max(y1 - y0, x1 - x0, 1e-6) / OVERVIEW_SIDE
+
+def overview_layer_data(
+    lod: LodElement, affine: np.ndarray, record: dict[str, Any], colormap: str
+) -> LayerData:
+    """*lod*'s overview as a multiscale Image placed by *affine* (the element's), with
+    *record* as its SpatialData record."""
+    levels = lod.overview_levels()
+    pixel = lod.overview_pixel()
+    assert lod.extent is not None
+    y0, x0 = lod.extent[0], lod.extent[1]
+    # pixel (i, j) of the finest level covers [y0 + i * pixel, y0 + (i + 1) * pixel)
+    to_data = np.array([[pixel, 0, y0 + pixel / 2], [0, pixel, x0 + pixel / 2], [0, 0, 1]])
+    kwargs: dict[str, Any] = {
+        "name": lod.describe(),
+        "multiscale": True,
+        "affine": affine @ to_data,
+        "axis_labels": ("y", "x"),
+        "colormap": colormap,
+        "blending": "additive",
+        "contrast_limits": contrast_of(levels[0]),
+        "metadata": {**record, LOD_KEY: lod},
+    }
+    return levels, kwargs, "image"
 
 
 def contrast_of(level: np.ndarray) -> tuple[float, float]:
@@ -460,11 +487,6 @@ def lod_layers_data(
         lod.build = lambda: build_index(root, element, tiles)
         n = points_rows(root, element) or 0
     assert lod.extent is not None
-    levels = lod.overview_levels()
-    pixel = lod.overview_pixel()
-    y0, x0 = lod.extent[0], lod.extent[1]
-    # pixel (i, j) of the finest level covers [y0 + i * pixel, y0 + (i + 1) * pixel)
-    to_data = np.array([[pixel, 0, y0 + pixel / 2], [0, pixel, x0 + pixel / 2], [0, 0, 1]])
     rec = meta(points=n, axes=["y", "x"], lod=True)
     what = f"{root.source} (points {element.name!r})"
     report(
@@ -475,16 +497,7 @@ def lod_layers_data(
             "fewer in view, every point of the view (z is a feature)"
         ),
     )
-    overview_kwargs: dict[str, Any] = {
-        "name": lod.describe(),
-        "multiscale": True,
-        "affine": affine @ to_data,
-        "axis_labels": ("y", "x"),
-        "colormap": "magma",
-        "blending": "additive",
-        "contrast_limits": contrast_of(levels[0]),
-        "metadata": {**rec, LOD_KEY: lod},
-    }
+    overview = overview_layer_data(lod, affine, rec, "magma")
     empty = lod.empty_view()
     points_kwargs: dict[str, Any] = {
         "name": element.name,
@@ -499,7 +512,7 @@ def lod_layers_data(
     }
     if lod.colour_column is not None:
         points_kwargs["metadata"][_SPATIAL_KEY]["colour_by"] = lod.colour_column
-    return [(levels, overview_kwargs, "image"), (empty.coords, points_kwargs, "points")]
+    return [overview, (empty.coords, points_kwargs, "points")]
 
 
 def apply_view(layer: Any, data: ViewData) -> None:

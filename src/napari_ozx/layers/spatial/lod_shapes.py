@@ -24,9 +24,8 @@ from napari_ozx.layers.provenance import LayerData
 from napari_ozx.layers.spatial.lod import (
     LOD_KEY,
     MARGIN,
-    OVERVIEW_SIDE,
     LodElement,
-    contrast_of,
+    overview_layer_data,
     pyramid,
 )
 
@@ -80,6 +79,8 @@ def _placeholder(at: tuple[float, float]) -> tuple[np.ndarray, np.ndarray, np.nd
 
 class LodShapes(LodElement):
     """One polygons element shown through level of detail (see the module)."""
+
+    extent: tuple[float, float, float, float]  #: the rings' (y0, x0, y1, x1)
 
     def __init__(self, data: Polygons, features: dict[str, Any], view_max: int | None = None):
         self.data = data
@@ -158,7 +159,7 @@ class LodShapes(LodElement):
 
     def overview_levels(self) -> list[np.ndarray]:
         """Cells per pixel: each ring that is not a hole counted at its vertices' mean,
-        :data:`OVERVIEW_SIDE` pixels along the longer side, then halved."""
+        :data:`~.lod.OVERVIEW_SIDE` pixels along the longer side, then halved."""
         pixel = self.overview_pixel()
         y0, x0, y1, x1 = self.extent
         h = max(1, int(np.ceil((y1 - y0) / pixel)))
@@ -179,10 +180,6 @@ class LodShapes(LodElement):
         level = np.bincount(py * w + px, minlength=h * w).reshape(h, w).astype(np.float32)
         return pyramid(level)
 
-    def overview_pixel(self) -> float:
-        y0, x0, y1, x1 = self.extent
-        return max(y1 - y0, x1 - x0, 1e-6) / OVERVIEW_SIDE
-
     def describe(self) -> str:
         return f"{self.name} density"
 
@@ -200,10 +197,6 @@ def lod_polygons_layers_data(
     *surface_kwargs*: the outlines layer's look (:mod:`.elements`)."""
     feats = {k: np.asarray(c) for k, c in ring_features.items()}
     lod = LodShapes(data, feats)
-    levels = lod.overview_levels()
-    pixel = lod.overview_pixel()
-    y0, x0 = lod.extent[0], lod.extent[1]
-    to_data = np.array([[pixel, 0, y0 + pixel / 2], [0, pixel, x0 + pixel / 2], [0, 0, 1]])
     report(
         what,
         OzxError(
@@ -217,15 +210,6 @@ def lod_polygons_layers_data(
     empty = lod.empty_view()
     rec.update(ring_offsets=empty.ring_offsets, filled=empty.filled)
     overview_meta = {_SPATIAL_KEY: {k: v for k, v in rec.items() if k != "ring_features"}}
-    overview_kwargs: dict[str, Any] = {
-        "name": lod.describe(),
-        "multiscale": True,
-        "affine": affine @ to_data,
-        "axis_labels": ("y", "x"),
-        "colormap": "gray",
-        "blending": "additive",
-        "contrast_limits": contrast_of(levels[0]),
-        "metadata": {**overview_meta, LOD_KEY: lod},
-    }
+    overview = overview_layer_data(lod, affine, overview_meta, "gray")
     kwargs = {**surface_kwargs, "affine": affine, "metadata": {**meta, LOD_KEY: lod}}
-    return [(levels, overview_kwargs, "image"), (empty.mesh, kwargs, "surface")]
+    return [overview, (empty.mesh, kwargs, "surface")]
