@@ -229,8 +229,8 @@ def pan_run(n):
         times.append(None if done is None else done - t)
     return times, start
 pans, pans_from = pan_run(int(sys.argv[2]))
-# the same pans with the cells hidden: what the points cost (llvmpipe draws the cells'
-# 1,800,000 triangles in every frame)
+# the same pans with the cells hidden: what the points cost (llvmpipe draws the cells
+# held, those of the view through level of detail, in every frame)
 cells = next((l for l in viewer.layers if l.name == "cells"), None)
 if cells is not None:
     cells.visible = False
