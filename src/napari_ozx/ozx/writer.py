@@ -355,14 +355,6 @@ class OzxWriter(CommitOnExit):
         return self._temp
 
     @property
-    def comment(self) -> bytes:
-        return self._comment
-
-    @property
-    def strict_order(self) -> bool:
-        return self._strict
-
-    @property
     def bytes_written(self) -> int:
         """Bytes written to the file so far (after commit: the archive size)."""
         return self._bytes_done
