@@ -110,3 +110,22 @@ def test_ci_selects_the_query_planning_modules_from_the_record():
     assert "DASK_ARRAY__QUERY_PLANNING=True" in newest
     # an empty record is an error, never a query-planning pass over nothing
     assert "no module recorded a dask array" in newest
+
+
+def test_the_heaviest_modules_are_collected_first_each_kept_together(tmp_path):
+    """pytest-xdist's loadfile hands out modules in collection order: slow and GUI
+    modules first, so that they are not left to one worker at the end of the run."""
+    plain = "def test_one():\n    pass\n\n\ndef test_two():\n    pass\n"
+    marked = "import pytest\n\n\n@pytest.mark.slow\ndef test_long():\n    pass\n\n\n"
+    marked += "def test_after():\n    pass\n"
+    suite = _suite(tmp_path, {"test_a.py": plain, "test_b.py": marked, "test_c.py": plain})
+    run = _pytest(suite, "--collect-only")
+    ids = [line for line in run.stdout.splitlines() if "::" in line]
+    assert ids == [
+        "test_b.py::test_long",
+        "test_b.py::test_after",
+        "test_a.py::test_one",
+        "test_a.py::test_two",
+        "test_c.py::test_one",
+        "test_c.py::test_two",
+    ], run.stdout + run.stderr

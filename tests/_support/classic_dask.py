@@ -20,16 +20,14 @@ is other people's code:
 
 from __future__ import annotations
 
+import atexit
 import functools
 import inspect
 import os
-import pickle
 import subprocess
 import sys
-import tempfile
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -53,26 +51,108 @@ def peer_in_process(what: str) -> None:
 
 def in_child_without_query_planning(fn: Callable[..., T]) -> Callable[..., T]:
     """*fn* (module level, picklable arguments and result) runs in a child process with
-    query planning off when it is on here, else in this process."""
+    query planning off when it is on here, else in this process. The child is started
+    once per test process and kept (:class:`ClassicChild`): importing the other tools
+    there took seconds per call, which made the query-planning run twice as long."""
 
     @functools.wraps(fn)
     def run(*args: Any) -> T:
         if not QUERY_PLANNING:
             return fn(*args)
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "result.pickle"
-            code = (
-                "import pickle\n"
-                f"from {fn.__module__} import {fn.__name__} as fn\n"
-                f"result = fn.__wrapped__(*pickle.loads({pickle.dumps(args)!r}))\n"
-                f"open({str(out)!r}, 'wb').write(pickle.dumps(result))\n"
-            )
-            env = {**os.environ, "DASK_ARRAY__QUERY_PLANNING": "False"}
-            root = str(ROOT)
-            subprocess.run([sys.executable, "-c", code], env=env, cwd=root, check=True, timeout=600)
-            return pickle.loads(out.read_bytes())  # type: ignore[no-any-return]
+        return _child().call(fn.__module__, fn.__name__, args)  # type: ignore[no-any-return]
 
     return run
+
+
+class ClassicChild:
+    """A Python child with dask's query planning off that runs ``module.name(*args)``
+    (the undecorated function) for the parent, one call at a time, over two pipes."""
+
+    TIMEOUT_S = 600.0
+
+    def __init__(self) -> None:
+        from multiprocessing.connection import Connection
+
+        from_parent, to_child = os.pipe()  # (read end, write end)
+        from_child, to_parent = os.pipe()
+        code = f"from tests._support.classic_dask import serve; serve({from_parent}, {to_parent})"
+        env = {**os.environ, "DASK_ARRAY__QUERY_PLANNING": "False"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            cwd=str(ROOT),
+            pass_fds=(from_parent, to_parent),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(from_parent)
+        os.close(to_parent)
+        self.out = Connection(to_child, readable=False)
+        self.back = Connection(from_child, writable=False)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def call(self, module: str, name: str, args: tuple[Any, ...]) -> Any:
+        try:
+            self.out.send((module, name, args))
+            ready = self.back.poll(self.TIMEOUT_S)
+            reply = self.back.recv() if ready else None
+        except (EOFError, OSError):
+            reply = None
+        if reply is None:
+            self.close()
+            raise RuntimeError(
+                f"{module}.{name} in the classic-dask child: no answer "
+                f"(exit code {self.proc.returncode}, or over {self.TIMEOUT_S:.0f} s)"
+            )
+        ok, value = reply
+        if not ok:
+            raise RuntimeError(f"{module}.{name} failed in the classic-dask child:\n{value}")
+        return value
+
+    def close(self) -> None:
+        for conn in (self.out, self.back):
+            conn.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def serve(from_parent: int, to_parent: int) -> None:
+    """The child's loop: call what the parent sends until it closes its pipe."""
+    import importlib
+    import traceback
+    from multiprocessing.connection import Connection
+
+    inbox = Connection(from_parent, writable=False)
+    outbox = Connection(to_parent, readable=False)
+    while True:
+        try:
+            module, name, args = inbox.recv()
+        except EOFError:
+            return
+        try:
+            fn = getattr(importlib.import_module(module), name)
+            reply: tuple[bool, Any] = (True, fn.__wrapped__(*args))
+            outbox.send(reply)
+        except BaseException:
+            outbox.send((False, traceback.format_exc()))
+
+
+_CHILD: list[ClassicChild] = []
+
+
+def _child() -> ClassicChild:
+    """This process's child, started on first use and again if it died."""
+    if not _CHILD or not _CHILD[0].alive():
+        if _CHILD:
+            _CHILD.pop().close()
+        else:
+            atexit.register(lambda: _CHILD and _CHILD.pop().close())
+        _CHILD.append(ClassicChild())
+    return _CHILD[0]
 
 
 class tokened:

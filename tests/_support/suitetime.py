@@ -1,4 +1,7 @@
-"""Two pytest plugins that keep CI inside its time budget.
+"""Three pytest plugins that keep CI inside its time budget.
+
+``LongestFirst``: the heaviest test modules (GUI, slow) are collected first, so that
+pytest-xdist's ``loadfile`` does not leave them to the end of a run.
 
 ``SlowCheck``: a test that takes more than :data:`SLOW_LIMIT_S` (its setup, call and
 teardown together) without the ``slow`` mark fails the run, naming it. CI has 90 minutes
@@ -95,8 +98,39 @@ class DaskRecord:
         (self.folder / f"{worker}.txt").write_text("".join(f"{m}\n" for m in sorted(self.modules)))
 
 
+GUI_WEIGHT = 12.0  # a napari window: setup, draws and teardown (~5 s; a plain test ~0.4 s)
+SLOW_WEIGHT = 100.0  # the slow mark: tens of seconds
+
+
+def expected_weight(item: pytest.Item) -> float:
+    """How long *item* is expected to take, in units of a plain test."""
+    fixtures = getattr(item, "fixturenames", ())
+    gui = item.get_closest_marker("gui") is not None or "qtbot" in fixtures
+    slow = item.get_closest_marker("slow") is not None
+    return 1.0 + GUI_WEIGHT * gui + SLOW_WEIGHT * slow
+
+
+def longest_modules_first(items: list[pytest.Item]) -> None:
+    """Reorder *items* in place, heaviest module first (:func:`expected_weight` summed),
+    each module's tests together and in their own order. pytest-xdist's ``loadfile``
+    hands modules to workers in this order: when the longest came last, one core ran
+    them alone for minutes while the other was idle."""
+    weight: dict[str, float] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        weight[module] = weight.get(module, 0.0) + expected_weight(item)
+    items.sort(key=lambda it: -weight[it.nodeid.split("::", 1)[0]])  # stable
+
+
+class LongestFirst:
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        longest_modules_first(items)
+
+
 def register(config: pytest.Config) -> None:
     config.pluginmanager.register(SlowCheck(), "napari-ozx-slow-check")
+    config.pluginmanager.register(LongestFirst(), "napari-ozx-longest-first")
     folder = os.environ.get(RECORD_ENV)
     if folder:
         config.pluginmanager.register(DaskRecord(Path(folder)), "napari-ozx-dask-record")

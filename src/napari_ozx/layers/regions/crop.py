@@ -171,6 +171,17 @@ def _spatial_match(
     return mask
 
 
+def _where(mask: Any, data: Any) -> Any:
+    """*data* where *mask*, else 0, in *data*'s dtype: lazily for a dask array; read for
+    a LevelArray (dask's query planning, whose arrays napari cannot show)."""
+    zero = np.zeros((), dtype=data.dtype)
+    if hasattr(data, "dask"):
+        import dask.array as da
+
+        return da.where(mask, data, zero).astype(data.dtype)
+    return np.where(np.asarray(mask), np.asarray(data), zero).astype(data.dtype)
+
+
 def _object_mask(
     masking: OmeImage,
     table: TableData,
@@ -185,6 +196,8 @@ def _object_mask(
     lvl = _closest_level(masking, ms.datasets[target_level].scale, ms.axis_names)
     mbox = _box(table, masking, lvl)
     crop = masking.levels[lvl][tuple(mbox)]
+    if not hasattr(crop, "dask"):  # a LevelArray (dask's query planning): one object, read
+        crop = np.asarray(crop)
     shape = [s.stop - s.start for s in target_box]
     return _spatial_match(crop == label_id, masking.multiscale.axis_names, ms.axis_names, shape)
 
@@ -318,10 +331,8 @@ def open_roi(
     shift = _view_shift(image, kwargs, view)
     crop = image.levels[level][box]
     if mask_label is not None:
-        import dask.array as da
-
         mask = _object_mask(mask_label, one, image, level, box, label_id)
-        crop = da.where(mask, crop, np.zeros((), dtype=crop.dtype)).astype(crop.dtype)
+        crop = _where(mask, crop)
     kwargs = _shifted(image, _placed(image, kwargs, level, box), shift)
     kwargs["metadata"] = _without_source(kwargs.get("metadata"), record)
     _named(kwargs, shown)
@@ -337,10 +348,8 @@ def open_roi(
             if not np.issubdtype(lcrop.dtype, np.integer):
                 lcrop = lcrop.astype(np.int64)
             if mask_label is not None:
-                import dask.array as da
-
                 lmask = _object_mask(mask_label, one, label, llevel, lbox, label_id)
-                lcrop = da.where(lmask, lcrop, np.zeros((), dtype=lcrop.dtype))
+                lcrop = _where(lmask, lcrop)
         except OzxError as e:  # a broken label must not hide the crop
             (report or _log_report)(f"{where} (labels {label.name!r})", e)
             continue
