@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_3d.py [--repeats 3] [--latency-ms 50] [--cases ozx,dir,local]
-        [--modes refine,direct] [--budget-mb 512]
+        [--modes refine,direct] [--budget-mb 1200] [--baseline-src ../main/src]
 
 (``xvfb-run -a`` in front, or nothing: an Xvfb is started when there is no display.)
 
@@ -13,11 +13,14 @@ uint16 (c, z, y, x) z-stack, 3 levels, as a directory and an ``.ozx``, served fr
 (a distant server; its threads niced as in bench_browse). Each case runs in a fresh
 process (nothing cached carries over), the cases and modes interleaved over the repeats:
 
-* ``refine``: napari-ozx as it is: the coarsest level (40 x 384 x 384) at once, the level
-  that fits the budget (level 0, 40 x 1536 x 1536 = 180 MiB a channel) read off the GUI
-  thread, then shown;
-* ``direct``: the level that fits locked at once, as napari-ozx did before: napari reads it
-  on the GUI thread when the view turns 3D.
+* ``refine``: napari-ozx as it is: the coarsest level (40 x 384 x 384), read ahead while
+  2D is shown, at once; the level that fits the budget (level 0, 40 x 1536 x 1536 =
+  180 MiB a channel, 540 MiB in its three copies: the default 1200 MiB for the two layers
+  fits it) read off the GUI thread, then shown;
+* ``direct``: the level that fits locked at once, as napari-ozx did before refining:
+  napari reads it on the GUI thread when the view turns 3D;
+* ``baseline`` (with ``--baseline-src``): ``refine`` as another source tree does it (e.g.
+  main's, to measure a change in the same run).
 
 In the child, a napari window (1200 x 900) opens the image (two channel layers), waits
 until the 2D view is drawn, then sets ``viewer.dims.ndisplay = 3``. A 10 ms timer measures
@@ -71,15 +74,20 @@ def child_main(spec: dict) -> None:
 
     perf = time.perf_counter
     res: dict = {"case": spec["case"], "mode": spec["mode"]}
-    if spec["mode"] == "direct":  # as before: the chosen level locked at once
+    chosen: dict[int, int] = {}  # id(layer) -> the level napari-ozx chose for 3D
+    real_refine = _refine3d.refine
 
-        def direct(viewer, layer, level):
-            from napari_ozx.layers.provenance import LOCKED_3D_KEY
+    def direct(viewer, layer, level):  # as before refining: the chosen level locked at once
+        from napari_ozx.layers.provenance import LOCKED_3D_KEY
 
-            layer.metadata[LOCKED_3D_KEY] = True
-            layer.locked_data_level = level
+        layer.metadata[LOCKED_3D_KEY] = True
+        layer.locked_data_level = level
 
-        _refine3d.refine = direct
+    def recording(viewer, layer, level):
+        chosen[id(layer)] = level
+        (direct if spec["mode"] == "direct" else real_refine)(viewer, layer, level)
+
+    _refine3d.refine = recording
     viewer, scene_canvas = open_window(napari)
 
     stalls: list[tuple[float, float]] = []  # (start, seconds) of every event-loop stall
@@ -149,8 +157,18 @@ def child_main(spec: dict) -> None:
         prof.dump_stats(os.environ["BENCH_3D_PROFILE"])
     res["first_3d"] = None if first is None else perf() - t0
     res["first_level"] = [ly.data_level for ly in layers]
-    got = frame_after(lambda: all(ly.data_level == 0 for ly in layers), spec["timeout"])
+    if os.environ.get("BENCH_3D_PROFILE_REFINE"):  # ... and the refined level's swap
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
+    got = frame_after(
+        lambda: all(ly.data_level == chosen.get(id(ly), -1) for ly in layers), spec["timeout"]
+    )
     res["budget_level"] = None if got is None else perf() - t0
+    if os.environ.get("BENCH_3D_PROFILE_REFINE") and prof is not None:
+        prof.disable()
+        prof.dump_stats(os.environ["BENCH_3D_PROFILE_REFINE"])
     t_end = perf()
     stop.set()
     sampler.join()
@@ -171,7 +189,8 @@ def child_main(spec: dict) -> None:
 
     ok = True
     for c, lay in enumerate(layers):
-        want = np.asarray(zarr.open_array(spec["local"] + "/0", mode="r")[c])
+        path = f"{spec['local']}/{lay.data_level}"
+        want = np.asarray(zarr.open_array(path, mode="r")[c])
         ok = ok and np.array_equal(np.asarray(slice_of(lay).image.raw), want)
     res["pixels_exact"] = bool(ok)
     sys.stdout.write(MARK + json.dumps(res) + "\n")
@@ -189,6 +208,8 @@ def run_child(spec: dict) -> dict:
             HOME=tmp,
             NAPARI_OZX_3D_BUDGET_MB=str(spec["budget_mb"]),
         )
+        if spec.get("src"):  # another source tree of napari-ozx (``--baseline-src``)
+            env["PYTHONPATH"] = os.pathsep.join([spec["src"], str(ROOT)])
         p = subprocess.run(
             [sys.executable, __file__, "--child", json.dumps(spec)],
             env=env,
@@ -213,7 +234,13 @@ def main() -> None:
     ap.add_argument("--modes", default="refine,direct")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--latency-ms", type=float, default=50.0)
-    ap.add_argument("--budget-mb", type=float, default=512)
+    ap.add_argument("--budget-mb", type=float, default=1200)
+    ap.add_argument(
+        "--baseline-src",
+        default="",
+        help="a napari-ozx src/ folder (e.g. a checkout of main): adds mode 'baseline', "
+        "refine as that tree does it",
+    )
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--server-nice", type=int, default=19)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -229,6 +256,8 @@ def main() -> None:
     srv.latency = args.latency_ms / 1000
     cases = [c for c in args.cases.split(",") if c]
     modes = [m for m in args.modes.split(",") if m]
+    if args.baseline_src and "baseline" not in modes:
+        modes.append("baseline")
     results: dict[tuple[str, str], list[dict]] = {}
     try:
         with bb._serving(srv, args.server_nice):
@@ -247,6 +276,7 @@ def main() -> None:
                             "local": str(src),
                             "timeout": args.timeout,
                             "budget_mb": args.budget_mb,
+                            "src": args.baseline_src if mode == "baseline" else "",
                         }
                         out = run_child(spec)
                         results.setdefault((case, mode), []).append(out)
@@ -258,23 +288,29 @@ def main() -> None:
         f"\n3D switch, {args.latency_ms:.0f} ms per request, budget {args.budget_mb:.0f} MiB, "
         f"medians of {args.repeats}"
     )
-    head = f"{'case':6} {'mode':7} {'first 3D s':>10} {'budget s':>9} {'max freeze ms':>14}"
-    print(head + f" {'redraw ms':>10} {'RSS 2D MiB':>11} {'peak MiB':>9} {'exact':>6}")
+    head = f"{'case':6} {'mode':8} {'level':>5} {'first 3D s':>10} {'budget s':>9}"
+    head += f" {'max freeze ms':>14} {'redraw ms':>10} {'RSS 2D MiB':>11} {'peak MiB':>9}"
+    print(head + f" {'peak-2D MiB':>12} {'exact':>6}")
     for (case, mode), runs in results.items():
         print(
-            f"{case:6} {mode:7} {_med([x['first_3d'] for x in runs]):10.2f} "
+            f"{case:6} {mode:8} {max(max(x['levels']) for x in runs):5d} "
+            f"{_med([x['first_3d'] for x in runs]):10.2f} "
             f"{_med([x['budget_level'] for x in runs]):9.2f} "
             f"{1000 * _med([x['max_freeze'] for x in runs]):14.0f} "
             f"{1000 * _med([x['redraw'] for x in runs]):10.0f} "
             f"{_med([x['rss_2d'] for x in runs]):11.0f} {_med([x['rss_peak'] for x in runs]):9.0f}"
+            f" {_med([x['rss_peak'] - x['rss_2d'] for x in runs]):12.0f}"
             f" {all(x['pixels_exact'] for x in runs)!s:>6}"
         )
+    print(f"(3D budget {args.budget_mb:.0f} MiB for all the layers together)")
     for case in cases:
-        a, b = results.get((case, "refine")), results.get((case, "direct"))
-        if a and b:
-            fr = _med([x["max_freeze"] for x in b]) / _med([x["max_freeze"] for x in a])
-            f3 = _med([x["first_3d"] for x in b]) / _med([x["first_3d"] for x in a])
-            print(f"{case}: direct / refine: max freeze {fr:.1f}x, first 3D {f3:.1f}x")
+        a = results.get((case, "refine"))
+        for other in ("direct", "baseline"):
+            b = results.get((case, other))
+            if a and b:
+                fr = _med([x["max_freeze"] for x in b]) / _med([x["max_freeze"] for x in a])
+                f3 = _med([x["first_3d"] for x in b]) / _med([x["first_3d"] for x in a])
+                print(f"{case}: {other} / refine: max freeze {fr:.1f}x, first 3D {f3:.1f}x")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ RANKS: tuple[tuple[str, float, str], ...] = (
     (f"{PKG}._reader", 4, "entry points"),
     (f"{PKG}._viewer_hooks", 4, "entry points"),  # what a read does to its viewer
     (f"{PKG}._refine3d", 4, "entry points"),  # 3D shown coarsest first, then refined
+    (f"{PKG}._lod", 4, "entry points"),  # level-of-detail points kept on the view
     (f"{PKG}._writer", 4, "entry points"),
     (f"{PKG}._sample_data", 4, "entry points"),
     (f"{PKG}._preferences", 4, "entry points"),  # napari's reader settings (a command)

@@ -359,6 +359,16 @@ def test_napari_and_zarr_private_names_are_still_there():
     assert callable(importlib_gl.get_max_texture_sizes)
     layer = Labels(np.zeros((3, 4, 5), dtype=np.uint8))
     assert _compat.napari_displayed_axes(layer) == [1, 2]
+    assert _compat.napari_displayed_axes(layer, 3) == [0, 1, 2]
+    assert callable(layer._block_refresh)
+    from napari.components import ViewerModel
+
+    model = ViewerModel()
+    calls = []
+    assert _compat.napari_before_slicing(model, lambda: calls.append(model.dims.point))
+    model.add_image(np.zeros((4, 5, 6)))
+    model.dims.set_point(0, 2)
+    assert calls and calls[-1][0] == 2  # before napari sliced the new point
     state = _compat.napari_layer_state(layer)
     assert "data" in state and "opacity" in state
     assert isinstance(_compat.napari_colormap_display_name(ensure_colormap("gray")), str)

@@ -8,15 +8,17 @@ The uses: zarr's event loop (:func:`zarr_sync`) and its Store's open flag and wr
 (:func:`zarr_store_set_open`, :func:`zarr_store_check_writable`); npe2's read loop
 (:func:`npe2_reading_plugin`); dask's Array slots for fast views (:func:`new_dask_view`)
 and its query-planning switch (:func:`dask_query_planning`); napari's Qt-loaded test,
-GPU texture size, layer displayed axes, layer state, colormap display name and
-unproxied layers (``napari_*``). What each is for, the releases it was checked against and what
+GPU texture size, layer displayed axes, layer state, colormap display name,
+unproxied layers, the hook before slicing and a level lock without reslicing
+(``napari_*``). What each is for, the releases it was checked against and what
 happens when it is gone: ``docs/design/private-apis.md`` (a new use is added there too).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
@@ -31,9 +33,11 @@ __all__ = [
     "CHECKED_AGAINST",
     "dask_query_planning",
     "fast_dask_views",
+    "napari_before_slicing",
     "napari_colormap_display_name",
     "napari_displayed_axes",
     "napari_layer_state",
+    "napari_lock_level_quietly",
     "napari_max_3d_texture",
     "napari_qt_loaded",
     "new_dask_view",
@@ -92,19 +96,113 @@ def napari_max_3d_texture(default: int = 2048) -> int:
         return default
 
 
-def napari_displayed_axes(layer: Layer) -> list[int]:
-    """The axes of *layer* (its own numbering) napari displays."""
+def napari_displayed_axes(layer: Layer, ndisplay: int | None = None) -> list[int]:
+    """The axes of *layer* (its own numbering) napari displays, or would display with
+    *ndisplay* axes (the last of its axis order, as napari picks them)."""
     slice_input = getattr(layer, "_slice_input", None)
+    order = getattr(slice_input, "order", None)
+    if ndisplay is not None and order is not None:
+        return [int(a) for a in tuple(order)[-ndisplay:]]
     displayed = getattr(slice_input, "displayed", None)
-    if displayed is not None:
+    if displayed is not None and ndisplay is None:
         return [int(a) for a in displayed]
-    ndisplay = int(getattr(slice_input, "ndisplay", 2) or 2)
+    if ndisplay is None:
+        ndisplay = int(getattr(slice_input, "ndisplay", 2) or 2)
     return list(range(max(layer.ndim - ndisplay, 0), layer.ndim))
+
+
+def napari_before_slicing(viewer: Any, callback: Callable[[], None]) -> bool:
+    """Call *callback* whenever *viewer* is about to slice its layers (a slider moved, 2D /
+    3D switched, a layer refreshed), before napari reads anything. napari calls its own
+    event callbacks before any plugin's, so a plugin's ``dims`` callback comes after
+    napari's read; this wraps the viewer's layer slicer (private: ``_layer_slicer.submit``)
+    instead. False, and nothing done, where napari has no such slicer. *callback* must
+    not raise (what it raises is logged and the slicing goes on)."""
+    slicer = getattr(viewer, "_layer_slicer", None)
+    submit = getattr(slicer, "submit", None)
+    if slicer is None or submit is None or not callable(submit):
+        return False
+
+    def before(*args: Any, **kwargs: Any) -> Any:
+        try:
+            callback()
+        except Exception:
+            logging.getLogger(__name__).warning("napari-ozx: before slicing", exc_info=True)
+        return submit(*args, **kwargs)
+
+    slicer.submit = before
+    return True
+
+
+def napari_lock_level_quietly(layer: Layer, level: int) -> None:
+    """Lock *layer* on *level* without napari reslicing it now (napari's slicing that
+    follows, e.g. of a dims change, reads that level); reslices where napari cannot."""
+    block = getattr(layer, "_block_refresh", None)
+    if block is None:
+        layer.locked_data_level = level
+        return
+    with block():
+        layer.locked_data_level = level
 
 
 def napari_layer_state(layer: Layer) -> dict[str, Any]:
     """*layer*'s constructor arguments, as napari itself copies a layer."""
     return dict(layer._get_state())
+
+
+def napari_canvas_size(viewer: Any) -> tuple[float, float]:
+    """(height, width) of *viewer*'s canvas in screen pixels: ``viewer.canvas.size``
+    since napari 0.9, ``viewer._canvas_size`` before."""
+    canvas = getattr(viewer, "canvas", None)
+    size = getattr(canvas, "size", None) or viewer._canvas_size
+    h, w = tuple(size)[-2:]
+    return float(h), float(w)
+
+
+def napari_points_replace(layer: Any, coords: Any, features: Any, colours: Any) -> bool:
+    """Replace every point of the Points *layer* in one go: coordinates, features, face
+    colours (one per point), the other per-point values napari's current ones; one data
+    event, one refresh. napari's ``data`` setter resizes its per-point arrays through
+    Python tuples of every index and ``np.delete`` (about 2 s for 600,000 points); here
+    each is set whole. False (nothing changed) when napari's internals differ: the
+    caller then uses the public setters."""
+    import numpy as np
+
+    face, border = getattr(layer, "_face", None), getattr(layer, "_border", None)
+    if face is None or border is None or not hasattr(layer, "_feature_table"):
+        return False
+    if str(getattr(face, "color_mode", "")) != "direct":
+        return False
+    try:
+        from napari.layers.base._base_constants import ActionType
+    except ImportError:
+        return False
+    n = len(coords)
+    size = float(np.asarray(layer.current_size).ravel()[0])
+    width = float(np.asarray(layer.current_border_width).ravel()[0])
+    rgba = np.asarray(border.current_color, np.float32).reshape(-1)[:4]
+    layer.selected_data = set()
+    with layer.events.blocker_all(), border.events.blocker_all(), face.events.blocker_all():
+        layer._data = np.asarray(coords)
+        layer._feature_table.set_values(features, num_data=n)
+        face.colors = np.asarray(colours, np.float32).reshape(n, 4)
+        border.colors = np.broadcast_to(rgba, (n, 4)).copy()
+        layer._shown = np.ones(n, dtype=bool)
+        layer._size = np.full(n, size, dtype=np.asarray(layer._size).dtype)
+        layer._border_width = np.full(n, width, dtype=np.asarray(layer._border_width).dtype)
+        layer._symbol = np.full(n, layer.current_symbol, dtype=object)
+    layer._update_dims()
+    layer._reset_editable()
+    layer.events.data(
+        value=layer.data,
+        action=ActionType.CHANGED,
+        data_indices=(),
+        vertex_indices=((),),
+    )
+    layer.events.features()
+    layer.events.face_color()
+    layer.refresh()
+    return True
 
 
 def napari_unproxied(obj: _R) -> _R:

@@ -24,7 +24,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from napari_ozx._compat import napari_displayed_axes, napari_max_3d_texture, napari_qt_loaded
+from napari_ozx._compat import (
+    napari_before_slicing,
+    napari_displayed_axes,
+    napari_max_3d_texture,
+    napari_qt_loaded,
+)
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.reading import LayerData
 from napari_ozx.ngff.model.metadata import TIME_UNITS
@@ -49,6 +54,7 @@ __all__ = [
     "show_plate_navigator",
     "text_overlay",
     "time_text",
+    "warm_3d",
 ]
 
 PLUGIN_NAME = "napari-ozx"  # name in napari.yaml (as _reader.PLUGIN_NAME)
@@ -70,6 +76,8 @@ def after_read(layers: Sequence[LayerData]) -> None:
         show_dock(CATEGORIES_DOCK_NAME, lambda src: True)
     if any(ld[2] == "surface" for ld in layers):
         hover_polygons()
+    if any(_is_lod(ld) for ld in layers):
+        keep_lod_on_view()
     if layers:
         show_physical_time()
     if len(layers) > 1:
@@ -262,15 +270,18 @@ def apply_3d_levels(viewer: Viewer) -> None:
     coarsest; back in 2D, give napari its automatic choice again. Never raises."""
     from napari_ozx._refine3d import cancel as cancel_refine
     from napari_ozx._refine3d import refine, refining
-    from napari_ozx.layers.levels import budget_3d, choose_3d_level
+    from napari_ozx.layers.levels import VOLUME_COPIES, budget_3d, choose_3d_level
     from napari_ozx.layers.provenance import LEVEL_3D_KEY, LOCKED_3D_KEY
 
     three_d = viewer.dims.ndisplay == 3
     max_texture = napari_max_3d_texture(2048) if three_d else 2048
-    for layer in list(viewer.layers):
-        src = LayerSource.of(layer)
-        if src is None or not getattr(layer, "multiscale", False):
-            continue
+    ours = [
+        layer
+        for layer in list(viewer.layers)
+        if LayerSource.of(layer) is not None and getattr(layer, "multiscale", False)
+    ]
+    budget = budget_3d() // max(1, len(ours))  # shared by the layers shown together
+    for layer in ours:
         try:
             if not three_d:
                 cancel_refine(layer)
@@ -287,17 +298,29 @@ def apply_3d_levels(viewer: Viewer) -> None:
                     displayed,
                     layer.data[0].dtype.itemsize,
                     max_texture,
-                    budget_3d(),
+                    budget,
+                    VOLUME_COPIES,
                 )
             )
-            ours = layer.metadata.get(LOCKED_3D_KEY)
+            locked = layer.metadata.get(LOCKED_3D_KEY)
             busy = refining(layer)
-            if busy == level or (ours and busy is None and layer.locked_data_level == level):
+            if busy == level or (locked and busy is None and layer.locked_data_level == level):
                 continue  # already shown at that level, or being read for it
-            if layer.locked_data_level is None or ours:
+            if layer.locked_data_level is None or locked:
                 refine(viewer, layer, level)  # the coarsest now, *level* once read
         except Exception:
             logger.warning("napari-ozx: 3D level not chosen for %s", layer.name, exc_info=True)
+
+
+def warm_3d(viewer: Viewer, layers: Sequence[Any]) -> None:
+    """Read the coarsest level of each napari-ozx multiscale layer of *layers* as 3D
+    shows it, off the GUI thread, so that turning 3D shows it at once
+    (:func:`napari_ozx._refine3d.warm`). Never raises."""
+    from napari_ozx._refine3d import warm
+
+    for layer in layers:
+        if layer is not None and LayerSource.of(layer) is not None:
+            warm(viewer, layer)
 
 
 def text_overlay(viewer: Viewer) -> Any:
@@ -358,20 +381,35 @@ def show_physical_time() -> None:
                 update()
                 apply_3d_levels(v)
 
-        def on_removed(event: Event) -> None:
-            from napari_ozx._refine3d import cancel, flush
+        def on_point() -> None:
+            v = ref()
+            if v is not None:
+                from napari_ozx._refine3d import follow_point
 
-            cancel(getattr(event, "value", None))  # a 3D read in flight stops
+                follow_point(v)
+
+        def on_inserted(event: Event) -> None:
+            v = ref()
+            if v is not None:
+                warm_3d(v, [getattr(event, "value", None)])
+            update()
+
+        def on_removed(event: Event) -> None:
+            from napari_ozx._refine3d import flush, forget
+
+            forget(getattr(event, "value", None))  # a 3D read in flight stops
             v = ref()
             if v is not None:
                 flush(v)  # the other layers' reads, if they waited for this one
             update()
 
+        napari_before_slicing(viewer, on_point)  # a slider move in 3D: the coarsest first
         viewer.dims.events.point.connect(update)
         viewer.dims.events.ndisplay.connect(on_ndisplay)
-        viewer.layers.events.inserted.connect(update)
+        viewer.layers.events.inserted.connect(on_inserted)
         viewer.layers.events.removed.connect(on_removed)
         update()
+        warm_3d(viewer, list(viewer.layers))
     except Exception:
         logger.warning("napari-ozx: could not show the physical time", exc_info=True)
 
@@ -399,6 +437,31 @@ def _spatialdata_scenes(layers: Sequence[LayerData]) -> set[str]:
         if isinstance(rec, dict) and len(rec.get("systems") or ()) > 1:
             out.add(str(rec.get("source")))
     return out
+
+
+def _is_lod(ld: LayerData) -> bool:
+    """A points element shown through level of detail (:mod:`napari_ozx._lod`)."""
+    from napari_ozx.layers.spatial.lod import LOD_KEY
+
+    meta = ld[1].get("metadata")
+    return isinstance(meta, dict) and LOD_KEY in meta
+
+
+def keep_lod_on_view() -> None:
+    """In the current viewer, keep the level-of-detail points on the view
+    (:func:`napari_ozx._lod.install`). Only with napari's Qt front end; never raises."""
+    if not napari_qt_loaded():
+        return
+    try:
+        import napari
+
+        from napari_ozx._lod import install
+
+        viewer = napari.current_viewer()
+        if viewer is not None:
+            install(viewer)
+    except Exception:
+        logger.warning("napari-ozx: level of detail not installed", exc_info=True)
 
 
 def _has_categories(ld: LayerData) -> bool:

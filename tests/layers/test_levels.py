@@ -56,3 +56,11 @@ def test_3d_view_renders_the_finest_level_that_fits(
     layer.metadata["napari_ozx_3d_level"] = 1  # pinned by the user
     viewer.dims.ndisplay = 3
     qtbot.waitUntil(lambda: layer.locked_data_level == 1)
+
+
+def test_the_copies_of_a_volume_count_in_the_budget():
+    zyx = [1, 2, 3]
+    # 256 x 512 x 512 uint16 = 128 MiB: once within 256 MiB, three times not
+    assert choose_3d_level(SHAPES, zyx, 2, 2048, 256 << 20) == 2
+    assert choose_3d_level(SHAPES, zyx, 2, 2048, 256 << 20, copies=3) == 3
+    assert choose_3d_level(SHAPES, zyx, 2, 2048, 384 << 20, copies=3) == 2

@@ -8,7 +8,9 @@ slice) fits a memory budget; the reader applies it through napari's
 ``layer.locked_data_level`` when the view turns 3D (and lets go in 2D).
 
 The budget is ``DEFAULT_3D_BUDGET`` bytes, or ``NAPARI_OZX_3D_BUDGET_MB`` from the
-environment; a layer's ``metadata["napari_ozx_3d_level"]`` (an int) pins the level.
+environment, for all the layers shown in 3D together (shared evenly), and counts the
+copies a volume is held in while napari shows it (:data:`VOLUME_COPIES`); a layer's
+``metadata["napari_ozx_3d_level"]`` (an int) pins the level.
 Qt-free and napari-free: plain shapes in, a level index out.
 """
 
@@ -20,10 +22,21 @@ from collections.abc import Sequence
 
 from napari_ozx.layers.provenance import LEVEL_3D_KEY
 
-__all__ = ["DEFAULT_3D_BUDGET", "LEVEL_3D_KEY", "budget_3d", "choose_3d_level"]
+__all__ = [
+    "DEFAULT_3D_BUDGET",
+    "LEVEL_3D_KEY",
+    "VOLUME_COPIES",
+    "budget_3d",
+    "choose_3d_level",
+]
 
-#: 512 MiB: a 512³ uint16 volume with room for napari's own texture copy
-DEFAULT_3D_BUDGET = 512 << 20
+#: 1 GiB: a 512³ uint16 volume (256 MiB) in its :data:`VOLUME_COPIES` copies
+DEFAULT_3D_BUDGET = 1 << 30
+#: the copies of a volume in memory while napari shows it in 3D: the array napari slices
+#: (read once, handed over without a copy), the texture data vispy uploads from, and the
+#: OpenGL driver's own copy of the texture (in main memory with software OpenGL); measured
+#: by ``benchmarks/bench_3d.py`` (peak resident memory over the volumes' size)
+VOLUME_COPIES = 3
 #: layer metadata key that pins the 3D level (user override)
 
 
@@ -43,11 +56,14 @@ def choose_3d_level(
     itemsize: int,
     max_texture: int,
     budget: int,
+    copies: int = 1,
 ) -> int:
     """The finest level whose displayed axes are each at most *max_texture* pixels and
-    whose displayed volume is at most *budget* bytes; the coarsest when none is."""
+    whose displayed volume, held in *copies* copies, is at most *budget* bytes; the
+    coarsest when none is."""
     for i, shape in enumerate(level_shapes):
         dims = [int(shape[d]) for d in displayed if d < len(shape)]
-        if max(dims, default=0) <= max_texture and math.prod(dims) * itemsize <= budget:
+        size = math.prod(dims) * itemsize * max(1, copies)
+        if max(dims, default=0) <= max_texture and size <= budget:
             return i
     return len(level_shapes) - 1

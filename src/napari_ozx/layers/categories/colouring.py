@@ -394,6 +394,9 @@ def color_by(
         The layer has no such column.
     """
     layer = napari_unproxied(layer)
+    lod = _lod(layer)
+    if lod is not None:
+        return _lod_color_by(layer, lod, column, colormap, limits)
     st = _state(layer)
     legend, rows, codes = make_legend(layer, column, colormap=colormap, limits=limits)
     kind = layer_kind(layer)
@@ -435,6 +438,9 @@ def show_categories(layer: Layer, column: str, values: Iterable[object] | None) 
         The layer has no such column.
     """
     layer = napari_unproxied(layer)
+    lod = _lod(layer)
+    if lod is not None:
+        return _lod_show_categories(layer, lod, column, values)
     st = _state(layer)
     feats = rows_features(layer)
     if column not in feats:
@@ -464,6 +470,60 @@ def show_categories(layer: Layer, column: str, values: Iterable[object] | None) 
     return st.rows if st.visible is None else int(np.count_nonzero(st.visible))
 
 
+# ------------------------------------------------------------------ level of detail
+
+
+def _lod(layer: Any) -> Any:
+    """The level-of-detail element behind *layer* (:mod:`napari_ozx.layers.spatial.lod`:
+    its Points layer holds only the view's points, so its colours and filter are the
+    element's, kept for every view), else None."""
+    from napari_ozx.layers.spatial.lod import lod_of
+
+    lod = lod_of(layer)
+    if lod is not None:
+        lod.bind(layer)
+    return lod
+
+
+def _lod_color_by(
+    layer: Any, lod: Any, column: str, colormap: str, limits: tuple[float, float] | None
+) -> Legend:
+    try:
+        info = lod.colour_by(column, colormap, limits)
+    except OzxError as e:
+        raise CategoryError(str(e)) from None
+    legend = Legend(column=column, **info)
+    lod.legend = legend
+    lod.recolour()
+    _lod_record(layer, lod)
+    return legend
+
+
+def _lod_show_categories(layer: Any, lod: Any, column: str, values: Iterable[object] | None) -> int:
+    try:
+        kept = int(lod.set_filter(column, values))
+    except OzxError as e:
+        raise CategoryError(str(e)) from None
+    lod.refilter()
+    _lod_record(layer, lod)
+    return kept
+
+
+def _lod_record(layer: Any, lod: Any) -> None:
+    """The colouring in the metadata of the element's layers (both)."""
+    for lay in (lod.points_layer, lod.overview_layer, layer):
+        if lay is None or not isinstance(lay.metadata, Mapping):
+            continue
+        meta = dict(lay.metadata)
+        rec = dict(meta.get(CATEGORIES_KEY) or {})
+        if lod.colour_column is not None:
+            rec.update(column=lod.colour_column, kind=lod.colour_kind)
+        rec["filter_column"] = lod.filter_column
+        rec["shown"] = None if lod.filter_values is None else sorted(lod.filter_values)
+        meta[CATEGORIES_KEY] = rec
+        lay.metadata = meta
+
+
 def is_number(text: str) -> bool:
     """Whether *text* reads as a number (``float`` takes it)."""
     try:
@@ -478,6 +538,11 @@ def current_legend(layer: Any) -> Legend | None:
     else the column its reader coloured it by (a points element's ``feature_key``),
     computed without touching the layer; None when neither."""
     layer = napari_unproxied(layer)
+    lod = _lod(layer)
+    if lod is not None:
+        if not isinstance(lod.legend, Legend) and lod.ready and lod.colour_column:
+            lod.legend = Legend(column=lod.colour_column, **lod.colour_by(lod.colour_column))
+        return lod.legend if isinstance(lod.legend, Legend) else None
     st = _STATES.get(layer)
     if st is not None and st.legend is not None and st.rows == len(rows_features(layer)):
         return st.legend
@@ -496,6 +561,16 @@ def current_legend(layer: Any) -> Legend | None:
 def hidden_categories(layer: Any) -> set[str]:
     """The categories of the legend's column that :func:`show_categories` hides."""
     layer = napari_unproxied(layer)
+    lod = _lod(layer)
+    if lod is not None:
+        lg = lod.legend
+        if (
+            not isinstance(lg, Legend)
+            or lod.filter_values is None
+            or lod.filter_column != lg.column
+        ):
+            return set()
+        return {c for c in lg.categories if c not in lod.filter_values}
     st = _STATES.get(layer)
     if st is None or st.legend is None or st.filter_values is None:
         return set()

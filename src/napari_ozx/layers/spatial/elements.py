@@ -132,6 +132,36 @@ def points_layer_data(root: OmeZarr, data: PointsData, system: str, report: Repo
     return data.coords, kwargs, "points"
 
 
+def lod_points_layers(
+    root: OmeZarr, element: Element, system: str, report: Report
+) -> list[LayerData]:
+    """A points element above :data:`~.lod.LOD_MIN_POINTS` points: its overview and
+    the Points layer of the points in view (:mod:`.lod`), placed in *system*."""
+    import functools
+
+    from napari_ozx.layers.spatial.lod import lod_layers_data
+    from napari_ozx.ngff.spatial.points import points_rows
+
+    what = f"{root.source} (points {element.name!r})"
+    affine = element_affine(element, system, ("y", "x"), report, what)
+    return lod_layers_data(
+        root,
+        element,
+        system,
+        report,
+        functools.partial(_meta, root, element, system),
+        affine,
+        lambda extent: _spacing(extent, points_rows(root, element) or 1),
+    )
+
+
+def _spacing(extent: tuple[float, float, float, float], n: int) -> float:
+    """Half the mean spacing of *n* points spread evenly over *extent* (y0, x0, y1, x1)."""
+    h, w = extent[2] - extent[0], extent[3] - extent[1]
+    area = float(np.prod([v for v in (h, w) if v > 0])) if (h > 0 or w > 0) else 0.0
+    return float(np.sqrt(area / max(n, 1)) / 2) if area > 0 else 1.0
+
+
 def _point_size(coords: np.ndarray) -> float:
     """A marker size that keeps points apart: half the mean spacing of *coords* spread
     evenly over their extent (a strided sample measures the extent)."""
@@ -272,9 +302,10 @@ def spatialdata_element_layers(
     """Layer data for every shapes and points element of the SpatialData store *root*,
     and (element name -> layer data) of the shapes for their tables. Each element that
     cannot be shown is reported once, naming it."""
+    from napari_ozx.layers.spatial import lod
     from napari_ozx.ngff.spatial.elements import list_elements
     from napari_ozx.ngff.spatial.files import SpatialDependencyError
-    from napari_ozx.ngff.spatial.points import read_points
+    from napari_ozx.ngff.spatial.points import points_rows, read_points
     from napari_ozx.ngff.spatial.shapes import Circles, read_shapes
 
     system = system or images_system(root)
@@ -287,6 +318,9 @@ def spatialdata_element_layers(
             report(what, OzxError(f"{el.kind} element {el.name!r} not shown: {el.error}"))
             continue
         try:
+            if el.kind == "points" and (points_rows(root, el) or 0) > lod.LOD_MIN_POINTS:
+                out.extend(lod_points_layers(root, el, system, report))
+                continue
             if el.kind == "points":
                 ld = points_layer_data(root, read_points(root, el), system, report)
             else:

@@ -33,9 +33,11 @@ __all__ = [
     "LazyArray",
     "LevelArray",
     "forget_prepared",
+    "is_prepared",
     "lazy_array",
     "prepare_view",
     "source_reader",
+    "view_box",
 ]
 
 #: per root axis: an integer (the axis is dropped) or a ``(start, stop)`` box
@@ -53,8 +55,9 @@ class _Source:
         self.chunks: tuple[tuple[int, ...], ...] = root.chunks
         self.shape: tuple[int, ...] = tuple(int(n) for n in root.shape)
         self.dtype = root.dtype
-        # one view read ahead of napari's request (:func:`prepare_view`): (box, pixels)
-        self.prepared: tuple[_Index, np.ndarray] | None = None
+        # views read ahead of napari's requests (:func:`prepare_view`), one per box (the
+        # channels of a ``c`` axis share a level): box -> (pixels, kept for every request)
+        self.prepared: dict[_Index, tuple[np.ndarray, bool]] = {}
         # not the array itself: no reference cycle (a LevelArray keeps its dask array)
         self.graph: Any = root.dask if graph else None
         # chunk boundaries per axis: block i covers [bounds[i], bounds[i + 1])
@@ -145,13 +148,53 @@ class LazyArray(da.Array):
 
 
 def _take_prepared(src: _Source, index: _Index) -> np.ndarray | None:
-    """The pixels of *index* if :func:`prepare_view` read exactly that box, else None;
-    handed over once (the caller keeps them: no second copy held here)."""
+    """The pixels of *index* if :func:`prepare_view` read that box (or the same box with
+    an axis kept one wide instead of dropped, as napari asks), else None: handed over once
+    (the caller keeps them: no second copy held here), or, for a box kept for every
+    request, served as they are, or as a view of them for a box inside it (a plane of a
+    kept volume)."""
     ready = src.prepared
-    if ready is None or ready[0] != index:
+    if not ready:
         return None
-    src.prepared = None
-    return ready[1]
+    got = ready.get(index)
+    if got is not None:
+        if not got[1]:
+            ready.pop(index, None)
+        return got[0]
+    for box, (pixels, keep) in list(ready.items()):
+        inside = _inside(index, box)
+        if inside is not None and (keep or inside[1]):
+            if not keep:
+                ready.pop(box, None)
+            return pixels[inside[0]]
+    return None
+
+
+def _inside(index: _Index, box: _Index) -> tuple[tuple[int | slice | None, ...], bool] | None:
+    """*index* as an index into the pixels of *box*, and whether it is all of them, when
+    *index* lies inside *box* (an axis *box* drops may be asked one wide), else None."""
+    if len(index) != len(box):
+        return None
+    out: list[int | slice | None] = []
+    whole = True
+    for i, b in zip(index, box, strict=True):
+        if isinstance(b, int):
+            if i == b:
+                continue
+            if isinstance(i, int) or i != (b, b + 1):
+                return None
+            out.append(None)  # the same plane, its axis kept
+        elif isinstance(i, int):
+            if not b[0] <= i < b[1]:
+                return None
+            out.append(i - b[0])
+            whole = False  # a plane of the box: not all of it
+        elif b[0] <= i[0] and i[1] <= b[1]:
+            out.append(slice(i[0] - b[0], i[1] - b[0]))
+            whole = whole and i == b
+        else:
+            return None
+    return tuple(out), whole
 
 
 #: how much :func:`prepare_view` reads in one call (whole chunks), between cancel checks
@@ -166,13 +209,17 @@ def _view_of(arr: object) -> tuple[_Source, _Index] | None:
     return None
 
 
-def prepare_view(arr: object, cancelled: Callable[[], bool] = lambda: False) -> bool:
+def prepare_view(
+    arr: object, cancelled: Callable[[], bool] = lambda: False, keep: bool = False
+) -> bool:
     """Read the view *arr* (a :class:`LazyArray` or :class:`LevelArray`) now, on the
     calling thread, a plane of its first axis at a time, and keep its pixels for the next
     ``np.asarray`` / ``compute()`` of the same box on that level (from any view of it):
-    napari's request is then served at once. One box is kept per level; a new one
-    replaces it. Returns False (nothing kept) when *arr* is not such a view or
-    *cancelled()* became true between planes; read errors propagate."""
+    napari's request is then served at once. With *keep*, every request of that box, or
+    of a box inside it, is served until :func:`forget_prepared` (a small level napari
+    asks for again and again: the coarsest, for 3D and the thumbnails). Returns False
+    (nothing kept) when *arr* is not such a view or *cancelled()* became true between
+    planes; read errors propagate."""
     view = _view_of(arr)
     if view is None:
         return False
@@ -202,15 +249,27 @@ def prepare_view(arr: object, cancelled: Callable[[], bool] = lambda: False) -> 
             out[lo - a : hi - a] = np.asarray(src.reader[tuple(part)])
     if cancelled():
         return False
-    src.prepared = (index, out)
+    src.prepared[index] = (out, keep)
     return True
 
 
+def view_box(arr: object) -> tuple[object, _Index] | None:
+    """What identifies the box of the level view *arr* (its level and index), else None."""
+    view = _view_of(arr)
+    return None if view is None else (view[0], view[1])
+
+
+def is_prepared(arr: object) -> bool:
+    """Whether :func:`prepare_view` holds the pixels of the view *arr*'s box."""
+    view = _view_of(arr)
+    return view is not None and view[1] in view[0].prepared
+
+
 def forget_prepared(arr: object) -> None:
-    """Drop the pixels :func:`prepare_view` kept for *arr*'s level (memory back)."""
+    """Drop the pixels :func:`prepare_view` kept for the view *arr*'s box (memory back)."""
     view = _view_of(arr)
     if view is not None:
-        view[0].prepared = None
+        view[0].prepared.pop(view[1], None)
 
 
 def _tell_browse(src: _Source, index: _Index, served: bool = False) -> None:
