@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_browse as bb  # noqa: E402  (the same data, display and server set-up)
+from _napari_window import open_window, run_until  # noqa: E402
 
 MARK = "BENCH_3D_RESULT "
 TICK_MS = 10
@@ -67,7 +68,7 @@ def child_main(spec: dict) -> None:
     warnings.simplefilter("ignore")
     import napari
     import numpy as np
-    from qtpy.QtCore import QEventLoop, Qt, QTimer
+    from qtpy.QtCore import Qt, QTimer
 
     from napari_ozx import _refine3d
 
@@ -87,21 +88,7 @@ def child_main(spec: dict) -> None:
         (direct if spec["mode"] == "direct" else real_refine)(viewer, layer, level)
 
     _refine3d.refine = recording
-    viewer = napari.Viewer(show=True)
-    viewer.window._qt_window.resize(1200, 900)
-    scene_canvas = viewer.window._qt_viewer.canvas._scene_canvas
-
-    def run_until(pred, limit: float) -> bool:
-        loop = QEventLoop()
-        deadline = perf() + limit
-        t = QTimer()
-        t.setInterval(5)
-        t.timeout.connect(lambda: (pred() or perf() > deadline) and loop.quit())
-        t.start()
-        if not pred():
-            loop.exec()
-        t.stop()
-        return bool(pred())
+    viewer, scene_canvas = open_window(napari)
 
     stalls: list[tuple[float, float]] = []  # (start, seconds) of every event-loop stall
     last = [perf()]

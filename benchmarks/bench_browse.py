@@ -97,6 +97,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _napari_window import open_window, run_until
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "_data"
@@ -459,27 +460,7 @@ def child_main(spec: dict) -> None:
             f"napari async slicing is {res['async_setting']} in {spec['mode']} mode "
             f"(NAPARI_ASYNC={os.environ.get('NAPARI_ASYNC')!r})"
         )
-    viewer = napari.Viewer(show=True)
-    qtwin = viewer.window._qt_window
-    qtwin.resize(1200, 900)
-    scene_canvas = viewer.window._qt_viewer.canvas._scene_canvas
-
-    def run_until(pred, limit: float) -> bool:
-        loop = QEventLoop()
-        deadline = perf() + limit
-        t = QTimer()
-        t.setInterval(5)
-
-        def check() -> None:
-            if pred() or perf() > deadline:
-                loop.quit()
-
-        t.timeout.connect(check)
-        t.start()
-        if not pred():
-            loop.exec()
-        t.stop()
-        return bool(pred())
+    viewer, scene_canvas = open_window(napari)
 
     def run_for(seconds: float) -> None:
         end = perf() + seconds

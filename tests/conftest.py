@@ -32,7 +32,7 @@ from tests._support.suitetime import register as _register_suite_time  # noqa: E
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # an unmarked test over a minute fails the run; NAPARI_OZX_RECORD_DASK_MODULES records
+    # an unmarked test over two minutes fails the run; NAPARI_OZX_RECORD_DASK_MODULES records
     # the modules that make dask arrays (tests/_support/suitetime.py)
     _register_suite_time(config)
 

@@ -116,6 +116,7 @@ def test_two_collections_at_once_in_a_fresh_cache_collect_the_same_cases(wheel, 
     assert len(cases) == _case_count(CASES) >= 24
 
 
+@pytest.mark.slow  # two child collections of the suite, at once
 def test_collecting_never_downloads(tmp_path):
     """With no cases fetched, collection (twice, at once) writes nothing and the module's
     tests are skipped, saying how to fetch them."""

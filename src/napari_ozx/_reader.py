@@ -67,7 +67,7 @@ def _chosen_by_user(max_depth: int = 12) -> bool:
 
 
 def _claims(path: str) -> bool:
-    from napari_ozx.ozx.remote.source import is_url
+    from napari_ozx.ozx.remote import is_url
     from napari_ozx.ozx.rfc9 import ARCHIVE_SUFFIXES, OZX_SUFFIX, is_archive_name, plain_name
 
     if is_url(path):  # no network here: the name must say what it is

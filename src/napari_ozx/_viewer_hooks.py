@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -331,7 +332,21 @@ def text_overlay(viewer: Viewer) -> Any:
     return viewer.text_overlay
 
 
-_TIMED: Any = None  # weakref.WeakSet of viewers whose time overlay we keep up to date
+#: viewers whose time overlay we keep up to date
+_TIMED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _viewer_once(installed: weakref.WeakSet[Any]) -> tuple[Any, bool]:
+    """napari's current viewer (None when there is none) and whether it is new to
+    *installed* (it is added then): what a once-per-viewer hook installs on."""
+    import napari
+
+    viewer = napari.current_viewer()
+    if viewer is None:
+        return None, False
+    new = viewer not in installed
+    installed.add(viewer)
+    return viewer, new
 
 
 def show_physical_time() -> None:
@@ -340,22 +355,12 @@ def show_physical_time() -> None:
     overlay (napari's sliders show indices only), updated whenever a slider moves or
     layers change; and, when the view turns 3D, the level of each multiscale layer
     (:func:`apply_3d_levels`)."""
-    global _TIMED
     if not napari_qt_loaded():  # headless: no viewer, and never import Qt here
         return
     try:
-        import weakref
-
-        import napari
-
-        viewer = napari.current_viewer()
-        if viewer is None:
+        viewer, new = _viewer_once(_TIMED)
+        if not new:
             return
-        if _TIMED is None:
-            _TIMED = weakref.WeakSet()
-        if viewer in _TIMED:
-            return
-        _TIMED.add(viewer)
         ref = weakref.ref(viewer)
 
         def update(*_: object) -> None:
@@ -462,7 +467,6 @@ def keep_lod_on_view() -> None:
 def _has_categories(ld: LayerData) -> bool:
     """A SpatialData element's layer with something to colour by: points coloured by
     their ``feature_key`` (genes), a table's colours, labels with a table's rows."""
-    from napari_ozx.layers.categories.colouring import CATEGORIES_KEY
     from napari_ozx.layers.spatial.elements import SPATIAL_KEY
 
     meta = ld[1].get("metadata")
@@ -472,13 +476,16 @@ def _has_categories(ld: LayerData) -> bool:
     rec = first.get(SPATIAL_KEY)
     if not isinstance(rec, dict):
         return False
+    from napari_ozx.layers.categories.colouring import CATEGORIES_KEY  # SpatialData only
+
     if rec.get("colour_by") or CATEGORIES_KEY in first:
         return True
     features = ld[1].get("features")
     return ld[2] == "labels" and features is not None and len(features) > 1
 
 
-_HOVERING: Any = None  # weakref.WeakSet of viewers whose polygon Surfaces get hover
+#: viewers whose polygon Surfaces get hover
+_HOVERING: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def hover_polygons() -> None:
@@ -486,23 +493,15 @@ def hover_polygons() -> None:
     shows the features of the polygon under the cursor in the status bar
     (:func:`napari_ozx.layers.categories.hover.install_hover`), those inserted from now
     on and those already there. Only with napari's Qt front end; never raises."""
-    global _HOVERING
     if not napari_qt_loaded():
         return
     try:
-        import weakref
-
-        import napari
-
         from napari_ozx.layers.categories.hover import install_hover
 
-        viewer = napari.current_viewer()
+        viewer, new = _viewer_once(_HOVERING)
         if viewer is None:
             return
-        if _HOVERING is None:
-            _HOVERING = weakref.WeakSet()
-        if viewer not in _HOVERING:
-            _HOVERING.add(viewer)
+        if new:
             viewer.layers.events.inserted.connect(
                 lambda event: install_hover(getattr(event, "value", None))
             )

@@ -8,7 +8,9 @@ teardown together) without the ``slow`` mark fails the run, naming it. CI has 90
 for three environments on two cores, and a new test of a minute or more that nobody
 marked is how a suite silently outgrows that: the mark lets ``-m 'not slow'`` skip it and
 makes its cost visible (``NAPARI_OZX_SLOW_LIMIT_S`` sets the limit: the check's own
-test lowers it). Under pytest-xdist the check runs in the controller, which sees
+test lowers it). The limit is two minutes, about twice what the longest unmarked tests
+take on a loaded machine (load 7: mypy's cold run took 63 s), so that load alone does not
+fail a run. Under pytest-xdist the check runs in the controller, which sees
 every worker's reports.
 
 ``DaskRecord``: with ``NAPARI_OZX_RECORD_DASK_MODULES=<folder>``, every test module in
@@ -29,7 +31,7 @@ from typing import Any
 
 import pytest
 
-SLOW_LIMIT_S = float(os.environ.get("NAPARI_OZX_SLOW_LIMIT_S", "60"))
+SLOW_LIMIT_S = float(os.environ.get("NAPARI_OZX_SLOW_LIMIT_S", "120"))
 RECORD_ENV = "NAPARI_OZX_RECORD_DASK_MODULES"
 
 

@@ -7,6 +7,7 @@ parser use too); these wrappers only choose the values a test wants.
 
 from __future__ import annotations
 
+import struct
 import zipfile
 from pathlib import Path
 
@@ -113,3 +114,14 @@ def zip_directory(src: Path, dst: Path) -> Path:
         for p in files:
             zf.write(p, p.relative_to(src).as_posix())
     return dst
+
+
+def central_record_offset(data: bytes | bytearray, name: str) -> int:
+    """Where *name*'s central-directory record starts in the archive bytes *data*."""
+    enc, pos = name.encode(), 0
+    while True:
+        pos = data.index(b"PK\x01\x02", pos)
+        n = struct.unpack_from("<H", data, pos + 28)[0]
+        if data[pos + 46 : pos + 46 + n] == enc:
+            return pos
+        pos += 4

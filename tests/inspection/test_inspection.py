@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import zarr
 from napari_ozx._sample_data import sample_path
 from napari_ozx.inspection import Inspection, TreeNode, format_bytes
 from tests._support.omegen import write_image, zip_dir
-from tests._support.paths import CORPUS
+from tests._support.paths import CORPUS, open_fds_to
 
 RNG = np.random.default_rng(1)
 OMERO = {
@@ -32,19 +31,6 @@ OMERO = {
         },
     ]
 }
-
-
-def _open_fds_to(path: Path) -> list[str]:
-    target = str(path.resolve())
-    out = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            link = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if link.startswith(target):
-            out.append(link)
-    return out
 
 
 def _tree(
@@ -344,7 +330,7 @@ def test_ozx_archive_facts_and_findings(image_labels_dir, tmp_path):
         assert a.stored_objects == len(want) and a.stored_bytes == sum(
             i.compress_size for i in want
         )
-    assert _open_fds_to(ozx) == []
+    assert open_fds_to(ozx) == []
 
 
 def test_bundled_sample_is_conformant(tmp_path):
@@ -361,7 +347,7 @@ def test_bundled_sample_is_conformant(tmp_path):
         d = insp.details(insp.find("labels/nuclei")[-1])
         assert len(d.section("Label colours").rows) == 22
         assert insp.archive() is facts  # computed once
-    assert _open_fds_to(sample_path()) == []
+    assert open_fds_to(sample_path()) == []
 
 
 def test_extensions_are_listed_and_refusals_become_node_errors(tmp_path):

@@ -23,7 +23,8 @@ from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.saveback import SaveBackError, save_labels_back
 from tests._support import thirdparty as tp
 from tests._support.paths import ROOT
-from tests.layers.test_edit_labels import _mtimes, _open, _ours
+from tests._support.viewermodel import open_in_viewer_model
+from tests.layers.test_edit_labels import _mtimes, _ours
 
 pytest.importorskip("napari")
 
@@ -71,7 +72,7 @@ DIRS = {
 @pytest.mark.parametrize("maker", list(DIRS))
 def test_new_labels_go_into_a_third_party_directory(maker, tmp_path):
     fx = DIRS[maker](tmp_path)
-    vm = _open(fx.path)
+    vm = open_in_viewer_model(fx.path)
     image = _image_layer(vm)
     before = _mtimes(fx.path)
     time.sleep(0.02)
@@ -145,7 +146,7 @@ def test_colours_and_a_new_labels_group(tmp_path):
     axes = layer_axes(["z", "y", "x"], None, 3, False)
     write_ome_zarr(path, ImageSpec(img, axes), options=WriteOptions(chunk_yx=16, shard_yx=32))
     before = _mtimes(path)
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     truth = _painted((3, 40, 50), np.uint8)
     cmap = DirectLabelColormap(color_dict={None: "black", 3: "red", 9: (0, 0, 1, 1), 4: "lime"})
     lab = vm.add_labels(truth.copy(), name="seg", colormap=cmap)
@@ -191,7 +192,7 @@ def test_new_labels_go_into_an_ozx(tmp_path, labels_before):
         opts = WriteOptions(chunk_yx=32, shard_yx=64, shard_z=2, pyramid_levels=3)
         write_ome_zarr(path, ImageSpec(img, axes), options=opts)
     old, old_order, old_comment = _members(path)
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     image = _image_layer(vm)
     image_px = np.asarray(image.data[0]).copy()
     existing = next((lyr for lyr in vm.layers if isinstance(lyr.data, EditableLabels)), None)
@@ -260,7 +261,7 @@ def test_ngff_zarr_ozx(tmp_path):
 
     fx = tp.make_ngffzarr_v05_ozx(tmp_path)
     old, _, _ = _members(fx.path)
-    vm = _open(fx.path)
+    vm = open_in_viewer_model(fx.path)
     image = _image_layer(vm)
     shape = tuple(s for i, s in enumerate(fx.shapes[0]) if fx.axes[i] != "c")
     truth = _painted(shape, np.uint16)
@@ -284,7 +285,7 @@ def test_refusals_name_the_file_and_write_nothing(tmp_path, monkeypatch):
     from napari_ozx.layers import add_labels
 
     fx = tp.make_omezarr_py_v05_image_labels(tmp_path)
-    vm = _open(fx.path)
+    vm = open_in_viewer_model(fx.path)
     image = _image_layer(vm)
     before = _mtimes(fx.path)
     shape = fx.labels[tp.LABEL_NAME][0].shape
@@ -338,7 +339,7 @@ def test_a_failed_write_leaves_the_file_as_it_was(tmp_path, monkeypatch, suffix)
     from napari_ozx.ngff.write import writer as write
 
     path = _ours(tmp_path, suffix)
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     before = _mtimes(path) if path.is_dir() else path.read_bytes()
     real = write._write_data
     calls = []
@@ -400,7 +401,7 @@ def test_menu_command_saves_the_selected_new_labels(tmp_path):
     from napari_ozx.layers import commands
 
     path = _ours(tmp_path, ".ozx")
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     if hasattr(vm, "_new_labels"):  # napari's Layers > New labels, as a user makes them
         vm._new_labels()
         lab = vm.layers[-1]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -17,23 +16,11 @@ from napari_ozx.errors import OzxError
 from napari_ozx.layers.editable import EditableLabels, make_labels_editable
 from napari_ozx.layers.saveback import SaveBackError, save_labels_back
 from tests._support import thirdparty as tp
+from tests._support.viewermodel import open_in_viewer_model
 
 pytest.importorskip("napari")
 
 RNG = np.random.default_rng(7)
-
-
-def _open(path: Path) -> Any:
-    from napari.components import ViewerModel
-
-    from napari_ozx._reader import read_layer_data
-
-    vm = ViewerModel()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for data, kw, kind in read_layer_data(str(path)):
-            getattr(vm, f"add_{kind}")(data, **kw)
-    return vm
 
 
 def _labels(vm: Any) -> Any:
@@ -96,7 +83,7 @@ def test_editable_array_reads_lazily_and_copies_only_touched_chunks():
 
 def test_napari_paints_an_opened_labels_layer(tmp_path):
     fx = tp.make_omezarr_py_v05_image_labels(tmp_path)
-    vm = _open(fx.path)
+    vm = open_in_viewer_model(fx.path)
     lab = _labels(vm)
     assert isinstance(lab.data, EditableLabels) and lab.editable and not lab.multiscale
     lab.paint((1, 10, 10), 5)
@@ -110,7 +97,7 @@ def test_large_pyramid_stays_read_only_and_says_why(tmp_path, monkeypatch):
 
     monkeypatch.setattr(editable, "CHEAP_PLANE_PIXELS", 16)
     fx = tp.make_omezarr_py_v05_image_labels(tmp_path)
-    vm = _open(fx.path)
+    vm = open_in_viewer_model(fx.path)
     lab = _labels(vm)
     assert lab.multiscale and not lab.editable
     assert "read-only" in lab.metadata["ozx_read_only"]
@@ -127,7 +114,7 @@ def test_edit_selected_labels_replaces_the_layer_in_place(tmp_path, monkeypatch)
 
     monkeypatch.setattr(editable, "CHEAP_PLANE_PIXELS", 16)
     fx = tp.make_omezarr_py_v05_image_labels(tmp_path)
-    vm = _open(fx.path)
+    vm = open_in_viewer_model(fx.path)
     lab = _labels(vm)
     i = vm.layers.index(lab)
     vm.layers.selection = {lab}
@@ -145,7 +132,7 @@ def test_save_back_rewrites_only_changed_label_chunks(maker, tmp_path):
     from napari_ozx._reader import read_layer_data
 
     fx = maker(tmp_path)
-    vm = _open(fx.path)
+    vm = open_in_viewer_model(fx.path)
     lab = _labels(vm)
     before = _mtimes(fx.path)
     time.sleep(0.02)
@@ -184,7 +171,7 @@ def test_save_back_rewrites_only_changed_label_chunks(maker, tmp_path):
 
 def test_save_back_sharded_directory(tmp_path):
     path = _ours(tmp_path, ".ome.zarr")
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     lab = _labels(vm)
     before = _mtimes(path)
     time.sleep(0.02)
@@ -208,7 +195,7 @@ def test_save_back_ozx_copies_unchanged_members_byte_for_byte(tmp_path):
         old = {i.filename: z.read(i.filename) for i in z.infolist()}
         old_order = [i.filename for i in z.infolist()]
         old_comment = z.comment
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     lab = _labels(vm)
     truth = np.asarray(lab.data).copy()
     lab.data[3, 72, 100] = 7
@@ -245,7 +232,7 @@ def test_save_back_ozx_copies_unchanged_members_byte_for_byte(tmp_path):
 
 def test_save_back_refuses_a_changed_source(tmp_path):
     fx = tp.make_omezarr_py_v05_image_labels(tmp_path)
-    vm = _open(fx.path)
+    vm = open_in_viewer_model(fx.path)
     lab = _labels(vm)
     lab.data[0, 0, 0] = 4
     doc = fx.path / "labels" / "cells" / "s0" / "zarr.json"
@@ -264,7 +251,7 @@ def test_save_back_refuses_read_only(tmp_path, monkeypatch):
     from napari_ozx.layers import saveback
 
     path = _ours(tmp_path, ".ozx")
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     lab = _labels(vm)
     lab.data[0, 0, 0] = 4
     real_access = os.access
@@ -284,7 +271,7 @@ def test_save_back_refuses_values_that_do_not_fit_and_non_labels(tmp_path):
     from napari.layers import Labels
 
     path = _ours(tmp_path, ".ome.zarr")
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     lab = _labels(vm)
     before = _mtimes(path)
     with pytest.raises(SaveBackError, match="not opened editable"):
@@ -302,7 +289,7 @@ def test_save_back_full_disk_leaves_the_original(tmp_path, monkeypatch):
     from napari_ozx.layers import saveback
 
     path = _ours(tmp_path, ".ome.zarr")
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     lab = _labels(vm)
     lab.data[3, 72, 100] = 7
     before = _mtimes(path)
@@ -328,7 +315,7 @@ def test_menu_commands_edit_and_save_back(tmp_path, monkeypatch):
 
     monkeypatch.setattr(editable, "CHEAP_PLANE_PIXELS", 16)
     path = _ours(tmp_path, ".ome.zarr")
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     vm.layers.selection = {_labels(vm)}
     commands.edit_labels(vm)
     lab = _labels(vm)
@@ -346,7 +333,7 @@ def test_menu_commands_edit_and_save_back(tmp_path, monkeypatch):
     with pytest.raises(OzxError, match="select"):
         vm.layers.selection = {vm.layers[0]}
         commands.save_labels(vm)
-    vm2 = _open(path)
+    vm2 = open_in_viewer_model(path)
     assert np.asarray(_labels(vm2).data[0])[1, 72, 100] == 6  # still a (read-only) pyramid
 
 
@@ -367,7 +354,7 @@ def test_save_back_ozx_recomputes_crc_of_a_member_it_cannot_trust(tmp_path, monk
     with open(path, "r+b") as fh:
         fh.seek(victim.header_offset + 14)
         fh.write(b"\0\0\0\0")
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     lab = _labels(vm)
     lab.data[0, 4, 4] = 9
     save_labels_back(lab)
@@ -418,7 +405,7 @@ def test_save_back_keeps_a_foreign_pyramid_outside_the_edit(tmp_path, version):
     import zarr
 
     path, before = _foreign_pyramid(tmp_path, version)
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     lab = _labels(vm)
     yy, xx = np.mgrid[0:128, 0:128]
     disc = (yy - 50) ** 2 + (xx - 70) ** 2 <= 9**2
@@ -539,7 +526,7 @@ def test_direct_encoding_matches_zarr_byte_for_byte(tmp_path, layout, monkeypatc
     path = _ours(tmp_path, ".ozx" if layout == "ours_ozx" else ".ome.zarr", shape=(2, 8, 90, 125))
     if layout not in ("ours", "ours_ozx"):
         _relayout(path, layout)
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     lab = _labels(vm)
     truth = np.asarray(lab.data).copy()
     rng = np.random.default_rng(3)
@@ -563,7 +550,7 @@ def test_direct_encoding_matches_zarr_byte_for_byte(tmp_path, layout, monkeypatc
             assert by_zarr["labels/cells/0/c/2/0/1"] is None
     save_labels_back(lab)
     np.testing.assert_array_equal(np.asarray(lab.data), truth)
-    vm2 = _open(path)
+    vm2 = open_in_viewer_model(path)
     np.testing.assert_array_equal(np.asarray(_labels(vm2).data), truth)
     if path.is_dir():
         g = zarr.open_group(str(path / "labels" / "cells"), mode="r")
@@ -593,7 +580,7 @@ def test_direct_encoding_with_an_edit_grid_other_than_the_chunks(tmp_path, monke
 
     monkeypatch.delenv("NAPARI_OZX_FAST_PATHS", raising=False)
     path = _ours(tmp_path, ".ozx", shape=(2, 8, 90, 125))
-    lab = _labels(_open(path))
+    lab = _labels(open_in_viewer_model(path))
     data = EditableLabels(lab.data.base, chunks=(1, 64, 64))
     data[3, 10:80, 5:120] = 4
     data[(np.array([5, 5]), np.array([89, 0]), np.array([124, 0]))] = 9
@@ -612,7 +599,7 @@ def test_save_back_closes_the_replaced_archive(tmp_path):
     from napari_ozx.ozx.validate import validate
 
     path = _ours(tmp_path, ".ozx")
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     lab = _labels(vm)
     lab.data[3, 72, 100] = 7
     save_labels_back(lab)

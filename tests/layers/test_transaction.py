@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 from napari_ozx.layers.transaction import EditTransaction, Fingerprint, SaveBackError
 from napari_ozx.ozx.rfc9 import is_metadata_name
 from tests._support.omegen import zip_dir
+from tests._support.viewermodel import open_in_viewer_model
 
 KINDS = [".ome.zarr", ".ozx"]
 GROUP = b'{"zarr_format": 3, "node_type": "group", "attributes": {}}'
@@ -318,19 +318,6 @@ def test_keys_outside_the_store_are_refused(tmp_path):
                 tx.put(bad, b"x")
 
 
-def _open(path: Path) -> Any:
-    from napari.components import ViewerModel
-
-    from napari_ozx._reader import read_layer_data
-
-    vm = ViewerModel()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for data, kw, kind in read_layer_data(str(path)):
-            getattr(vm, f"add_{kind}")(data, **kw)
-    return vm
-
-
 def test_an_archive_saved_over_the_viewed_file_keeps_the_layers_right(tmp_path):
     """The viewer shows the ``.ozx`` being rebuilt: afterwards its layers read the new
     file (the old one is not held) and show the same pixels; its editable labels count as
@@ -351,7 +338,7 @@ def test_an_archive_saved_over_the_viewed_file_keeps_the_layers_right(tmp_path):
     spec = ImageSpec(img, layer_axes(["z", "y", "x"], None, 3, True), channels=[])
     labels = LabelsSpec("cells", lab, layer_axes(["z", "y", "x"], None, 3, False))
     write_ome_zarr(path, spec, [labels], WriteOptions(chunk_yx=32, pyramid_levels=2))
-    vm = _open(path)
+    vm = open_in_viewer_model(path)
     image = next(lyr for lyr in vm.layers if isinstance(lyr, Image))  # channel 0
     labels_layer = next(lyr for lyr in vm.layers if isinstance(lyr, Labels))
     assert isinstance(labels_layer.data, EditableLabels)
@@ -390,7 +377,7 @@ def test_a_directory_saved_under_the_viewed_layer_reads_the_saved_pixels(tmp_pat
     labels = LabelsSpec("cells", lab, layer_axes(["z", "y", "x"], None, 3, False))
     opts = WriteOptions(chunk_yx=16, shard_yx=64, shard_z=2, pyramid_levels=1)
     write_ome_zarr(path, spec, [labels], opts)
-    layer = next(lyr for lyr in _open(path).layers if isinstance(lyr, Labels))
+    layer = next(lyr for lyr in open_in_viewer_model(path).layers if isinstance(lyr, Labels))
     expected = lab.copy()
     for value, (y, x) in [(7, (40, 50)), (9, (2, 60))]:
         np.testing.assert_array_equal(np.asarray(layer.data[1]), expected[1])

@@ -32,6 +32,7 @@ from napari_ozx.errors import (
 from napari_ozx.ozx._zip import RangeReader
 from napari_ozx.ozx.lru import ByteLRU
 from napari_ozx.ozx.store import OzxStore
+from tests._support.zipbuild import central_record_offset
 
 PROTO = default_buffer_prototype()
 
@@ -389,21 +390,10 @@ def _zip_bytes(members: dict[str, bytes], compression=zipfile.ZIP_DEFLATED) -> b
     return bytearray(buf.getvalue())
 
 
-def cd_offset_of(data: bytes, name: str) -> int:
-    enc = name.encode()
-    pos = 0
-    while True:
-        pos = data.index(b"PK\x01\x02", pos)
-        nlen = struct.unpack_from("<H", data, pos + 28)[0]
-        if data[pos + 46 : pos + 46 + nlen] == enc:
-            return pos
-        pos += 4
-
-
 def test_deflated_crc_mismatch():
     payload = bytes(random.Random(0).randbytes(5000))
     data = _zip_bytes({"m": payload})
-    cd = cd_offset_of(data, "m")
+    cd = central_record_offset(data, "m")
     struct.pack_into("<I", data, cd + 16, (zlib.crc32(payload) + 1) & 0xFFFFFFFF)
     store = OzxStore(io.BytesIO(bytes(data)))
     with pytest.raises(ZipFormatError, match="CRC"):
@@ -413,7 +403,7 @@ def test_deflated_crc_mismatch():
 def test_deflated_bomb_and_lies():
     payload = b"\0" * 200_000
     data = _zip_bytes({"m": payload})
-    cd = cd_offset_of(data, "m")
+    cd = central_record_offset(data, "m")
     # declared size smaller than what the stream inflates to
     small = bytearray(data)
     struct.pack_into("<I", small, cd + 24, 1000)
@@ -446,7 +436,7 @@ def test_deflated_bomb_and_lies():
 def test_stored_crc_checked_on_small_whole_reads():
     payload = b"0123456789" * 10
     data = _zip_bytes({"m": payload}, compression=zipfile.ZIP_STORED)
-    cd = cd_offset_of(data, "m")
+    cd = central_record_offset(data, "m")
     struct.pack_into("<I", data, cd + 16, 12345)
     store = OzxStore(io.BytesIO(bytes(data)))
     with pytest.raises(ZipFormatError, match="CRC"):
@@ -461,7 +451,7 @@ def test_stored_crc_checked_on_small_whole_reads():
 
 def test_stored_size_mismatch():
     data = _zip_bytes({"m": b"abc" * 10}, compression=zipfile.ZIP_STORED)
-    cd = cd_offset_of(data, "m")
+    cd = central_record_offset(data, "m")
     struct.pack_into("<I", data, cd + 24, 31)
     with pytest.raises(ZipFormatError, match="stored member"):
         get_bytes(OzxStore(io.BytesIO(bytes(data))), "m")
@@ -469,7 +459,7 @@ def test_stored_size_mismatch():
 
 def test_encrypted_and_unsupported_methods():
     data = _zip_bytes({"m": b"abc" * 10}, compression=zipfile.ZIP_STORED)
-    cd = cd_offset_of(data, "m")
+    cd = central_record_offset(data, "m")
     enc = bytearray(data)
     flags = struct.unpack_from("<H", enc, cd + 8)[0]
     struct.pack_into("<H", enc, cd + 8, flags | 1)

@@ -19,6 +19,7 @@ from napari_ozx._sample_data import sample_path
 from napari_ozx.layers.export import load_options
 from napari_ozx.layers.provenance import LayerSource
 from tests._support.classic_dask import QUERY_PLANNING, tokened
+from tests._support.paths import open_fds_to
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("config_dir")]
 
@@ -36,19 +37,6 @@ def no_leaks(qapp):
     import gc
 
     gc.collect()
-
-
-def _fds_to(path: Path) -> list[str]:
-    target = str(Path(path).resolve())
-    out = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            link = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if link.startswith(target):
-            out.append(link)
-    return out
 
 
 def _child_titles(item) -> list[str]:
@@ -192,11 +180,11 @@ def test_inspector_on_a_file_lazy_plate(no_leaks, qtbot, tmp_path):
     ozx.write_bytes(sample_path().read_bytes())
     with qtbot.waitSignal(w.archive_shown, timeout=15_000):
         w.inspect(ozx)
-    assert w.inspection is not None and _fds_to(ozx)
+    assert w.inspection is not None and open_fds_to(ozx)
     w.close()
     w.deleteLater()
     assert not w.workers  # closing waited for the widget's own workers
-    qtbot.waitUntil(lambda: not _fds_to(ozx), timeout=5_000)
+    qtbot.waitUntil(lambda: not open_fds_to(ozx), timeout=5_000)
 
 
 def test_inspector_follows_plate_layers(no_leaks, make_napari_viewer, qtbot, tmp_path):

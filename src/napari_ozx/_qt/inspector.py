@@ -50,6 +50,15 @@ from qtpy.QtWidgets import (
 from napari_ozx._qt.base import OzxDockWidget
 from napari_ozx.errors import OzxError
 from napari_ozx.inspection import (
+    ArchiveFacts,
+    Inspection,
+    MetadataFacts,
+    NodeDetails,
+    Row,
+    TablePreview,
+    TreeNode,
+)
+from napari_ozx.inspection.tree import (
     ARRAY,
     FIELD,
     IMAGE,
@@ -61,14 +70,8 @@ from napari_ozx.inspection import (
     TABLE,
     TABLES,
     WELL,
-    ArchiveFacts,
-    Inspection,
-    MetadataFacts,
-    NodeDetails,
-    Row,
-    TablePreview,
-    TreeNode,
 )
+from napari_ozx.layers.categories.colouring import is_number
 from napari_ozx.layers.provenance import LayerSource, TableOrigin
 
 if TYPE_CHECKING:
@@ -187,14 +190,6 @@ def _preview_table() -> QTableWidget:
     return t
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def show_preview(
     table: QTableWidget, note: QLabel, p: TablePreview, node: TreeNode | None = None
 ) -> None:
@@ -212,7 +207,7 @@ def show_preview(
     for r, cells in enumerate(p.rows):
         for c, text in enumerate(cells):
             item = QTableWidgetItem(text)
-            if _is_number(text):
+            if is_number(text):
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             table.setItem(r, c, item)
     shown = len(p.rows)

@@ -40,7 +40,7 @@ from napari_ozx._qt.base import OzxDockWidget
 from napari_ozx._viewer_hooks import after_read
 from napari_ozx.errors import OzxError, headline, reason_of
 from napari_ozx.layers.reading import LayerData, read_layer_data
-from napari_ozx.ozx.remote.source import is_url
+from napari_ozx.ozx.remote import is_url
 
 if TYPE_CHECKING:
     import napari

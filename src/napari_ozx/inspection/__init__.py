@@ -28,37 +28,9 @@ from napari_ozx.inspection.facts import (
 from napari_ozx.inspection.render import info_report, info_text
 from napari_ozx.inspection.source import Inspection
 from napari_ozx.inspection.tables import TablePreview
-from napari_ozx.inspection.tree import (
-    ARRAY,
-    COLLECTION,
-    FIELD,
-    GROUP,
-    IMAGE,
-    LABEL_IMAGE,
-    LABELS,
-    LEVEL,
-    PLATE,
-    ROW,
-    TABLE,
-    TABLES,
-    WELL,
-    TreeNode,
-)
+from napari_ozx.inspection.tree import TreeNode
 
 __all__ = [
-    "ARRAY",
-    "COLLECTION",
-    "FIELD",
-    "GROUP",
-    "IMAGE",
-    "LABELS",
-    "LABEL_IMAGE",
-    "LEVEL",
-    "PLATE",
-    "ROW",
-    "TABLE",
-    "TABLES",
-    "WELL",
     "ArchiveFacts",
     "ArrayFacts",
     "ExtensionInfo",

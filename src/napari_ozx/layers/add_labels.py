@@ -104,7 +104,7 @@ def local_image_target(
             f"the image to save {what} into was not opened from an OME-Zarr file "
             f"({hint}; nothing was written)"
         )
-    from napari_ozx.ozx.remote.source import is_url
+    from napari_ozx.ozx.remote import is_url
 
     if is_url(src.source):
         raise SaveBackError(

@@ -373,7 +373,7 @@ def fingerprint(data: EditableLabels) -> Fingerprint | None:
         return Fingerprint.of(root, (f"{lead}zarr.json", f"{lead}.zarray"))
     ozx = getattr(store, "path", None)
     if ozx:
-        from napari_ozx.ozx.remote.source import is_url
+        from napari_ozx.ozx.remote import is_url
 
         if is_url(str(ozx)) or not os.path.exists(ozx):
             # remote (HTTP / S3): nothing to stat; a save-back refuses it (saveback.py)

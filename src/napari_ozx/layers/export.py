@@ -43,15 +43,8 @@ from napari_ozx.ngff.write.options import (
     level_range,
     versions_for_format,
 )
-from napari_ozx.ngff.write.writer import (
-    Progress,
-    SceneSpec,
-    StoredPyramid,
-    WriteOptions,
-    WriteSummary,
-    chunk_and_shard,
-    plan_levels,
-)
+from napari_ozx.ngff.write.specs import Progress, SceneSpec, StoredPyramid, WriteSummary
+from napari_ozx.ngff.write.writer import WriteOptions, chunk_and_shard, plan_levels
 from napari_ozx.ozx.rfc9 import ARCHIVE_SUFFIXES
 
 logger = logging.getLogger(__name__)

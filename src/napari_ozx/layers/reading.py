@@ -432,7 +432,7 @@ def warn_broken_rules(root: OmeZarr) -> None:
     (``validate`` still reports it)."""
     from napari_ozx.ngff.validate.walk import validate_documents
     from napari_ozx.ozx.protocol import as_container
-    from napari_ozx.ozx.remote.source import is_url
+    from napari_ozx.ozx.remote import is_url
 
     if is_url(root.source):  # each document is a round trip: `napari-ozx validate` it
         return
@@ -930,28 +930,17 @@ def well_layer_data(
         for (data, kw, kind), node in lds:
             _place(kw, node, off, prefix)
             out.append((data, kw, kind))
-        out.extend(_field_tables(plate.oz, img, lds[0][0][1], by_label, prefix, errors))
+
+        # the field's tables (:func:`_table_layers`) from its placed image layer data: ROI
+        # layers named after the field ("B3 f0 FOV_ROI_table"), problems in *errors*
+        def report(_what: str, err: OzxError, prefix: str = prefix) -> None:
+            errors.append(f"{prefix}: {err}")
+
+        tables = _table_layers(plate.oz, img, lds[0][0][1], by_label, report)
+        for _data, kw, _kind in tables:
+            kw["name"] = f"{prefix} {kw['name']}"
+        out.extend(tables)
     return out, errors
-
-
-def _field_tables(
-    root: OmeZarr,
-    image: OmeImage,
-    placed: dict[str, object],
-    labels: dict[str, list[LayerData]],
-    prefix: str,
-    errors: list[str],
-) -> list[LayerData]:
-    """A plate field's tables (:func:`_table_layers`) from its *placed* image layer data:
-    ROI layers named after the field ("B3 f0 FOV_ROI_table"), problems in *errors*."""
-
-    def report(what: str, err: OzxError) -> None:
-        errors.append(f"{prefix}: {err}")
-
-    out = _table_layers(root, image, placed, labels, report)
-    for _data, kw, _kind in out:
-        kw["name"] = f"{prefix} {kw['name']}"
-    return out
 
 
 def _node(src: LayerSource, image: OmeImage) -> LayerSource:

@@ -28,6 +28,7 @@ import numpy as np
 from napari_ozx.layers.add_labels import local_image_target
 from napari_ozx.layers.provenance import LayerSource
 from napari_ozx.layers.transaction import SaveBackError, check_node_name, group_transaction, refusal
+from napari_ozx.layers.writing import unique_name
 from napari_ozx.ngff.read.documents import join_path
 
 if TYPE_CHECKING:
@@ -259,13 +260,7 @@ def _names(features: pd.DataFrame | None, n: int) -> list[str]:
     for i in range(n):
         v = raw[i] if raw is not None else None
         text = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
-        base = text or f"ROI_{i}"
-        out, k = base, 1
-        while out in seen:
-            k += 1
-            out = f"{base}_{k}"
-        seen.add(out)
-        names.append(out)
+        names.append(unique_name(text or f"ROI_{i}", seen))
     return names
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     import zarr
     from napari.layers import Layer
-    from zarr.abc.buffer import Buffer, BufferPrototype
+    from zarr.abc.buffer import Buffer
     from zarr.abc.store import ByteRequest, Store, SupportsGetSync
 
     from napari_ozx.ngff.read.fastread import FastReader
@@ -49,15 +49,11 @@ __all__ = ["SaveBackError", "save_labels_back"]
 
 
 def _staging_store(base: Store) -> Any:
-    from zarr.abc.store import (
-        OffsetByteRequest,
-        RangeByteRequest,
-        Store,
-        SuffixByteRequest,
-    )
     from zarr.buffer import default_buffer_prototype
 
-    class _StagingStore(Store):
+    from napari_ozx.ozx.store import BytesStore, byte_bounds
+
+    class _StagingStore(BytesStore):
         """Reads *base*, keeps every write (and delete) in memory."""
 
         supports_writes = True
@@ -76,34 +72,15 @@ def _staging_store(base: Store) -> Any:
         def __hash__(self) -> int:
             return id(self)
 
-        async def get(
-            self,
-            key: str,
-            prototype: BufferPrototype | None = None,
-            byte_range: ByteRequest | None = None,
-        ) -> Buffer | None:
-            prototype = prototype or default_buffer_prototype()
+        async def get_bytes(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
             if key not in self.staged:
-                return await self.base.get(key, prototype, byte_range)
+                buf = await self.base.get(key, default_buffer_prototype(), byte_range)
+                return None if buf is None else buf.to_bytes()
             data = self.staged[key]
             if data is None:
                 return None
-            if byte_range is None:
-                part = data
-            elif isinstance(byte_range, RangeByteRequest):
-                part = data[byte_range.start : byte_range.end]
-            elif isinstance(byte_range, OffsetByteRequest):
-                part = data[byte_range.offset :]
-            elif isinstance(byte_range, SuffixByteRequest):
-                part = data[-byte_range.suffix :] if byte_range.suffix else b""
-            else:  # pragma: no cover
-                raise TypeError(f"unexpected byte range {byte_range!r}")
-            return prototype.buffer.from_bytes(part)
-
-        async def get_partial_values(
-            self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, ByteRequest | None]]
-        ) -> list[Buffer | None]:
-            return [await self.get(k, prototype, r) for k, r in key_ranges]
+            start, stop = byte_bounds(byte_range, len(data))
+            return data[start:stop]
 
         async def exists(self, key: str) -> bool:
             if key in self.staged:
@@ -172,7 +149,7 @@ def save_labels_back(layer: Layer) -> Path:
             f"labels {name!r} were not opened editable from an OME-Zarr file; "
             "save them with File > Save instead"
         )
-    from napari_ozx.ozx.remote.source import is_url
+    from napari_ozx.ozx.remote import is_url
 
     if is_url(src):
         raise SaveBackError(

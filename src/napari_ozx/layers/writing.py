@@ -32,18 +32,17 @@ from napari_ozx.ngff.model.metadata import (
     Window,
 )
 from napari_ozx.ngff.model.orientation import split_axis_label
-from napari_ozx.ngff.write.writer import (
+from napari_ozx.ngff.write.options import WriteOptions
+from napari_ozx.ngff.write.specs import (
     ImageSpec,
     LabelsSpec,
     Progress,
     SceneSpec,
     StoredLevel,
     StoredPyramid,
-    WriteOptions,
     WriteSummary,
-    summarize_write,
-    write_ome_zarr,
 )
+from napari_ozx.ngff.write.writer import summarize_write, write_ome_zarr
 
 if TYPE_CHECKING:
     import threading
@@ -59,6 +58,7 @@ __all__ = [
     "layer_axes",
     "specs_from_layers",
     "stored_pyramid",
+    "unique_name",
     "with_xml_note",
     "write_layer_data",
 ]
@@ -397,6 +397,16 @@ def _same_place(images: list[FullLayerData]) -> bool:
     return True
 
 
+def unique_name(base: str, used: set[str]) -> str:
+    """*base*, or ``base_2``, ``base_3`` ... the first not in *used*; added to *used*."""
+    name, i = base, 1
+    while name in used:
+        i += 1
+        name = f"{base}_{i}"
+    used.add(name)
+    return name
+
+
 def _scene_spec(images: list[FullLayerData], lspecs: list[LabelsSpec]) -> SceneSpec:
     """Image layers placed differently, saved together: a 0.6 scene, one image each; a
     labels layer goes with the image whose level-0 shape and place it shares."""
@@ -405,12 +415,7 @@ def _scene_spec(images: list[FullLayerData], lspecs: list[LabelsSpec]) -> SceneS
     paths = []
     for im in images:
         name = re.sub(r"[^\w.\-]+", "_", im[1].get("name") or "image").strip("_") or "image"
-        base, i = name, 1
-        while name in used:
-            i += 1
-            name = f"{base}_{i}"
-        used.add(name)
-        paths.append(name)
+        paths.append(unique_name(name, used))
     for lab in lspecs:
         home = next(
             (

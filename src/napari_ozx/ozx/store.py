@@ -53,7 +53,7 @@ from napari_ozx.ozx.members import MAX_DEFLATE_RATIO, MemberChecks, MemberReader
 from napari_ozx.ozx.protocol import ArchiveSummary
 from napari_ozx.ozx.records import METHOD_DEFLATED, method_name
 
-__all__ = ["OzxStore"]
+__all__ = ["BytesStore", "OzxStore", "SyncGet", "byte_bounds"]
 
 
 def _to_buffer(data: bytes | None, prototype: BufferPrototype | None) -> Buffer | None:
@@ -84,7 +84,7 @@ class _PickleState(TypedDict):
 _LOCAL_FILE_TYPES = (io.BytesIO, io.BufferedReader, io.BufferedRandom, io.FileIO)
 
 
-def _resolve_range(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
+def byte_bounds(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
     """``(start, stop)`` within a member of ``size`` bytes, clamped like a file read."""
     if byte_range is None:
         return 0, size
@@ -102,6 +102,50 @@ def _resolve_range(byte_range: ByteRequest | None, size: int) -> tuple[int, int]
             raise ValueError(f"invalid byte range {byte_range}")
         return max(0, size - byte_range.suffix), size
     raise TypeError(f"Unexpected byte_range, got {byte_range!r}")  # zarr's wording
+
+
+class BytesStore(Store):
+    """A zarr store whose reads are plain bytes (an archive member, a staged chunk):
+    :meth:`get` wraps what :meth:`get_bytes` returns in the caller's buffer."""
+
+    async def get_bytes(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
+        """The bytes of ``key`` (optionally a range), or None when there is no such key."""
+        raise NotImplementedError
+
+    async def get(
+        self,
+        key: str,
+        prototype: BufferPrototype | None = None,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
+        # docstring inherited
+        return _to_buffer(await self.get_bytes(key, byte_range), prototype)
+
+    async def get_partial_values(
+        self,
+        prototype: BufferPrototype,
+        key_ranges: Iterable[tuple[str, ByteRequest | None]],
+    ) -> list[Buffer | None]:
+        # docstring inherited
+        return [await self.get(key, prototype, byte_range) for key, byte_range in key_ranges]
+
+
+class SyncGet:
+    """zarr's ``get_sync`` (its ``SupportsGetSync`` protocol) over :meth:`read_bytes`."""
+
+    def read_bytes(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
+        """The bytes of ``key`` (optionally a range), or None when there is no such key."""
+        raise NotImplementedError
+
+    def get_sync(
+        self,
+        key: str,
+        *,
+        prototype: BufferPrototype | None = None,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
+        """Synchronous :meth:`get` (zarr's ``SupportsGetSync`` protocol)."""
+        return _to_buffer(self.read_bytes(key, byte_range), prototype)
 
 
 class _Members:
@@ -188,7 +232,7 @@ class _Shared:
 SPECULATIVE_HEAD = 256 << 10
 
 
-class OzxStore(Store):
+class OzxStore(SyncGet, BytesStore):
     """Read-only zarr v3 store over an ``.ozx`` / ``.zip`` archive.
 
     Parameters
@@ -519,15 +563,15 @@ class OzxStore(Store):
 
     # ------------------------------------------------------------------ reading
 
-    def _read_bytes(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
-        """The bytes of ``key`` (optionally a range), or None if there is no such member."""
+    def read_bytes(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
+        # docstring inherited
         if self._closed:
             raise ValueError(f"I/O operation on closed {self!r}")
         entry = self._members.get(key)
         if entry is None:
             self._shared.missing.check(key, self._reader, self._label)
             return None
-        span = None if byte_range is None else functools.partial(_resolve_range, byte_range)
+        span = None if byte_range is None else functools.partial(byte_bounds, byte_range)
         return self._member_reader.read(entry, span)
 
     def limit_inflate(self, prefix: str, max_bytes: int) -> None:
@@ -536,29 +580,11 @@ class OzxStore(Store):
         encoded chunk or shard can be, the store alone only knows its global cap."""
         self._member_reader.limit_inflate(prefix, max_bytes)
 
-    def get_sync(
-        self,
-        key: str,
-        *,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        """Synchronous :meth:`get` (zarr's ``SupportsGetSync`` protocol)."""
-        data = self._read_bytes(key, byte_range)
-        return _to_buffer(data, prototype)
-
-    async def get(
-        self,
-        key: str,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
+    async def get_bytes(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
         # docstring inherited; local preads run inline (see module docstring for why)
         if self._threaded:
-            data = await asyncio.to_thread(self._read_bytes, key, byte_range)
-        else:
-            data = self._read_bytes(key, byte_range)
-        return _to_buffer(data, prototype)
+            return await asyncio.to_thread(self.read_bytes, key, byte_range)
+        return self.read_bytes(key, byte_range)
 
     async def get_partial_values(
         self,
@@ -575,7 +601,7 @@ class OzxStore(Store):
         return [None if data is None else from_bytes(data) for data in datas]
 
     def _read_many(self, requests: list[tuple[str, ByteRequest | None]]) -> list[bytes | None]:
-        return [self._read_bytes(key, byte_range) for key, byte_range in requests]
+        return [self.read_bytes(key, byte_range) for key, byte_range in requests]
 
     async def exists(self, key: str) -> bool:
         # docstring inherited

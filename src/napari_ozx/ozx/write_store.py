@@ -18,22 +18,17 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from zarr.abc.buffer import Buffer, BufferPrototype
+from zarr.abc.buffer import Buffer
 from zarr.abc.store import (
     ByteRequest,
-    OffsetByteRequest,
-    RangeByteRequest,
-    Store,
-    SuffixByteRequest,
 )
-from zarr.buffer import default_buffer_prototype
 
 from napari_ozx._compat import zarr_store_check_writable, zarr_store_set_open
 from napari_ozx.ozx.rfc9 import DEFAULT_COMMENT, is_metadata_name
+from napari_ozx.ozx.store import BytesStore, byte_bounds
 from napari_ozx.ozx.writer import (
     CommitOnExit,
     DuplicateEntryError,
@@ -51,22 +46,7 @@ __all__ = ["OzxWriteStore"]
 logger = logging.getLogger(__name__)
 
 
-def _byte_range_bounds(size: int, byte_range: ByteRequest | None) -> tuple[int, int]:
-    if byte_range is None:
-        return 0, size
-    if isinstance(byte_range, RangeByteRequest):
-        start, stop = byte_range.start, min(byte_range.end, size)
-    elif isinstance(byte_range, OffsetByteRequest):
-        start, stop = byte_range.offset, size
-    elif isinstance(byte_range, SuffixByteRequest):
-        start, stop = max(size - byte_range.suffix, 0), size
-    else:
-        raise TypeError(f"Unexpected byte_range, got {byte_range!r}")  # zarr's wording
-    start = max(0, min(start, size))
-    return start, max(start, stop)
-
-
-class OzxWriteStore(CommitOnExit, Store):
+class OzxWriteStore(CommitOnExit, BytesStore):
     """Write-only, append-only zarr-python 3 store that streams into a new ``.ozx``.
 
     Parameters
@@ -169,32 +149,17 @@ class OzxWriteStore(CommitOnExit, Store):
 
     # ------------------------------------------------------------------ reads
 
-    async def get(
-        self,
-        key: str,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        if prototype is None:
-            prototype = default_buffer_prototype()
+    async def get_bytes(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
+        # docstring inherited
         meta = self._meta.get(key)
         if meta is not None:
-            start, stop = _byte_range_bounds(len(meta), byte_range)
-            return prototype.buffer.from_bytes(meta[start:stop])
+            start, stop = byte_bounds(byte_range, len(meta))
+            return meta[start:stop]
         if not self._writer.is_written(key):
             return None
-        size = self._writer.size_of(key)
-        start, stop = _byte_range_bounds(size, byte_range)
+        start, stop = byte_bounds(byte_range, self._writer.size_of(key))
         logger.debug("reading back %s [%d:%d] from the partial .ozx", key, start, stop)
-        data = await asyncio.to_thread(self._writer.read, key, start, stop)
-        return prototype.buffer.from_bytes(data)
-
-    async def get_partial_values(
-        self,
-        prototype: BufferPrototype,
-        key_ranges: Iterable[tuple[str, ByteRequest | None]],
-    ) -> list[Buffer | None]:
-        return [await self.get(key, prototype, br) for key, br in key_ranges]
+        return await asyncio.to_thread(self._writer.read, key, start, stop)
 
     async def exists(self, key: str) -> bool:
         return key in self._meta or self._writer.is_written(key)

@@ -355,14 +355,6 @@ class OzxWriter(CommitOnExit):
         return self._temp
 
     @property
-    def comment(self) -> bytes:
-        return self._comment
-
-    @property
-    def strict_order(self) -> bool:
-        return self._strict
-
-    @property
     def bytes_written(self) -> int:
         """Bytes written to the file so far (after commit: the archive size)."""
         return self._bytes_done
@@ -483,6 +475,20 @@ class OzxWriter(CommitOnExit):
                         f"strict_order=False). {rfc9.ORDER.citation}: {rfc9.ORDER.text}"
                     )
         crc = zlib.crc32(view)  # outside the lock: releases the GIL for large buffers
+        header, entry = self._reserve(name, name_b, crc, view.nbytes, view)
+        if _HAVE_PWRITE:
+            self._write_reserved(
+                header, entry, lambda: _write_all_at(self._fd, view, entry.data_offset)
+            )
+        if self._progress is not None:
+            self._progress(self._bytes_done, self._entries_done)
+
+    def _reserve(
+        self, name: str, name_b: bytes, crc: int, size: int, view: memoryview | None = None
+    ) -> tuple[bytes, _Entry]:
+        """Reserve data entry *name*'s local header and *size* bytes (the archive open, the
+        metadata flushed first, the name new); without ``pwrite``, *view* is written there
+        under the lock."""
         flags = 0 if name.isascii() else FLAG_UTF8
         with self._lock:
             self._check_open_locked()
@@ -492,20 +498,15 @@ class OzxWriter(CommitOnExit):
                 raise DuplicateEntryError(
                     f"{name!r} is already in the archive; entries can be written only once"
                 )
-            header, entry = self._reserve_locked(name, name_b, flags, crc, view.nbytes)
-            if not _HAVE_PWRITE:  # pragma: no cover - non-POSIX: write under the lock
+            header, entry = self._reserve_locked(name, name_b, flags, crc, size)
+            if view is not None and not _HAVE_PWRITE:  # pragma: no cover - non-POSIX
                 self._write_or_fail_locked(entry, header, view)
                 entry.done = True
                 self._bytes_done += len(header) + entry.size
                 self._entries_done += 1
                 self._cond.notify_all()
                 self._inflight -= 1
-        if _HAVE_PWRITE:
-            self._write_reserved(
-                header, entry, lambda: _write_all_at(self._fd, view, entry.data_offset)
-            )
-        if self._progress is not None:
-            self._progress(self._bytes_done, self._entries_done)
+        return header, entry
 
     def _write_reserved(self, header: bytes, entry: _Entry, write_data: Callable[[], None]) -> None:
         """Write a reserved entry's local header and data (``write_data``) at their
@@ -549,16 +550,7 @@ class OzxWriter(CommitOnExit):
                 raise OzxWriteError(f"{name!r}: the copied bytes do not match their CRC-32")
             self.add(name, data)
             return
-        flags = 0 if name.isascii() else FLAG_UTF8
-        with self._lock:
-            self._check_open_locked()
-            if not self._meta_flushed:
-                self._flush_metadata_locked()
-            if name in self._by_name:
-                raise DuplicateEntryError(
-                    f"{name!r} is already in the archive; entries can be written only once"
-                )
-            header, entry = self._reserve_locked(name, name_b, flags, crc, size)
+        header, entry = self._reserve(name, name_b, crc, size)
         self._write_reserved(
             header,
             entry,

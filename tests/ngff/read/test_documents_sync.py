@@ -27,6 +27,7 @@ from napari_ozx.ngff.read.documents import read_documents
 from napari_ozx.ozx.store import OzxStore
 from tests._support.omegen import zip_dir
 from tests._support.plategen import PlateSpec, write_plate
+from tests._support.zipbuild import central_record_offset
 
 GROUP = {"zarr_format": 3, "node_type": "group", "attributes": {"hello": "world"}}
 ARRAY = {
@@ -94,20 +95,10 @@ def _archive(path: Path, members: dict[str, bytes], deflated: tuple[str, ...] = 
     return path
 
 
-def _central_record(data: bytes, name: str) -> int:
-    enc, pos = name.encode(), 0
-    while True:
-        pos = data.index(b"PK\x01\x02", pos)
-        n = struct.unpack_from("<H", data, pos + 28)[0]
-        if data[pos + 46 : pos + 46 + n] == enc:
-            return pos
-        pos += 4
-
-
 def _patched(path: Path, name: str, offset: int, fmt: str, value: int) -> Path:
     """*path* with one field of *name*'s central-directory record overwritten."""
     data = bytearray(path.read_bytes())
-    struct.pack_into(fmt, data, _central_record(data, name) + offset, value)
+    struct.pack_into(fmt, data, central_record_offset(data, name) + offset, value)
     path.write_bytes(bytes(data))
     return path
 
@@ -223,13 +214,13 @@ def test_the_same_members_are_read(tmp_path, monkeypatch):
     members = {**V3, **{f"old/{k}": v for k, v in V2.items()}}
     ozx = _archive(tmp_path / "mixed.ozx", members)
     keys: list[str] = []
-    orig = OzxStore._read_bytes
+    orig = OzxStore.read_bytes
 
     def spy(self: OzxStore, key: str, byte_range: Any) -> Any:
         keys.append(key)
         return orig(self, key, byte_range)
 
-    monkeypatch.setattr(OzxStore, "_read_bytes", spy)
+    monkeypatch.setattr(OzxStore, "read_bytes", spy)
     paths = [*V3_PATHS, "old", "old/w", "old/w/0"]
     read = {}
     for threaded in (True, False):
@@ -350,7 +341,7 @@ def test_a_threaded_store_reads_a_batch_concurrently(tmp_path, monkeypatch):
     ozx = _archive(tmp_path / "v3.ozx", V3)
     paths = ["", "A", "A/0"]
     barrier = threading.Barrier(len(paths), timeout=30)
-    orig = OzxStore._read_bytes
+    orig = OzxStore.read_bytes
     direct: list[str] = []
 
     def read(self: OzxStore, key: str, byte_range: Any) -> Any:
@@ -359,7 +350,7 @@ def test_a_threaded_store_reads_a_batch_concurrently(tmp_path, monkeypatch):
         barrier.wait()  # BrokenBarrierError (a node's error) if the reads were serial
         return orig(self, key, byte_range)
 
-    monkeypatch.setattr(OzxStore, "_read_bytes", read)
+    monkeypatch.setattr(OzxStore, "read_bytes", read)
     with OzxStore(ozx, threaded_io=True) as s:
         docs = read_documents(s, paths, 3)
     assert direct == []
@@ -372,4 +363,6 @@ def test_checksum_helper_matches_zipfile():
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("m", b"abc")
     data = buf.getvalue()
-    assert struct.unpack_from("<I", data, _central_record(data, "m") + 16)[0] == zlib.crc32(b"abc")
+    assert struct.unpack_from("<I", data, central_record_offset(data, "m") + 16)[0] == zlib.crc32(
+        b"abc"
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import zipfile
 from pathlib import Path
 
 import numcodecs
@@ -24,17 +23,10 @@ from napari_ozx.errors import ChunkDecodeError
 from napari_ozx.ngff.read.fastread import FastReader, fast_reader
 from napari_ozx.ngff.read.open import _ChunkReader
 from napari_ozx.ozx.store import OzxStore
+from tests._support.omegen import zip_dir
 
 RNG = np.random.default_rng(7)
 SHAPE = (3, 70, 90)  # edge chunks everywhere
-
-
-def _zip_dir(src: Path, dst: Path) -> Path:
-    with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zf:
-        for p in sorted(src.rglob("*")):
-            if p.is_file():
-                zf.write(p, p.relative_to(src).as_posix())
-    return dst
 
 
 def _boxes(shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
@@ -116,7 +108,7 @@ def test_sharded_v3_pixels_equal_zarr(tmp_path, codec, index_location, store):
         a[...] = data
     if store == "ozx":
         root = Path(a.store_path.store.root)
-        a = zarr.open_array(OzxStore(_zip_dir(root, tmp_path / "a.ozx")), mode="r")
+        a = zarr.open_array(OzxStore(zip_dir(root, tmp_path / "a.ozx")), mode="r")
     _check(a)
 
 
@@ -262,7 +254,7 @@ def test_fast_reader_pickles_for_distributed_workers(tmp_path):
     data = _data("uint16")
     a = _write(tmp_path / "a.zarr", data, chunks=(1, 16, 16), shards=(1, 32, 32))
     root = Path(a.store_path.store.root)
-    b = zarr.open_array(OzxStore(_zip_dir(root, tmp_path / "a.ozx")), mode="r")
+    b = zarr.open_array(OzxStore(zip_dir(root, tmp_path / "a.ozx")), mode="r")
     for arr in (a, b):
         reader = _ChunkReader(arr, "src")
         np.testing.assert_array_equal(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pickle
 import random
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from napari_ozx.ngff.read.fastread import FastReader
 from napari_ozx.ngff.read.lazy import LazyArray, lazy_array, source_reader
 from napari_ozx.ngff.read.open import _ChunkReader, open_ome_zarr, open_store
 from napari_ozx.ozx.store import OzxStore
+from tests._support.omegen import zip_dir
 
 # LazyArray subclasses the classic dask Array; under dask's array query planning levels
 # are LevelArray instead (tests/test_compat.py covers those)
@@ -32,14 +32,6 @@ SHAPE = (3, 5, 70, 90)
 DASK_CHUNKS = (2, 2, 24, 40)  # irregular against the inner chunks and the shape
 
 
-def _zip_dir(src: Path, dst: Path) -> Path:
-    with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zf:
-        for p in sorted(src.rglob("*")):
-            if p.is_file():
-                zf.write(p, p.relative_to(src).as_posix())
-    return dst
-
-
 def _zarr(tmp_path: Path, data: np.ndarray, store: str = "dir", **kw: Any) -> zarr.Array:
     kw.setdefault("chunks", (1, 1, 16, 16))
     kw.setdefault("shards", (1, 1, 32, 32))
@@ -48,7 +40,7 @@ def _zarr(tmp_path: Path, data: np.ndarray, store: str = "dir", **kw: Any) -> za
     a = zarr.create_array(zarr.storage.LocalStore(path), shape=data.shape, dtype=data.dtype, **kw)
     a[...] = data
     if store == "ozx":
-        return zarr.open_array(OzxStore(_zip_dir(path, tmp_path / "a.ozx")), mode="r")
+        return zarr.open_array(OzxStore(zip_dir(path, tmp_path / "a.ozx")), mode="r")
     return a
 
 
@@ -66,6 +58,11 @@ def _from_reader(reader: _ChunkReader, chunks: tuple[int, ...] = DASK_CHUNKS) ->
     )
 
 
+def _level(reader: _ChunkReader, chunks: tuple[int, ...] = DASK_CHUNKS) -> LazyArray:
+    """Our level over the reader, with :func:`_from_reader`'s chunks and name."""
+    return lazy_array(reader, chunks, "ozx-test-" + str(id(reader)), reader.dtype, fancy=True)
+
+
 @pytest.fixture(params=["dir", "ozx"])
 def level(request, tmp_path) -> tuple[LazyArray, da.Array, np.ndarray]:
     """(our level, a plain dask array with the same chunks over numpy, the pixels)."""
@@ -75,7 +72,7 @@ def level(request, tmp_path) -> tuple[LazyArray, da.Array, np.ndarray]:
     arr = _zarr(tmp_path, data, request.param)
     reader = _ChunkReader(arr, "src")
     assert isinstance(reader.reader, FastReader)
-    lv = lazy_array(_from_reader(reader), reader)
+    lv = _level(reader)
     return lv, da.from_array(data, chunks=DASK_CHUNKS), data
 
 
@@ -273,10 +270,10 @@ def test_broken_chunks_raise_dask_s_very_error(tmp_path, store):
     a[...] = data
     _corrupt(path / "c" / "1" / "1" / "2")
     if store == "ozx":
-        a = zarr.open_array(OzxStore(_zip_dir(path, tmp_path / "a.ozx")), mode="r")
+        a = zarr.open_array(OzxStore(zip_dir(path, tmp_path / "a.ozx")), mode="r")
     reader = _ChunkReader(a, "src.zarr")
     plain = _from_reader(reader, (1, 32, 48))
-    lv = lazy_array(_from_reader(reader, (1, 32, 48)), reader)
+    lv = _level(reader, (1, 32, 48))
     raised = 0
     for idx in [
         (1,),
@@ -340,14 +337,14 @@ def test_remote_tiles_are_read_once_then_from_the_chunk_cache(tmp_path, monkeypa
         compressors=[ZstdCodec(level=3)],
     )
     a[...] = data
-    _zip_dir(path, www / "a.ozx")
+    zip_dir(path, www / "a.ozx")
     with Server(www) as srv:
         store = open_store(f"{srv.url}/a.ozx")
         assert store.threaded_io
         arr = zarr.open_array(store, mode="r")
         reader = _ChunkReader(arr, "remote")
         assert isinstance(reader.reader, FastReader)
-        lv = lazy_array(_from_reader(reader, (1, 32, 96)), reader)
+        lv = _level(reader, (1, 32, 96))
         srv.reset()
         np.testing.assert_array_equal(np.asarray(lv[1, 10:40, 40:70]), data[1, 10:40, 40:70])
         assert srv.requests

@@ -542,6 +542,24 @@ def test_npe2_read_is_headless(plates):
     assert "['image', 'points'] (2, 544, 816)" in out.stdout
 
 
+def test_a_local_plate_opens_without_the_remote_or_the_categories_code(plates):
+    """The first open of a local plate directory (fresh interpreter) imports neither the
+    remote readers nor the categories' colouring, which only SpatialData layers use."""
+    paths, _ = plates("p96_v05")
+    code = (
+        "import sys\n"
+        "from napari_ozx._reader import get_reader\n"
+        f"p = {str(paths['dir'])!r}\n"
+        "assert len(get_reader(p)(p)) == 2\n"
+        "mods = ('napari_ozx.ozx.remote.source', 'napari_ozx.ozx.remote.store', "
+        "'napari_ozx.layers.categories.colouring')\n"
+        "print([m for m in mods if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 def test_no_leaked_files_or_threads(plates):
     paths, _ = plates("p96_v05")

@@ -18,7 +18,8 @@ import pytest
 
 import napari_ozx
 from napari_ozx.errors import NotOmeZarrError, TableError
-from napari_ozx.inspection import TABLE, TABLES, Inspection
+from napari_ozx.inspection import Inspection
+from napari_ozx.inspection.tree import TABLE, TABLES
 from napari_ozx.layers.reading import well_layer_data
 from napari_ozx.layers.tables import TABLE_KEY
 from napari_ozx.ngff.read.open import open_ome_zarr

@@ -26,6 +26,7 @@ from napari_ozx.ngff.write.convert import convert_summary
 from napari_ozx.ngff.write.options import WriteOptions
 from tests._support import tablegen as tg
 from tests._support.omegen import zip_dir
+from tests._support.viewermodel import open_in_viewer_model
 
 NGIO = "ngio (pinned in the testing extra) is not installed: no ngio-written tables"
 TABLES = tuple(f"{k}_{b}" for k in ("fov", "nuclei_roi", "feat", "cond") for b in tg.BACKENDS)
@@ -270,19 +271,6 @@ def test_convert_on_a_cluster_keeps_tables(ngio_dirs, tmp_path):
 # ------------------------------------------------------------------ ROIs written back
 
 
-def _viewer(path: Path) -> Any:
-    from napari.components import ViewerModel
-
-    from napari_ozx._reader import read_layer_data
-
-    vm = ViewerModel()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for data, kw, kind in read_layer_data(str(path)):
-            getattr(vm, f"add_{kind}")(data, **kw)
-    return vm
-
-
 def _image_layer(vm: Any) -> Any:
     from napari.layers import Image
 
@@ -330,7 +318,7 @@ def test_saved_rois_read_back_by_ngio_with_the_same_boxes(flavour, ngio_dirs, tm
     from napari_ozx.layers.reading import table_layer_data
 
     path = _copy(ngio_dirs, flavour, tmp_path)
-    vm = _viewer(path)
+    vm = open_in_viewer_model(path)
     shapes = _draw(vm)
     before = _members(path)
     assert save_roi_table(shapes, _image_layer(vm), "drawn") == path
@@ -455,7 +443,7 @@ def test_a_second_table_keeps_the_first_and_a_name_is_not_reused(flavour, ngio_d
     from napari_ozx import save_roi_table
 
     path = _copy(ngio_dirs, flavour, tmp_path)
-    vm = _viewer(path)
+    vm = open_in_viewer_model(path)
     image = _image_layer(vm)
     save_roi_table(_draw(vm, "first"), image)
     first = {k: v for k, v in _members(path).items() if k.startswith("tables/first/")}
@@ -518,7 +506,7 @@ def test_refusals_are_one_message_and_write_nothing(case, ngio_dirs, tmp_path):
     from napari_ozx import save_roi_table
 
     path = _copy(ngio_dirs, "ozx", tmp_path)
-    vm = _viewer(path)
+    vm = open_in_viewer_model(path)
     shapes, image, reason = _refusal_cases(vm, _image_layer(vm))[case]
     before = _members(path)
     files = sorted(p.name for p in tmp_path.rglob("*"))
@@ -539,7 +527,7 @@ def test_a_roi_layer_read_from_a_table_saves_the_same_boxes(ngio_dirs, tmp_path)
     from napari_ozx import save_roi_table
 
     path = _copy(ngio_dirs, "v05", tmp_path)
-    vm = _viewer(path)
+    vm = open_in_viewer_model(path)
     layer = vm.layers["fov_anndata"]
     save_roi_table(layer, _image_layer(vm), "fov_again")
     px = tg.ngio_roi_pixels(path, ("fov_anndata", "fov_again"))
@@ -555,7 +543,7 @@ def test_the_menu_command_saves_the_selected_shapes(ngio_dirs, tmp_path):
     from napari_ozx.layers import commands
 
     path = _copy(ngio_dirs, "ozx", tmp_path)
-    vm = _viewer(path)
+    vm = open_in_viewer_model(path)
     image = _image_layer(vm)
     shapes = _draw(vm, "my rois")
     vm.layers.selection = {shapes, image}

@@ -20,7 +20,12 @@ from napari_ozx.ozx._zip import FileObjRangeReader, read_zip_index
 from napari_ozx.ozx.records import FLAG_UTF8, METHOD_DEFLATED, METHOD_STORED
 from napari_ozx.ozx.store import OzxStore
 from napari_ozx.ozx.validate import MAX_PER_CODE, RULES, ValidationReport, validate
-from tests._support.zipbuild import build_central_header, build_end_records, build_local_header
+from tests._support.zipbuild import (
+    build_central_header,
+    build_end_records,
+    build_local_header,
+    central_record_offset,
+)
 
 OME_COMMENT = b'{"ome": {"version": "0.5"}}'
 
@@ -119,17 +124,6 @@ def check(data: bytes, **kw) -> ValidationReport:
 
 def problems(report: ValidationReport) -> set[str]:
     return {f.code for f in report.findings if f.severity != "info"}
-
-
-def cd_record(data: bytes, name: str) -> int:
-    enc = name.encode()
-    pos = 0
-    while True:
-        pos = data.index(b"PK\x01\x02", pos)
-        nlen = struct.unpack_from("<H", data, pos + 28)[0]
-        if data[pos + 46 : pos + 46 + nlen] == enc:
-            return pos
-        pos += 4
 
 
 def patched(data: bytes, offset: int, fmt: str, value: int) -> bytes:
@@ -391,7 +385,7 @@ def test_findings_are_capped():
 
 def test_encrypted_entry():
     data = make_zip(good_members())
-    rec = cd_record(data, "0/c/0/0")
+    rec = central_record_offset(data, "0/c/0/0")
     flags = struct.unpack_from("<H", data, rec + 8)[0]
     report = check(patched(data, rec + 8, "<H", flags | 1))
     assert [f.member for f in report.by_code("encrypted-entry")] == ["0/c/0/0"]
@@ -412,7 +406,7 @@ def test_unsupported_compression(tmp_path):
 
 def test_data_descriptor_on_stored():
     data = make_zip(good_members())
-    rec = cd_record(data, "0/c/0/0")
+    rec = central_record_offset(data, "0/c/0/0")
     flags = struct.unpack_from("<H", data, rec + 8)[0]
     report = check(patched(data, rec + 8, "<H", flags | 0x08))
     assert problems(report) == {"data-descriptor"}
@@ -442,9 +436,9 @@ def test_data_descriptor_written_by_zipfile_unseekable():
 
 def test_crc_mismatch_metadata_always_chunks_when_deep():
     data = make_zip(good_members())
-    bad_meta = patched(data, cd_record(data, "0/zarr.json") + 16, "<I", 1)
+    bad_meta = patched(data, central_record_offset(data, "0/zarr.json") + 16, "<I", 1)
     assert "crc-mismatch" in check(bad_meta).codes
-    bad_chunk = patched(data, cd_record(data, "0/c/0/0") + 16, "<I", 1)
+    bad_chunk = patched(data, central_record_offset(data, "0/c/0/0") + 16, "<I", 1)
     assert "crc-mismatch" not in check(bad_chunk).codes
     report = check(bad_chunk, deep=True)
     assert [f.member for f in report.by_code("crc-mismatch")] == ["0/c/0/0"]
@@ -454,14 +448,14 @@ def test_crc_mismatch_metadata_always_chunks_when_deep():
     members[4] = (members[4][0], members[4][1] * 1000, METHOD_DEFLATED)
     data = make_zip(members)
     assert "crc-mismatch" not in check(data, deep=True).codes
-    bad = patched(data, cd_record(data, "0/c/0/0") + 16, "<I", 7)
+    bad = patched(data, central_record_offset(data, "0/c/0/0") + 16, "<I", 7)
     assert "crc-mismatch" in check(bad, deep=True).codes
 
 
 def test_overlapping_entries():
     members = good_members()
     data = make_zip(members, zip64=False)
-    rec = cd_record(data, "0/c/0/0")
+    rec = central_record_offset(data, "0/c/0/0")
     # claim the chunk is 100 bytes longer: it now runs over the next member's local header
     csize = struct.unpack_from("<I", data, rec + 20)[0]
     bad = patched(patched(data, rec + 20, "<I", csize + 100), rec + 24, "<I", csize + 100)
@@ -473,8 +467,8 @@ def test_overlapping_entries():
 def test_two_records_one_local_header():
     data = bytearray(make_zip(good_members(), zip64=False))
     # point the last record at the first chunk's local header: names now disagree
-    first = cd_record(bytes(data), "0/c/0/0")
-    last = cd_record(bytes(data), "labels/cells/c/0/0")
+    first = central_record_offset(bytes(data), "0/c/0/0")
+    last = central_record_offset(bytes(data), "labels/cells/c/0/0")
     hoff = struct.unpack_from("<I", data, first + 42)[0]
     struct.pack_into("<I", data, last + 42, hoff)
     report = check(bytes(data))

@@ -35,6 +35,7 @@ __all__ = [
     "color_by",
     "colour_columns",
     "current_legend",
+    "is_number",
     "layer_kind",
     "make_legend",
     "rows_features",
@@ -461,7 +462,7 @@ def show_categories(layer: Layer, column: str, values: Iterable[object] | None) 
             visible = np.take(keep, codes, mode="wrap")  # code -1: the last, False
         else:
             nums = np.asarray(col, dtype=np.float64)
-            targets = [float(v) for v in wanted if _number(v)]
+            targets = [float(v) for v in wanted if is_number(v)]
             visible = np.isin(nums, np.asarray(targets, dtype=np.float64))
         st.visible, st.filter_column, st.filter_values = visible, column, wanted
     _apply(layer, st)
@@ -523,7 +524,8 @@ def _lod_record(layer: Any, lod: Any) -> None:
         lay.metadata = meta
 
 
-def _number(text: str) -> bool:
+def is_number(text: str) -> bool:
+    """Whether *text* reads as a number (``float`` takes it)."""
     try:
         float(text)
     except ValueError:

@@ -106,7 +106,7 @@ def enclosing_store(path: str) -> tuple[str, str, str] | None:
     import json
     from pathlib import Path
 
-    from napari_ozx.ozx.remote.source import is_url
+    from napari_ozx.ozx.remote import is_url
 
     if is_url(path):
         return None

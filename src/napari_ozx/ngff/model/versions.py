@@ -13,6 +13,7 @@ compared with :func:`version_key` (tuples of ints), never as strings.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 
@@ -124,6 +125,7 @@ def read_as(version: str | None) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=64)  # asked for every node of a plate: a few versions
 def version_key(version: str | None) -> tuple[int, ...]:
     """A version as a tuple to compare: '0.4' -> (0, 4), '0.6rc1' -> (0, 6) (what it is
     read as); unknown versions and ``None`` sort as (0,) (callers check them first)."""

@@ -387,16 +387,29 @@ def _fmt(i: int | tuple[int, int]) -> str:
     return str(i) if isinstance(i, int) else f"{i[0]}:{i[1]}"
 
 
-def lazy_array(arr: da.Array, reader: Any) -> Any:
-    """``arr`` (a dask array whose every chunk ``arr[sel]`` equals ``reader[sel]``) as a
-    :class:`LazyArray` with the same graph, name and chunks; ``arr`` itself when the
-    direct path is off (:func:`~napari_ozx.ngff.read.fastpaths.enabled`). Under dask's array
+def lazy_array(
+    reader: Any, chunks: Sequence[Any], name: str, dtype: np.dtype[Any], *, fancy: bool
+) -> Any:
+    """A dask array over ``reader`` (``reader[sel]`` reads a box) as a :class:`LazyArray`
+    with the same graph, name and chunks; the dask array itself when the direct path is
+    off (:func:`~napari_ozx.ngff.read.fastpaths.enabled`). ``fancy``: dask's getter then
+    fuses a slice of a chunk into the chunk's own read. Under dask's array
     query planning, whose arrays do not turn into numpy arrays (``np.asarray`` gives an
     object array of dask arrays, dask issue #11922) so that napari can show none, a
     :class:`LevelArray` (said once in the log)."""
     from napari_ozx._compat import dask_query_planning
     from napari_ozx.ngff.read.fastpaths import declined, enabled
 
+    arr = da.from_array(
+        reader,
+        chunks=chunks,
+        name=name,
+        lock=False,
+        asarray=False,
+        fancy=fancy,
+        inline_array=True,
+        meta=np.empty((0,) * len(chunks), dtype=dtype),
+    )
     if dask_query_planning():
         declined(
             "tiles through dask",

@@ -86,10 +86,11 @@ def open_store(source: str | os.PathLike[str] | Store) -> Store:
 
     if isinstance(source, Store):
         return source
-    from napari_ozx.ozx.remote.source import is_url
-    from napari_ozx.ozx.remote.store import open_remote_store
+    from napari_ozx.ozx.remote import is_url
 
     if is_url(source):
+        from napari_ozx.ozx.remote.store import open_remote_store
+
         return open_remote_store(str(source))
     path = Path(source)
     if path.is_dir():
@@ -109,12 +110,18 @@ def open_store(source: str | os.PathLike[str] | Store) -> Store:
 
 
 @dataclass(frozen=True)
-class ArrayNode:
-    """One Zarr array: its parsed document and a lazily built zarr array."""
+class _Node:
+    """Where a node is: its store, its path in it and the Zarr format of its document."""
 
     store: Store = field(repr=False)
     path: str
     zarr_format: int
+
+
+@dataclass(frozen=True)
+class ArrayNode(_Node):
+    """One Zarr array: its parsed document and a lazily built zarr array."""
+
     document: Mapping[str, Any] = field(repr=False)
     extensions: NodeExtensions = field(default_factory=NodeExtensions)
 
@@ -160,7 +167,6 @@ class ArrayNode:
         return self.array.shards
 
     def dask(self, name_token: str, source: str = "") -> da.Array:
-        import dask.array as da
 
         a = self.array
         chunks = _dask_chunks(a.shape, a.chunks, a.shards, a.dtype.itemsize)
@@ -178,20 +184,10 @@ class ArrayNode:
         register(reader, self.store)
         from napari_ozx.ngff.read.lazy import lazy_array  # napari's tiles read reader[box] directly
 
-        arr = da.from_array(
-            reader,
-            chunks=chunks,
-            name=name,
-            lock=False,
-            asarray=False,
-            # fancy=True: dask then fuses a slice of a chunk into the chunk's own read
-            # (dask's getter_nofancy path never does), so a tile of a large dask chunk
-            # reads only the inner chunks it touches (ngff.fastread)
-            fancy=True,
-            inline_array=True,
-            meta=np.empty((0,) * a.ndim, dtype=a.dtype),
-        )
-        return lazy_array(arr, reader)
+        # fancy=True: dask then fuses a slice of a chunk into the chunk's own read (dask's
+        # getter_nofancy path never does), so a tile of a large dask chunk reads only the
+        # inner chunks it touches (ngff.fastread)
+        return lazy_array(reader, chunks, name, a.dtype, fancy=True)
 
 
 def _browse(levels: list[Any], channel_axis: int | None, active: list[int] | None) -> None:
@@ -464,10 +460,9 @@ class _ChunkReader:
 
 
 @dataclass(frozen=True)
-class GroupNode:
-    store: Store = field(repr=False)
-    path: str
-    zarr_format: int
+class GroupNode(_Node):
+    """One Zarr group: its attributes and the OME metadata parsed from them."""
+
     attributes: Mapping[str, Any] = field(repr=False)
     meta: NodeMetadata
     extensions: NodeExtensions = field(default_factory=NodeExtensions)

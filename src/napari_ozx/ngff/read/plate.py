@@ -478,7 +478,6 @@ class Overview:
         return self.datas[0]
 
     def _level_array(self, i: int) -> da.Array:
-        import dask.array as da
 
         lv = self._levels[i]
         y, x = self.yx
@@ -493,17 +492,8 @@ class Overview:
         src = _PlateLevel(self, i)
         from napari_ozx.ngff.read.lazy import lazy_array  # napari's tiles read src[box] directly
 
-        arr = da.from_array(
-            src,
-            chunks=chunks,
-            asarray=False,
-            fancy=False,
-            lock=False,
-            inline_array=True,
-            meta=np.empty((0,) * len(lv.shape), self.dtype),
-            name="ozx-plate-" + uuid.uuid4().hex[:16],
-        )
-        return lazy_array(arr, src)
+        name = "ozx-plate-" + uuid.uuid4().hex[:16]
+        return lazy_array(src, chunks, name, self.dtype, fancy=False)
 
 
 def _field_factor(picks: list[tuple[tuple[int, int], int, tuple[int, int]]]) -> tuple[int, int]:

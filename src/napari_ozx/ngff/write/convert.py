@@ -23,7 +23,8 @@ from napari_ozx.errors import OzxError
 from napari_ozx.ngff.read.open import Image, OmeZarr, open_ome_zarr
 from napari_ozx.ngff.tables.write import source_tables
 from napari_ozx.ngff.write.omexml import carry_ome_xml, warn_dropped
-from napari_ozx.ngff.write.writer import (
+from napari_ozx.ngff.write.options import WriteOptions
+from napari_ozx.ngff.write.specs import (
     Compute,
     ImageSpec,
     LabelsSpec,
@@ -32,11 +33,9 @@ from napari_ozx.ngff.write.writer import (
     SceneSpec,
     StoredLevel,
     StoredPyramid,
-    WriteOptions,
     WriteSummary,
-    summarize_write,
-    write_ome_zarr,
 )
+from napari_ozx.ngff.write.writer import summarize_write, write_ome_zarr
 
 if TYPE_CHECKING:
     from distributed import Client

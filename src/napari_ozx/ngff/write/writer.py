@@ -63,7 +63,6 @@ from napari_ozx.ngff.write.plan import (
     write_step,
 )
 from napari_ozx.ngff.write.specs import (
-    WORLD,
     ArrayData,
     Compute,
     ImageSpec,
@@ -72,14 +71,11 @@ from napari_ozx.ngff.write.specs import (
     Progress,
     SaveError,
     SceneSpec,
-    StoredLevel,
-    StoredPyramid,
     WriteCancelled,
     WriteSummary,
     all_specs,
     check_version_holds,
     needed_by,
-    needed_version,
     table_sources,
 )
 
@@ -91,27 +87,18 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "WORLD",
-    "Compute",
     "DataWriter",
-    "ImageSpec",
+    "ImageSpec",  # the specs write_ome_zarr takes and what it raises / returns, from .specs
     "LabelLevel",
     "LabelsSpec",
     "LevelPlan",
-    "PlateWriteSpec",
     "PreparedLabels",
-    "Progress",
-    "SaveError",
-    "SceneSpec",
-    "StoredLevel",
-    "StoredPyramid",
     "WriteCancelled",
     "WriteJob",
     "WriteOptions",  # re-exported from .options, its home
     "WriteSummary",
     "chunk_and_shard",
     "downsample2",
-    "needed_version",
     "plan_levels",
     "prepare_labels",
     "pyramid_notes",

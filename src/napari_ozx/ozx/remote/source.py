@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Protocol, TypeVar, overload
+from typing import Any, Protocol, TypeVar
 
 from napari_ozx.errors import OzxError, ZipFormatError
 from napari_ozx.ozx._zip import RangeReader
@@ -25,7 +25,6 @@ from napari_ozx.ozx.remote.backends import ObstoreHTTP, http_backend
 
 logger = logging.getLogger(__name__)
 
-REMOTE_SCHEMES = ("http://", "https://", "s3://", "gs://", "gcs://", "az://", "abfs://")
 RETRIES = 3
 TIMEOUT_S = 30.0
 PREFETCH_LIMIT = 8 << 20  # leading metadata fetched in one request, at most this much
@@ -37,6 +36,10 @@ WHOLE_OBJECT_LIMIT = 512 << 20
 
 class RemoteError(OzxError, OSError):
     """A remote read failed (status code or network error), after bounded retries."""
+
+
+class RemoteMissing(RemoteError):
+    """The remote object does not exist (HTTP 404 or no such key)."""
 
 
 class ObjectChangedError(RemoteError):
@@ -58,10 +61,6 @@ class RemoteFileSystem(Protocol):
     ) -> bytes:
         """Bytes ``[start, end)`` of one object."""
         ...
-
-
-def is_url(source: object) -> bool:
-    return isinstance(source, str) and source.lower().startswith(REMOTE_SCHEMES)
 
 
 def _status(exc: BaseException) -> int | None:
@@ -86,45 +85,22 @@ def _transient(exc: BaseException) -> bool:
     )
 
 
-@overload
 def call_with_retries(
     what: str,
     url: str,
     fn: Callable[..., _T],
     *args: object,
     timeout: float | None = None,
-    missing_ok: Literal[False] = False,
     **kwargs: object,
-) -> _T: ...
-@overload
-def call_with_retries(
-    what: str,
-    url: str,
-    fn: Callable[..., _T],
-    *args: object,
-    timeout: float | None = None,
-    missing_ok: bool,
-    **kwargs: object,
-) -> _T | None: ...
-def call_with_retries(
-    what: str,
-    url: str,
-    fn: Callable[..., _T],
-    *args: object,
-    timeout: float | None = None,
-    missing_ok: bool = False,
-    **kwargs: object,
-) -> _T | None:
+) -> _T:
     """Run *fn*; retry transient failures; raise :class:`RemoteError` naming *url*
-    (``missing_ok``: None for a missing object)."""
+    (:class:`RemoteMissing` for a missing object)."""
     delay = 0.2
     for attempt in range(1, RETRIES + 1):
         try:
             return fn(*args, **kwargs)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            if missing_ok:
-                return None
-            raise RemoteError(f"{url}: not found (HTTP 404 or no such object)") from None
+            raise RemoteMissing(f"{url}: not found (HTTP 404 or no such object)") from None
         except PermissionError as e:  # a refusal: retrying cannot help
             raise RemoteError(access_denied(url, e, _file_system_of(fn))) from None
         except Exception as e:

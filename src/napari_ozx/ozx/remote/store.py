@@ -27,12 +27,14 @@ from napari_ozx.ozx.remote.source import (
     TIMEOUT_S,
     RemoteError,
     RemoteFileSystem,
+    RemoteMissing,
     access_denied,
     call_with_retries,
     filesystem,
     fsspec_options,
 )
 from napari_ozx.ozx.rfc9 import is_archive_name
+from napari_ozx.ozx.store import SyncGet
 
 if TYPE_CHECKING:
     from zarr.abc.buffer import Buffer, BufferPrototype
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["ObstoreDirectoryStore", "RemoteDirectory", "RemoteDirectoryStore", "open_remote_store"]
 
 
-class _SyncReads:
+class _SyncReads(SyncGet):
     """What both remote directory stores add to zarr's: ``get_sync`` and ``threaded_io``."""
 
     #: reads can take a round trip: the direct reader runs them concurrently
@@ -76,16 +78,9 @@ class _SyncReads:
     def _object_path(self, key: str) -> str:
         return f"{self.url}/{key}"
 
-    def get_sync(
-        self,
-        key: str,
-        *,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        """Synchronous :meth:`get` (zarr's ``SupportsGetSync`` protocol)."""
+    def read_bytes(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
+        # docstring inherited
         from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
-        from zarr.buffer import default_buffer_prototype
 
         start: int | None = None
         end: int | None = None
@@ -97,10 +92,7 @@ class _SyncReads:
             start = -byte_range.suffix
         elif byte_range is not None:
             raise ValueError(f"Unexpected byte_range, got {byte_range}.")
-        data = self._read(key, start, end)
-        if data is None:
-            return None
-        return (prototype or default_buffer_prototype()).buffer.from_bytes(data)
+        return self._read(key, start, end)
 
     def _read(self, key: str, start: int | None, end: int | None) -> bytes | None:
         """Bytes ``[start, end)`` of the object ``key`` (a negative start alone: that
@@ -113,14 +105,14 @@ class _SyncReads:
         try:
             data = call_with_retries(
                 "read", url, fs.cat_file, path, start=start, end=end,
-                timeout=self._ozx_timeout, missing_ok=True,
+                timeout=self._ozx_timeout,
             )  # fmt: skip
+        except RemoteMissing:
+            return None
         except RemoteError as e:
             if "not satisfiable" in str(e).lower():  # a range of an empty object (as zarr does)
                 return b""
             raise
-        if data is None:
-            return None
         if start is not None and start >= 0 and end is not None and len(data) > end - start:
             data = data[start:end]  # the server ignored Range and sent the whole object
         elif start is not None and start < 0 and end is None and len(data) > -start:
