@@ -54,7 +54,8 @@ times "newest environment, classic dask: $((SECONDS - step_start)) s"
 if [ $# -eq 0 ]; then
   mapfile -t MODULES < <(cat "$RECORD"/*.txt | sort -u)
   [ ${#MODULES[@]} -gt 0 ] || { echo "test-newest: no module recorded a dask array" >&2; exit 1; }
-  echo "test-newest: ${#MODULES[@]} test modules make dask arrays; they run again with dask's array query planning on"
+  echo "test-newest: ${#MODULES[@]} test modules make dask arrays; they run again with dask's array query planning on (their slow tests once, above)"
+  MODULES+=(-m "not slow")  # mypy, child pytests, whole exports: ran twice already
 else
   MODULES=("$@")
   echo "test-newest: the same tests again with dask's array query planning on"

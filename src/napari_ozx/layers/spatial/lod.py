@@ -246,7 +246,7 @@ class LodPoints(LodElement):
 
         v = values.astype(np.float64, copy=False)
         finite = np.isfinite(v)
-        rng = (float(v[finite].min()), float(v[finite].max())) if finite.any() else (0.0, 1.0)
+        rng = (float(np.min(v[finite])), float(np.max(v[finite]))) if finite.any() else (0.0, 1.0)
         lo, hi = limits if limits is not None else rng
         cmap = ensure_colormap(colormap)
         lut = np.asarray(cmap.map(np.linspace(0.0, 1.0, 4096)), dtype=np.float32)
